@@ -1,0 +1,82 @@
+"""Typed errors and exit codes.
+
+Core modules raise these; only the CLI turns them into a message and an exit status.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes shared by every command (documented in the README)."""
+
+    OK = 0
+    NO = 1  # check: compaction needed; grep: no match; lookup: nothing found
+    USAGE = 2  # usage or input error
+    EXTERNAL = 3  # provider failure, lock timeout, file changed underneath
+    INTERRUPTED = 130
+
+
+class PiCompactError(Exception):
+    """Base class: a problem the user can act on, with the file and line when known."""
+
+    exit_code: ExitCode = ExitCode.USAGE
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.line = line
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        return f"{where}{self.message}"
+
+
+class UsageError(PiCompactError):
+    """Flags or settings that make no sense together, or an out-of-range value."""
+
+
+class SessionError(PiCompactError):
+    """The session file cannot be read as a Pi session (fatal, exit 2)."""
+
+
+class NotFoundError(SessionError):
+    """A file, session or entry id that does not exist."""
+
+
+class CycleError(SessionError):
+    """A parentId cycle: Pi would hang on it, so picompact refuses."""
+
+
+class SettingsError(PiCompactError):
+    """Invalid settings, or a context window that cannot be resolved."""
+
+
+class NothingToCompactError(PiCompactError):
+    """The leaf is already a compaction, or the cut keeps everything."""
+
+
+class PatternError(PiCompactError):
+    """An invalid regular expression, or one that timed out."""
+
+
+class CursorError(PiCompactError):
+    """A pagination cursor that is malformed or belongs to a changed file."""
+
+
+class ExternalError(PiCompactError):
+    """Something outside picompact failed (exit 3)."""
+
+    exit_code = ExitCode.EXTERNAL
+
+
+class ConcurrentWriteError(ExternalError):
+    """Another process changed the session while picompact was writing to it."""
+
+
+class ProviderError(ExternalError):
+    """The LLM provider failed, timed out or answered with something unusable."""
