@@ -1,0 +1,246 @@
+"""Pi's context projection: what the model sees for a branch, and how many tokens that is.
+
+Mirrors Pi 1.6's buildContextEntries / buildSessionProjection / estimateProjectedContextTokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pi_compact.messages import current_system_message, entry_messages
+from pi_compact.session.model import Entry, JsonDict
+from pi_compact.session.tree import Branch
+from pi_compact.tokens import estimate_tokens
+
+EDITABLE_ROLES = ("user", "assistant", "toolResult", "custom")
+
+
+@dataclass(slots=True, eq=False)
+class ProjectedEntry:
+    """One context entry with the messages it contributes after its latest context edit."""
+
+    entry: Entry
+    messages: list[JsonDict]
+    edit: Entry | None = None
+    _tokens: int | None = None
+
+    @property
+    def tokens(self) -> int:
+        if self._tokens is None:
+            self._tokens = sum(estimate_tokens(m) for m in self.messages)
+        return self._tokens
+
+    @property
+    def omitted(self) -> bool:
+        return self.edit is not None and self.edit.raw.get("replacement") is None
+
+    @property
+    def replaced(self) -> bool:
+        return self.edit is not None and self.edit.raw.get("replacement") is not None
+
+
+@dataclass(slots=True)
+class Projection:
+    """The context entries in Pi's order: latest compaction, its kept range, then everything after it."""
+
+    branch: Branch
+    entries: list[ProjectedEntry]
+    compaction: Entry | None
+    model: tuple[str, str] | None
+    thinking_level: str
+    edits: dict[str, Entry] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> list[JsonDict]:
+        return [m for pe in self.entries for m in pe.messages]
+
+    def index_of(self, entry_id: str) -> int:
+        for i, pe in enumerate(self.entries):
+            if pe.entry.id == entry_id:
+                return i
+        return -1
+
+
+def session_model(path: list[Entry]) -> tuple[tuple[str, str] | None, str]:
+    """The current model and thinking level: latest model_change or assistant message on the path."""
+    model: tuple[str, str] | None = None
+    thinking = "off"
+    for entry in path:
+        if entry.type == "thinking_level_change":
+            thinking = str(entry.raw.get("thinkingLevel"))
+        elif entry.type == "model_change":
+            model = (str(entry.raw.get("provider")), str(entry.raw.get("modelId")))
+        elif entry.role == "assistant":
+            msg = entry.message or {}
+            model = (str(msg.get("provider")), str(msg.get("model")))
+    return model, thinking
+
+
+def context_entries(path: list[Entry]) -> tuple[list[Entry], Entry | None]:
+    """Latest compaction first, then its kept range (system messages left out), then all later entries."""
+    compaction_index = -1
+    for i in range(len(path) - 1, -1, -1):
+        if path[i].type == "compaction":
+            compaction_index = i
+            break
+    if compaction_index < 0:
+        return list(path), None
+    compaction = path[compaction_index]
+    first_kept = compaction.raw.get("firstKeptEntryId")
+    out = [compaction]
+    found = False
+    for entry in path[:compaction_index]:
+        if entry.id == first_kept:
+            found = True
+        if found and entry.role != "system":
+            out.append(entry)
+    out.extend(path[compaction_index + 1 :])
+    return out, compaction
+
+
+def apply_edit(messages: list[JsonDict], edit: Entry | None) -> list[JsonDict]:
+    """Pi's projectContextEntry: null omits, ``{content}`` replaces the content of editable roles."""
+    if edit is None:
+        return messages
+    replacement = edit.raw.get("replacement")
+    if replacement is None:
+        return []
+    content = replacement.get("content") if isinstance(replacement, dict) else None
+    out: list[JsonDict] = []
+    for message in messages:
+        role = message.get("role")
+        if role not in EDITABLE_ROLES:
+            out.append(message)
+            continue
+        new_content = content
+        if role in ("assistant", "toolResult") and isinstance(content, str):
+            new_content = [{"type": "text", "text": content}]
+        out.append({**message, "content": new_content})
+    return out
+
+
+def build_projection(branch: Branch) -> Projection:
+    """The projection of a branch, exactly as Pi builds it for the model."""
+    path = branch.entries
+    model, thinking = session_model(path)
+    selected, compaction = context_entries(path)
+    edits: dict[str, Entry] = {}
+    for entry in selected:
+        if entry.type == "context_edit":
+            target = entry.raw.get("targetId")
+            if isinstance(target, str):
+                edits[target] = entry
+    projected: list[ProjectedEntry] = []
+    for index, entry in enumerate(selected):
+        if entry.type == "compaction" and index > 0:
+            projected.append(ProjectedEntry(entry, []))
+            continue
+        edit = edits.get(entry.id)
+        projected.append(ProjectedEntry(entry, apply_edit(entry_messages(entry), edit), edit))
+    return Projection(branch, projected, compaction, model, thinking, edits)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Context tokens
+
+
+def calculate_usage_tokens(usage: JsonDict) -> int:
+    """totalTokens, or the sum of its parts when that is missing or zero."""
+
+    def num(key: str) -> float:
+        value = usage.get(key)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+    total = num("totalTokens")
+    if total:
+        return int(total)
+    return int(num("input") + num("output") + num("cacheRead") + num("cacheWrite"))
+
+
+def assistant_usage(message: JsonDict) -> JsonDict | None:
+    """The usage of an assistant reply Pi trusts: not aborted, not an error, non-zero."""
+    if message.get("role") != "assistant" or "usage" not in message:
+        return None
+    if message.get("stopReason") in ("aborted", "error"):
+        return None
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or calculate_usage_tokens(usage) <= 0:
+        return None
+    return usage
+
+
+Method = Literal["usage+estimate", "estimate", "stale-usage"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextTokens:
+    """Context tokens and how they were obtained."""
+
+    tokens: int
+    usage_tokens: int
+    trailing_tokens: int
+    method: Method
+    usage_entry: Entry | None = None  # the assistant reply whose usage was used (or found stale)
+    trailing_messages: int = 0  # messages estimated after that reply
+    invalidating_entry: Entry | None = None  # the compaction/context edit that made the usage stale
+
+    def describe(self) -> str:
+        if self.method == "usage+estimate" and self.usage_entry is not None:
+            return (
+                f"usage of entry {self.usage_entry.id} ({self.usage_tokens}) + estimate of "
+                f"{self.trailing_messages} later message{'s' if self.trailing_messages != 1 else ''} "
+                f"({self.trailing_tokens})"
+            )
+        if self.method == "stale-usage" and self.invalidating_entry is not None:
+            kind = "compaction" if self.invalidating_entry.type == "compaction" else "context edit"
+            return (
+                f"estimate only: usage is stale (recorded before the latest {kind}, entry {self.invalidating_entry.id})"
+            )
+        return "estimate only (no assistant usage in context)"
+
+
+def context_tokens(projection: Projection) -> ContextTokens:
+    """Pi's estimateProjectedContextTokens: last trusted usage plus later estimates, unless that usage is stale."""
+    flat: list[tuple[ProjectedEntry, JsonDict]] = [(pe, m) for pe in projection.entries for m in pe.messages]
+    usage_at = -1
+    usage: JsonDict | None = None
+    for i in range(len(flat) - 1, -1, -1):
+        usage = assistant_usage(flat[i][1])
+        if usage is not None:
+            usage_at = i
+            break
+    path = projection.branch.entries
+    if usage is not None:
+        usage_entry = flat[usage_at][0].entry
+        usage_tokens = calculate_usage_tokens(usage)
+        trailing = sum(estimate_tokens(m) for _, m in flat[usage_at + 1 :])
+        usage_pos = -1
+        for i, entry in enumerate(path):
+            if entry.id == usage_entry.id:
+                usage_pos = i
+                break
+        invalidating_pos = -1
+        for i in range(len(path) - 1, -1, -1):
+            if path[i].type in ("context_edit", "compaction"):
+                invalidating_pos = i
+                break
+        if usage_pos > invalidating_pos:
+            return ContextTokens(
+                usage_tokens + trailing,
+                usage_tokens,
+                trailing,
+                "usage+estimate",
+                usage_entry,
+                len(flat) - usage_at - 1,
+            )
+        stale_by = path[invalidating_pos] if invalidating_pos >= 0 else None
+    else:
+        usage_entry = None
+        stale_by = None
+    messages = [m for _, m in flat]
+    system = current_system_message(messages)
+    tokens = estimate_tokens(system) if system is not None else 0
+    tokens += sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
+    method: Method = "stale-usage" if usage_entry is not None else "estimate"
+    return ContextTokens(tokens, 0, tokens, method, usage_entry, len(messages), stale_by)

@@ -1,0 +1,132 @@
+"""The in-memory shape of a loaded session: entries as Pi parsed them, plus what went wrong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+JsonDict = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """A recoverable problem found while loading; reported, never fatal."""
+
+    level: Literal["warning", "info"]
+    code: str  # stable machine name: malformed-line, truncated-last-line, orphaned-branch, ...
+    message: str
+    line: int | None = None
+
+    def to_json(self) -> JsonDict:
+        return {"level": self.level, "code": self.code, "message": self.message, "line": self.line}
+
+
+@dataclass(slots=True, eq=False)
+class Entry:
+    """One parsed, non-header line. ``raw`` is the JSON object as Pi holds it after migration;
+    unknown types and fields are kept untouched."""
+
+    raw: JsonDict
+    line: int  # 1-based physical line in the file
+    index: int  # 0-based position among parsed non-header entries, in file order
+    offset: int = 0  # byte offset of the line in the file
+    length: int = 0  # byte length of the line, without the newline
+
+    @property
+    def id(self) -> str:
+        return self.raw.get("id")  # type: ignore[return-value]
+
+    @property
+    def parent_id(self) -> str | None:
+        parent = self.raw.get("parentId")
+        return parent if isinstance(parent, str) and parent else None
+
+    @property
+    def type(self) -> str:
+        value = self.raw.get("type")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def message(self) -> JsonDict | None:
+        msg = self.raw.get("message")
+        return msg if self.type == "message" and isinstance(msg, dict) else None
+
+    @property
+    def role(self) -> str | None:
+        msg = self.message
+        role = msg.get("role") if msg is not None else None
+        return role if isinstance(role, str) else None
+
+    @property
+    def timestamp(self) -> str | None:
+        ts = self.raw.get("timestamp")
+        return ts if isinstance(ts, str) else None
+
+    @property
+    def kind(self) -> str:
+        """``message:role`` for messages, else the entry type; handy for display."""
+        role = self.role
+        return f"message:{role}" if role else self.type
+
+
+@dataclass(slots=True)
+class Session:
+    """A loaded session file. ``entries`` are in file order; ``by_id`` lets the later duplicate win, as Pi does."""
+
+    path: Path | None
+    header: JsonDict
+    entries: list[Entry]
+    by_id: dict[str, Entry]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    original_version: int = 3
+    synthetic_ids: bool = False  # v1 file: ids were made up for reading
+    size: int = 0
+    ends_with_newline: bool = True
+    torn_last_line: bool = False  # last line lacks "\n" and does not parse (a crash mid-write)
+    tail: bytes = b""  # last bytes of the file as read, to detect concurrent appends
+
+    @property
+    def leaf(self) -> Entry | None:
+        """Pi's leaf: the last parsed non-header entry in file order, whatever its type."""
+        return self.entries[-1] if self.entries else None
+
+    @property
+    def cwd(self) -> str:
+        cwd = self.header.get("cwd")
+        return cwd if isinstance(cwd, str) else ""
+
+    @property
+    def session_id(self) -> str:
+        return str(self.header.get("id", ""))
+
+    @property
+    def needs_migration(self) -> bool:
+        return self.original_version < 3
+
+    def get(self, entry_id: str) -> Entry | None:
+        return self.by_id.get(entry_id)
+
+    def labels(self) -> dict[str, str]:
+        """Current label per target id, replayed in file order like Pi."""
+        labels: dict[str, str] = {}
+        for entry in self.entries:
+            if entry.type != "label":
+                continue
+            target = entry.raw.get("targetId")
+            if not isinstance(target, str):
+                continue
+            label = entry.raw.get("label")
+            if label:
+                labels[target] = str(label)
+            else:
+                labels.pop(target, None)
+        return labels
+
+    def name(self) -> str | None:
+        """The session name from the latest session_info entry (an empty name clears it)."""
+        for entry in reversed(self.entries):
+            if entry.type == "session_info":
+                name = entry.raw.get("name")
+                return name.strip() or None if isinstance(name, str) else None
+        return None

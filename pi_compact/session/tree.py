@@ -1,0 +1,112 @@
+"""The branch: the path from a leaf up through parentId to a root, as Pi's getBranch() walks it."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from pi_compact.errors import CycleError, NotFoundError
+from pi_compact.session.model import Diagnostic, Entry, Session
+
+
+@dataclass(slots=True)
+class Branch:
+    """Entries root → leaf, plus what the walk noticed (an orphaned start, say)."""
+
+    session: Session
+    entries: list[Entry]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def leaf(self) -> Entry | None:
+        return self.entries[-1] if self.entries else None
+
+    def position(self, entry_id: str) -> int:
+        """0-based position of an entry on the branch, or -1."""
+        for i, entry in enumerate(self.entries):
+            if entry.id == entry_id:
+                return i
+        return -1
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def suggest_ids(session: Session, wanted: str, limit: int = 3) -> list[str]:
+    """Ids that look like a mistyped one: same prefix first, then close matches."""
+    ids = list(session.by_id)
+    prefix = [i for i in ids if i.startswith(wanted[:4])] if len(wanted) >= 4 else []
+    close = difflib.get_close_matches(wanted, ids, n=limit, cutoff=0.5)
+    out: list[str] = []
+    for candidate in [*prefix, *close]:
+        if candidate not in out:
+            out.append(candidate)
+    return out[:limit]
+
+
+def resolve_entry(session: Session, entry_id: str) -> Entry:
+    """The entry with this id, or NotFoundError naming the nearest ids."""
+    entry = session.by_id.get(entry_id)
+    if entry is None:
+        near = suggest_ids(session, entry_id)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise NotFoundError(f"no entry with id {entry_id!r}{hint}", path=str(session.path or "<session>"))
+    return entry
+
+
+def get_branch(session: Session, leaf_id: str | None = None) -> Branch:
+    """Walk from the leaf (the last entry, or ``leaf_id``) to the root.
+
+    A parentId cycle would make Pi loop forever: refuse it. A parentId that points nowhere ends the walk, as in Pi;
+    say how many earlier entries that leaves off the branch.
+    """
+    where = str(session.path or "<session>")
+    start = resolve_entry(session, leaf_id) if leaf_id is not None else session.leaf
+    if start is None:
+        return Branch(session, [])
+    # Pi keeps the leaf as an id and looks it up, so a duplicate id resolves to the later entry.
+    if start.id is not None and session.by_id.get(start.id) is not None:
+        start = session.by_id[start.id]
+    path: list[Entry] = []
+    seen: set[int] = set()
+    current: Entry | None = start
+    diagnostics: list[Diagnostic] = []
+    while current is not None:
+        if id(current) in seen:
+            raise CycleError(
+                f"parentId cycle through entry {current.id} (Pi would hang on this file)", path=where, line=current.line
+            )
+        seen.add(id(current))
+        path.append(current)
+        parent = current.parent_id
+        if parent is None:
+            break
+        nxt = session.by_id.get(parent)
+        if nxt is None:
+            earlier = sum(1 for e in session.entries if e.index < current.index and id(e) not in seen)
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "orphaned-branch",
+                    f"entry {current.id} points to parent {parent}, which is not in the file (a malformed line?): "
+                    f"the branch starts here, as in Pi, and {earlier} earlier entries are not on it",
+                    current.line,
+                )
+            )
+        current = nxt
+    path.reverse()
+    return Branch(session, path, diagnostics)
+
+
+def children(session: Session) -> dict[str | None, list[Entry]]:
+    """Child lists by parent id (None for roots), in file order."""
+    out: dict[str | None, list[Entry]] = {}
+    for entry in session.entries:
+        out.setdefault(entry.parent_id, []).append(entry)
+    return out
+
+
+def leaves(session: Session) -> list[Entry]:
+    """Entries with no children: the tips of every branch, in file order."""
+    has_child = {e.parent_id for e in session.entries if e.parent_id}
+    return [e for e in session.entries if e.id not in has_child]
