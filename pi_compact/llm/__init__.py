@@ -1,0 +1,42 @@
+"""LLM provider client: model resolution, API keys, and completions over two wire protocols."""
+
+from pi_compact.llm.client import ProviderRequestError, complete, complete_many
+from pi_compact.llm.keys import Secret, find_api_key, has_api_key, require_api_key
+from pi_compact.llm.model_table import ModelEntry, estimate_cost, find_model
+from pi_compact.llm.providers import (
+    MODEL_ENV_VAR,
+    PROVIDERS,
+    ModelRef,
+    choose_model,
+    parse_model_ref,
+    resolve_model,
+    supported_providers,
+)
+from pi_compact.llm.types import Message, Request, Response, StopReason, Tool, ToolCall, Usage
+
+__all__ = [
+    "MODEL_ENV_VAR",
+    "PROVIDERS",
+    "Message",
+    "ModelEntry",
+    "ModelRef",
+    "ProviderRequestError",
+    "Request",
+    "Response",
+    "Secret",
+    "StopReason",
+    "Tool",
+    "ToolCall",
+    "Usage",
+    "choose_model",
+    "complete",
+    "complete_many",
+    "estimate_cost",
+    "find_api_key",
+    "find_model",
+    "has_api_key",
+    "parse_model_ref",
+    "require_api_key",
+    "resolve_model",
+    "supported_providers",
+]

@@ -1,0 +1,283 @@
+"""A small synchronous client for OpenAI-compatible and Anthropic endpoints.
+
+One function, `complete`, sends one request with timeouts and retries; `complete_many` runs a
+few of them side by side. httpx is imported inside the functions so that commands which never
+talk to a model do not pay for it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pi_compact.errors import ProviderError, UsageError
+from pi_compact.llm import wire_anthropic, wire_openai
+from pi_compact.llm.keys import Secret, redact, require_api_key
+from pi_compact.llm.providers import ModelRef
+from pi_compact.llm.types import Request, Response
+
+if TYPE_CHECKING:
+    import httpx
+
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_TOKENS = 4096
+MAX_RETRY_AFTER = 60.0
+MAX_BACKOFF = 30.0
+RETRYABLE_STATUS = frozenset({408, 429}) | frozenset(range(500, 600))
+_MESSAGE_LIMIT = 300
+
+Sleep = Callable[[float], None]
+
+
+class ProviderRequestError(ProviderError):
+    """A request that failed; `status` is the last HTTP status, None for timeouts and connection errors."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+
+
+def parse_retry_after(headers: Any, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds to wait from Retry-After (seconds or an HTTP date) or retry-after-ms, capped."""
+    from email.utils import parsedate_to_datetime
+
+    value: float | None = None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            value = float(ms) / 1000
+        except ValueError:
+            value = None
+    raw = headers.get("retry-after")
+    if value is None and raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            try:
+                value = parsedate_to_datetime(raw).timestamp() - now()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                value = None
+    if value is None or value != value:  # NaN
+        return None
+    return min(max(value, 0.0), MAX_RETRY_AFTER)
+
+
+def backoff_delay(attempt: int) -> float:
+    """Exponential backoff without a Retry-After: 1 s, 2 s, 4 s, … capped."""
+    return min(2.0**attempt, MAX_BACKOFF)
+
+
+def _endpoint(model: ModelRef, base_url: str | None) -> str:
+    base = (base_url or model.base_url).strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise UsageError(f"base URL {base!r} must start with http:// or https://")
+    if model.protocol == "anthropic":
+        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+    return f"{base}/chat/completions"
+
+
+def _where(url: str) -> str:
+    """scheme://host[:port] of a URL, without any user:password part, for messages."""
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except Exception:
+        return "the endpoint"
+    port = f":{parsed.port}" if parsed.port else ""
+    return f"{parsed.scheme}://{parsed.host}{port}"
+
+
+def _client(model: ModelRef, api_key: Secret | None, timeout: float) -> httpx.Client:
+    """A client carrying the auth headers, so no caller frame holds the key in a plain local."""
+    import httpx
+
+    headers = {"content-type": "application/json", "accept": "application/json", "user-agent": "picompact"}
+    if model.protocol == "anthropic":
+        headers["anthropic-version"] = wire_anthropic.API_VERSION
+        if api_key:
+            headers["x-api-key"] = api_key.reveal()
+    elif api_key:
+        headers["authorization"] = f"Bearer {api_key.reveal()}"
+    return httpx.Client(headers=headers, timeout=httpx.Timeout(timeout), follow_redirects=False)
+
+
+def _body(request: Request, model: ModelRef) -> bytes:
+    import orjson
+
+    limit = request.max_tokens or (model.info.max_tokens if model.info else None) or DEFAULT_MAX_TOKENS
+    if model.protocol == "anthropic":
+        body = wire_anthropic.build_body(request, model.model_id, limit)
+    else:
+        body = wire_openai.build_body(request, model.model_id, limit, model.max_tokens_field)
+    return orjson.dumps(body)
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+
+
+def _error_text(response: httpx.Response, model: ModelRef, api_key: Secret | None) -> str:
+    """The provider's own message for a failed request, shortened and with any key masked."""
+    import orjson
+
+    message: str | None = None
+    try:
+        data = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        data = None
+    wire = wire_anthropic if model.protocol == "anthropic" else wire_openai
+    message = wire.error_message(data)
+    if message is None:
+        message = response.text if response.content else response.reason_phrase
+    return _shorten(redact(message or "", api_key))
+
+
+def _hint(status: int, model: ModelRef) -> str:
+    if status in (401, 403):
+        return f" (check the API key for {model.provider})"
+    if status == 404:
+        if model.protocol == "openai":
+            return " (check the model id and the base URL; OpenAI-compatible servers usually end in /v1)"
+        return " (check the model id and the base URL)"
+    return ""
+
+
+def _parse(response: httpx.Response, model: ModelRef, api_key: Secret | None) -> Response:
+    import orjson
+
+    try:
+        data = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        raise ProviderRequestError(
+            f"{model.ref}: the provider answered HTTP {response.status_code} with a body that is not JSON",
+            status=response.status_code,
+        ) from None
+    wire = wire_anthropic if model.protocol == "anthropic" else wire_openai
+    try:
+        return wire.parse_response(data, model.model_id)
+    except (ValueError, KeyError, TypeError) as exc:
+        reason = _shorten(redact(str(exc), api_key))
+        raise ProviderRequestError(
+            f"{model.ref}: unexpected response from the provider: {reason}", status=response.status_code
+        ) from None
+
+
+def _as_secret(api_key: Secret | str | None, model: ModelRef) -> Secret | None:
+    if isinstance(api_key, str):
+        return Secret(api_key)
+    return api_key if api_key is not None else require_api_key(model)
+
+
+def complete(
+    request: Request,
+    *,
+    model: ModelRef,
+    api_key: Secret | str | None = None,
+    base_url: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = 3,
+    sleep: Sleep = time.sleep,
+    cancel: threading.Event | None = None,
+) -> Response:
+    """Send one request and return the normalised response.
+
+    api_key None looks the key up (environment, then Pi's auth.json). Retries 408, 429, 5xx,
+    timeouts and connection errors up to max_retries times, waiting as Retry-After asks or with
+    exponential backoff; other errors fail at once. Raises ProviderRequestError (exit 3).
+    `cancel`, when set by another thread, stops further retries.
+    """
+    import httpx
+
+    # Rebind the parameter too, so a traceback that captures locals shows only the mask.
+    key = api_key = _as_secret(api_key, model)
+    url = _endpoint(model, base_url)
+    payload = _body(request, model)
+    failure = ""
+    status: int | None = None
+    attempts = 0
+    with _client(model, key, timeout) as client:
+        for attempt in range(max_retries + 1):
+            if cancel is not None and cancel.is_set():
+                break
+            attempts = attempt + 1
+            wait: float | None = None
+            try:
+                response = client.post(url, content=payload)
+            except httpx.TimeoutException:
+                status, failure = None, f"no answer from {_where(url)} within {timeout:g} s"
+            except httpx.TransportError as exc:
+                reason = _shorten(redact(str(exc) or type(exc).__name__, key))
+                status, failure = None, f"cannot reach {_where(url)}: {reason}"
+            else:
+                if response.status_code < 300:
+                    return _parse(response, model, key)
+                status = response.status_code
+                text = _error_text(response, model, key)
+                if status not in RETRYABLE_STATUS:
+                    raise ProviderRequestError(
+                        f"{model.ref}: HTTP {status}: {text}{_hint(status, model)}", status=status
+                    )
+                failure = f"HTTP {status}: {text}"
+                wait = parse_retry_after(response.headers)
+            if attempt == max_retries or (cancel is not None and cancel.is_set()):
+                break
+            sleep(wait if wait is not None else backoff_delay(attempt))
+    tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+    if not failure:
+        failure = "cancelled"
+    raise ProviderRequestError(f"{model.ref}: {failure} (gave up after {tries})", status=status, attempts=attempts)
+
+
+def complete_many(
+    requests: Sequence[Request],
+    *,
+    model: ModelRef,
+    api_key: Secret | str | None = None,
+    base_url: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = 3,
+    sleep: Sleep = time.sleep,
+) -> list[Response]:
+    """Run requests concurrently and return their responses in order.
+
+    The first failure is raised as soon as it happens and stops the others from retrying.
+    Workers are daemon threads, so Ctrl-C in the caller is not held up by a slow provider.
+    """
+    key = api_key = _as_secret(api_key, model)
+    options: dict[str, Any] = {
+        "model": model,
+        "api_key": key,
+        "base_url": base_url,
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "sleep": sleep,
+    }
+    if len(requests) <= 1:
+        return [complete(r, **options) for r in requests]
+    cancel = threading.Event()
+    done: queue.Queue[tuple[int, Response | None, BaseException | None]] = queue.Queue()
+
+    def run(index: int, request: Request) -> None:
+        try:
+            done.put((index, complete(request, cancel=cancel, **options), None))
+        except BaseException as exc:
+            done.put((index, None, exc))
+
+    for index, request in enumerate(requests):
+        threading.Thread(target=run, args=(index, request), daemon=True, name=f"picompact-llm-{index}").start()
+    results: list[Response | None] = [None] * len(requests)
+    try:
+        for _ in requests:
+            index, result, error = done.get()
+            if error is not None:
+                raise error
+            results[index] = result
+    finally:
+        cancel.set()
+    return [r for r in results if r is not None]

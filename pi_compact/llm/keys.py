@@ -1,0 +1,197 @@
+"""API keys: from the provider's environment variable, else Pi's auth.json.
+
+Keys travel wrapped in `Secret` so that printing, logging or a traceback shows a mask,
+never the key. Only API-key entries of auth.json are used; Pi's OAuth logins are not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from pi_compact.errors import SettingsError, UsageError
+
+if TYPE_CHECKING:
+    from pi_compact.llm.providers import ModelRef
+
+MASK = "********"
+
+
+class Secret:
+    """A string that does not show itself: repr, str and format all give a mask."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The real value, for the one place that builds a request header."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK!r})"
+
+    def __str__(self) -> str:
+        return MASK
+
+    def __format__(self, spec: str) -> str:
+        return MASK
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Secret):
+            return NotImplemented
+        import hmac
+
+        return hmac.compare_digest(self._value.encode(), other._value.encode())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a Secret cannot be pickled")
+
+
+def redact(text: str, *secrets: Secret | None) -> str:
+    """Replace every occurrence of the given secrets in text (e.g. a provider echoing the key)."""
+    for secret in secrets:
+        if secret and len(secret.reveal()) >= 4:
+            text = text.replace(secret.reveal(), MASK)
+    return text
+
+
+def agent_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Pi's agent directory: $PI_CODING_AGENT_DIR, else ~/.pi/agent."""
+    env = os.environ if env is None else env
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    configured = env.get("PI_CODING_AGENT_DIR")
+    if configured:
+        if configured == "~" or configured.startswith("~/"):
+            return home / configured[2:]
+        return Path(configured)
+    return home / ".pi" / "agent"
+
+
+def auth_file(env: Mapping[str, str] | None = None) -> Path:
+    return agent_dir(env) / "auth.json"
+
+
+def _load_auth(path: Path) -> dict[str, Any]:
+    import orjson
+
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise SettingsError(f"cannot read Pi's credentials file: {exc.strerror}", path=str(path)) from None
+    try:
+        data = orjson.loads(raw.removeprefix(b"\xef\xbb\xbf"))
+    except orjson.JSONDecodeError:
+        # No `from exc`: the decoder's message quotes the file, which holds keys.
+        raise SettingsError("Pi's credentials file is not valid JSON", path=str(path)) from None
+    if not isinstance(data, dict):
+        raise SettingsError("Pi's credentials file is not a JSON object", path=str(path))
+    return data
+
+
+_TEMPLATE = re.compile(r"\$(\$|!|\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_command_cache: dict[str, str | None] = {}
+
+
+def _expand(value: str, env: Mapping[str, str], extra: Mapping[str, str]) -> str | None:
+    """Pi's key syntax: "$VAR"/"${VAR}" from the environment, "$$" and "$!" escapes, else literal."""
+    missing = False
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal missing
+        if match.group(1) in ("$", "!"):
+            return match.group(1)
+        name = match.group(2) or match.group(3)
+        found = extra.get(name) or env.get(name)
+        if not found:
+            missing = True
+            return ""
+        return found
+
+    expanded = _TEMPLATE.sub(replace, value)
+    return None if missing else expanded
+
+
+def _run_command(command: str) -> str | None:
+    """A "!command" key: the command's trimmed output, cached like Pi does."""
+    import subprocess
+
+    if command not in _command_cache:
+        try:
+            done = subprocess.run(
+                command, shell=True, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
+            )
+            out = done.stdout.strip() if done.returncode == 0 else ""
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        _command_cache[command] = out or None
+    return _command_cache[command]
+
+
+def _from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
+    """The provider's key from auth.json, and the credential type found when it is not a usable key."""
+    entry = _load_auth(auth_file(env)).get(provider)
+    if not isinstance(entry, dict):
+        return None, None
+    if entry.get("type") != "api_key":
+        return None, str(entry.get("type") or "unknown")
+    key = entry.get("key")
+    if not isinstance(key, str) or not key:
+        return None, "api_key"
+    if key.startswith("!"):
+        value = _run_command(key[1:])
+    else:
+        extra = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+        value = _expand(key, env, {k: v for k, v in extra.items() if isinstance(v, str)})
+    return (Secret(value), None) if value else (None, "api_key")
+
+
+def find_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
+    """The key for model's provider: its environment variable first, then Pi's auth.json."""
+    env = os.environ if env is None else env
+    for name in model.key_env:
+        value = env.get(name, "").strip()
+        if value:
+            return Secret(value)
+    return _from_auth_file(model.provider, env)[0]
+
+
+def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
+    """True when a request to model can be authenticated (or needs no key)."""
+    return not model.key_required or find_api_key(model, env) is not None
+
+
+def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
+    """The key, None for servers that need none, or a UsageError saying how to provide one."""
+    env = os.environ if env is None else env
+    for name in model.key_env:
+        value = env.get(name, "").strip()
+        if value:
+            return Secret(value)
+    key, other = _from_auth_file(model.provider, env)
+    if key is not None or not model.key_required:
+        return key
+    path = auth_file(env)
+    hint = ""
+    if other == "oauth":
+        hint = (
+            f" ({path} holds an OAuth login for {model.provider}; picompact uses only API keys, "
+            "not subscription logins)"
+        )
+    elif other == "api_key":
+        hint = f" (the {model.provider} entry in {path} did not resolve to a key)"
+    elif other:
+        hint = f" ({path} holds a {other!r} credential for {model.provider}, which picompact cannot use)"
+    names = " or ".join(model.key_env) or "an API key"
+    raise UsageError(f"no API key for {model.provider}: set {names}, or store an API key for it in {path}{hint}")

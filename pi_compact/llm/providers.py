@@ -1,0 +1,229 @@
+"""Which endpoint, wire protocol and key a "provider/model-id" reference means.
+
+picompact speaks two protocols: OpenAI Chat Completions ("openai") and Anthropic Messages
+("anthropic"). Every provider below maps to one of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pi_compact.errors import UsageError
+from pi_compact.llm.model_table import ModelEntry, find_model, provider_entries
+
+Protocol = Literal["openai", "anthropic"]
+
+MODEL_ENV_VAR = "PICOMPACT_MODEL"
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """Defaults for one provider; `base_url` None means the user must pass --base-url."""
+
+    name: str
+    protocol: Protocol
+    base_url: str | None
+    key_env: tuple[str, ...]
+    key_required: bool = True
+    # OpenAI's own API wants max_completion_tokens; most compatible servers only know max_tokens.
+    max_tokens_field: str = "max_tokens"
+
+
+PROVIDERS: dict[str, ProviderSpec] = {
+    spec.name: spec
+    for spec in (
+        ProviderSpec(
+            "openai",
+            "openai",
+            "https://api.openai.com/v1",
+            ("OPENAI_API_KEY",),
+            max_tokens_field="max_completion_tokens",
+        ),
+        ProviderSpec("anthropic", "anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",)),
+        ProviderSpec("openrouter", "openai", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)),
+        ProviderSpec(
+            "groq",
+            "openai",
+            "https://api.groq.com/openai/v1",
+            ("GROQ_API_KEY",),
+            max_tokens_field="max_completion_tokens",
+        ),
+        ProviderSpec(
+            "xai", "openai", "https://api.x.ai/v1", ("XAI_API_KEY",), max_tokens_field="max_completion_tokens"
+        ),
+        ProviderSpec("deepseek", "openai", "https://api.deepseek.com", ("DEEPSEEK_API_KEY",)),
+        ProviderSpec("mistral", "openai", "https://api.mistral.ai/v1", ("MISTRAL_API_KEY",)),
+        ProviderSpec(
+            "cerebras",
+            "openai",
+            "https://api.cerebras.ai/v1",
+            ("CEREBRAS_API_KEY",),
+            max_tokens_field="max_completion_tokens",
+        ),
+        ProviderSpec("together", "openai", "https://api.together.xyz/v1", ("TOGETHER_API_KEY",)),
+        ProviderSpec("fireworks", "openai", "https://api.fireworks.ai/inference/v1", ("FIREWORKS_API_KEY",)),
+        ProviderSpec("ollama", "openai", "http://localhost:11434/v1", ("OLLAMA_API_KEY",), key_required=False),
+        ProviderSpec("lmstudio", "openai", "http://localhost:1234/v1", ("LMSTUDIO_API_KEY",), key_required=False),
+        ProviderSpec("llama.cpp", "openai", None, ("LLAMA_API_KEY",), key_required=False),
+        ProviderSpec("vllm", "openai", None, ("VLLM_API_KEY",), key_required=False),
+    )
+}
+
+# Providers that Pi's model table describes with a usable endpoint; their key variables as Pi names them.
+_TABLE_KEY_ENV: dict[str, str] = {
+    "huggingface": "HF_TOKEN",
+    "moonshotai": "MOONSHOT_API_KEY",
+    "moonshotai-cn": "MOONSHOT_API_KEY",
+    "zai": "ZAI_API_KEY",
+    "minimax": "MINIMAX_API_KEY",
+    "minimax-cn": "MINIMAX_CN_API_KEY",
+    "kimi-coding": "KIMI_API_KEY",
+    "opencode-go": "OPENCODE_API_KEY",
+    "xiaomi": "XIAOMI_API_KEY",
+    "xiaomi-token-plan-cn": "XIAOMI_TOKEN_PLAN_CN_API_KEY",
+    "xiaomi-token-plan-ams": "XIAOMI_TOKEN_PLAN_AMS_API_KEY",
+    "xiaomi-token-plan-sgp": "XIAOMI_TOKEN_PLAN_SGP_API_KEY",
+}
+_TABLE_APIS: dict[str, Protocol] = {"openai-completions": "openai", "anthropic-messages": "anthropic"}
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A resolved model: where to send requests, how, and which key to look for."""
+
+    provider: str
+    model_id: str
+    protocol: Protocol
+    base_url: str
+    key_env: tuple[str, ...] = ()
+    key_required: bool = True
+    max_tokens_field: str = "max_tokens"
+    info: ModelEntry | None = field(default=None, compare=False)
+    # Where the choice came from ("--model", "session", PICOMPACT_MODEL), for messages only.
+    source: str = field(default="", compare=False)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.provider}/{self.model_id}"
+
+
+def parse_model_ref(text: str) -> tuple[str, str]:
+    """Split "provider/model-id" on the first slash (model ids may hold more slashes)."""
+    provider, sep, model_id = text.strip().partition("/")
+    if not sep or not provider or not model_id:
+        raise UsageError(
+            f"model {text.strip()!r} is not of the form provider/model-id "
+            "(for example anthropic/claude-sonnet-4-5 or openai/gpt-4.1-mini)"
+        )
+    return provider, model_id
+
+
+def supported_providers() -> list[str]:
+    """Provider names that work without --base-url, then those that need it."""
+    return sorted(PROVIDERS) + sorted(_TABLE_KEY_ENV)
+
+
+def _default_key_env(provider: str) -> tuple[str, ...]:
+    return (re.sub(r"[^A-Za-z0-9]+", "_", provider).upper().strip("_") + "_API_KEY",)
+
+
+def _table_spec(provider: str, model_id: str) -> ProviderSpec | None:
+    """A provider Pi's table knows with an OpenAI- or Anthropic-style endpoint."""
+    if provider not in _TABLE_KEY_ENV:
+        return None
+    exact = find_model(provider, model_id)
+    candidates = [exact] if exact is not None else []
+    candidates += provider_entries(provider)
+    for entry in candidates:
+        protocol = _TABLE_APIS.get(entry.api)
+        if protocol and entry.base_url and "{" not in entry.base_url:
+            return ProviderSpec(provider, protocol, entry.base_url, (_TABLE_KEY_ENV[provider],))
+    return None
+
+
+def _unknown_provider(provider: str) -> UsageError:
+    local = [name for name, spec in PROVIDERS.items() if spec.base_url is None]
+    return UsageError(
+        f"unknown provider {provider!r}; use one of {', '.join(supported_providers())} "
+        f"(pass --base-url for {', '.join(local)} or any other OpenAI-compatible server)"
+    )
+
+
+def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, source: str = "") -> ModelRef:
+    """Turn "provider/model-id" (and an optional user --base-url) into a `ModelRef`.
+
+    A user base URL overrides the default and means the OpenAI protocol, unless the provider
+    is anthropic.
+    """
+    provider, model_id = parse_model_ref(model) if isinstance(model, str) else model
+    if not provider or not model_id:
+        raise UsageError("a model needs both a provider and a model id (provider/model-id)")
+    spec = PROVIDERS.get(provider) or _table_spec(provider, model_id)
+    user_url = base_url.strip() if base_url and base_url.strip() else None
+    if spec is None:
+        if user_url is None:
+            raise _unknown_provider(provider)
+        spec = ProviderSpec(provider, "openai", None, _default_key_env(provider), key_required=False)
+    if user_url is not None:
+        protocol: Protocol = "anthropic" if provider == "anthropic" else "openai"
+        url = user_url
+        field_name = spec.max_tokens_field if protocol == spec.protocol else "max_tokens"
+    elif spec.base_url is None:
+        raise UsageError(
+            f"provider {provider!r} needs --base-url (the address of your server, e.g. http://localhost:8000/v1)"
+        )
+    else:
+        protocol, url, field_name = spec.protocol, spec.base_url, spec.max_tokens_field
+    return ModelRef(
+        provider=provider,
+        model_id=model_id,
+        protocol=protocol,
+        base_url=url.rstrip("/"),
+        key_env=spec.key_env,
+        key_required=spec.key_required,
+        max_tokens_field=field_name,
+        info=find_model(provider, model_id),
+        source=source,
+    )
+
+
+def choose_model(
+    session_model: tuple[str, str] | None,
+    cli_model: str | None,
+    env: Mapping[str, str],
+    *,
+    base_url: str | None = None,
+) -> ModelRef:
+    """Pick the model for a request: --model, else the session's model when usable, else PICOMPACT_MODEL.
+
+    The session's model counts as usable when picompact speaks to its provider and a key for it
+    is available (or none is needed); otherwise the next source is tried.
+    """
+    from pi_compact.llm.keys import has_api_key
+
+    if cli_model and cli_model.strip():
+        return resolve_model(cli_model, base_url=base_url, source="--model")
+    skipped = ""
+    if session_model is not None and all(session_model):
+        try:
+            candidate = resolve_model(session_model, base_url=base_url, source="session")
+        except UsageError:
+            skipped = f"the session's model {session_model[0]}/{session_model[1]} is not supported"
+        else:
+            if has_api_key(candidate, env):
+                return candidate
+            skipped = (
+                f"the session's model {candidate.ref} has no API key "
+                f"(set {' or '.join(candidate.key_env)} or log in with an API key in Pi)"
+            )
+    env_model = env.get(MODEL_ENV_VAR, "").strip()
+    if env_model:
+        return resolve_model(env_model, base_url=base_url, source=MODEL_ENV_VAR)
+    reason = f"{skipped}; " if skipped else ""
+    raise UsageError(
+        f"no model to use: {reason}pass --model provider/model-id, set {MODEL_ENV_VAR}=provider/model-id, "
+        "or use a session whose current model has an API key"
+    )

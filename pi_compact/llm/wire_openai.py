@@ -1,0 +1,143 @@
+"""OpenAI Chat Completions: request body and response parsing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pi_compact.llm.types import Message, Request, Response, StopReason, ToolCall, Usage
+
+_STOP: dict[str, StopReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+}
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.text}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.text or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": call.raw_arguments
+                        if call.raw_arguments is not None
+                        else json.dumps(call.arguments, ensure_ascii=False),
+                    },
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.text}
+
+
+def build_body(request: Request, model_id: str, max_tokens: int, max_tokens_field: str) -> dict[str, Any]:
+    messages = [{"role": "system", "content": request.system}] if request.system else []
+    messages += [_message(m) for m in request.messages]
+    body: dict[str, Any] = {"model": model_id, "messages": messages, max_tokens_field: max_tokens, "stream": False}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in request.tools
+        ]
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some servers answer with content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    raise ValueError("message content is neither text nor a list of parts")
+
+
+def _tool_call(raw: Any, index: int) -> ToolCall:
+    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
+        raise ValueError("a tool call has no function")
+    function = raw["function"]
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("a tool call has no name")
+    call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else f"call_{index}"
+    arguments = function.get("arguments")
+    if isinstance(arguments, dict):
+        return ToolCall(call_id, name, arguments)
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return ToolCall(call_id, name, {})
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return ToolCall(call_id, name, parsed)
+    return ToolCall(call_id, name, {}, raw_arguments=str(arguments))
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def parse_response(data: Any, requested_model: str) -> Response:
+    if not isinstance(data, dict):
+        raise ValueError("the body is not a JSON object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("the body has no choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ValueError("the first choice has no message")
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise ValueError("tool_calls is not a list")
+    calls = tuple(_tool_call(raw, i) for i, raw in enumerate(raw_calls))
+    raw_reason = choice.get("finish_reason")
+    reason: StopReason = _STOP.get(raw_reason, "other") if isinstance(raw_reason, str) else "other"
+    if calls and reason == "stop":  # several local servers report "stop" alongside tool calls
+        reason = "tool_calls"
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    cached = _int(details.get("cached_tokens"))
+    prompt = _int(usage.get("prompt_tokens"))
+    return Response(
+        text=_text(message.get("content")),
+        tool_calls=calls,
+        stop_reason=reason,
+        usage=Usage(
+            input_tokens=max(prompt - cached, 0),
+            output_tokens=_int(usage.get("completion_tokens")),
+            cache_read_tokens=cached,
+        ),
+        model=data["model"] if isinstance(data.get("model"), str) and data["model"] else requested_model,
+        raw_stop_reason=raw_reason if isinstance(raw_reason, str) else None,
+    )
+
+
+def error_message(data: Any) -> str | None:
+    """The provider's own error text from an error body, when it has one."""
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(error, str):
+            return error
+        if isinstance(data.get("message"), str):
+            return data["message"]
+        if isinstance(data.get("detail"), str):
+            return data["detail"]
+    return None

@@ -1,0 +1,56 @@
+"""Fixtures for the LLM client tests: an isolated home and a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pytest_httpserver import HTTPServer
+
+from pi_compact.llm.providers import MODEL_ENV_VAR, PROVIDERS
+
+KEY_VARS = sorted({name for spec in PROVIDERS.values() for name in spec.key_env} | {"HF_TOKEN", "MOONSHOT_API_KEY"})
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HOME and Pi's agent dir at tmp dirs and drop any real provider keys."""
+    home = tmp_path / "home"
+    agent = tmp_path / "agent"
+    home.mkdir()
+    agent.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    for name in [*KEY_VARS, MODEL_ENV_VAR]:
+        monkeypatch.delenv(name, raising=False)
+    return agent
+
+
+@pytest.fixture
+def agent_dir(isolated_home: Path) -> Path:
+    return isolated_home
+
+
+@pytest.fixture
+def server() -> Iterator[HTTPServer]:
+    """A threaded server, so concurrent requests and a slow handler do not block each other."""
+    srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.clear()
+        if srv.is_running():
+            srv.stop()
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    """Delays the client asked to wait, recorded instead of slept."""
+    return []
+
+
+@pytest.fixture
+def fake_sleep(sleeps: list[float]):
+    return sleeps.append

@@ -1,0 +1,113 @@
+"""API keys from the environment and Pi's auth.json, and that they never show."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from pi_compact.errors import SettingsError, UsageError
+from pi_compact.llm import Secret, find_api_key, require_api_key, resolve_model
+from pi_compact.llm.keys import agent_dir, auth_file, redact
+
+SECRET_TEXT = "sk-live-7f3a9c1d2e"
+
+
+def _write_auth(agent: Path, data: object) -> None:
+    (agent / "auth.json").write_text(json.dumps(data))
+
+
+def test_secret_never_shows_itself() -> None:
+    secret = Secret(SECRET_TEXT)
+    for shown in (str(secret), repr(secret), f"{secret}", f"{secret!r}", str([secret]), str({"k": secret})):
+        assert SECRET_TEXT not in shown
+    assert secret.reveal() == SECRET_TEXT
+    assert secret == Secret(SECRET_TEXT)
+    assert secret != Secret("other")
+    with pytest.raises(TypeError):
+        pickle.dumps(secret)
+
+
+def test_redact_masks_every_occurrence() -> None:
+    text = f"bad key {SECRET_TEXT}; again {SECRET_TEXT}"
+    assert SECRET_TEXT not in redact(text, Secret(SECRET_TEXT))
+
+
+def test_key_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET_TEXT)
+    key = find_api_key(resolve_model("openai/gpt-4.1"))
+    assert key is not None and key.reveal() == SECRET_TEXT
+
+
+def test_key_from_auth_file(agent_dir: Path) -> None:
+    _write_auth(agent_dir, {"anthropic": {"type": "api_key", "key": SECRET_TEXT}})
+    key = require_api_key(resolve_model("anthropic/claude-haiku-4-5"))
+    assert key is not None and key.reveal() == SECRET_TEXT
+
+
+def test_environment_wins_over_auth_file(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_auth(agent_dir, {"openai": {"type": "api_key", "key": "sk-from-file"}})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    key = find_api_key(resolve_model("openai/gpt-4.1"))
+    assert key is not None and key.reveal() == "sk-from-env"
+
+
+def test_auth_file_key_may_name_an_environment_variable(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_auth(
+        agent_dir,
+        {
+            "groq": {"type": "api_key", "key": "${MY_GROQ}"},
+            "xai": {"type": "api_key", "key": "pre-$INNER", "env": {"INNER": "fromentry"}},
+            "mistral": {"type": "api_key", "key": "lit$$eral"},
+        },
+    )
+    monkeypatch.setenv("MY_GROQ", "gsk-123")
+    assert find_api_key(resolve_model("groq/llama")).reveal() == "gsk-123"  # type: ignore[union-attr]
+    assert find_api_key(resolve_model("xai/grok")).reveal() == "pre-fromentry"  # type: ignore[union-attr]
+    assert find_api_key(resolve_model("mistral/m")).reveal() == "lit$eral"  # type: ignore[union-attr]
+
+
+def test_auth_file_key_may_be_a_command(agent_dir: Path) -> None:
+    _write_auth(agent_dir, {"deepseek": {"type": "api_key", "key": "!printf '  sk-cmd-out\\n'"}})
+    assert find_api_key(resolve_model("deepseek/chat")).reveal() == "sk-cmd-out"  # type: ignore[union-attr]
+
+
+def test_unset_variable_in_auth_file_is_no_key(agent_dir: Path) -> None:
+    _write_auth(agent_dir, {"groq": {"type": "api_key", "key": "$NOT_SET_ANYWHERE"}})
+    with pytest.raises(UsageError, match="did not resolve"):
+        require_api_key(resolve_model("groq/llama"))
+
+
+def test_missing_key_says_where_to_put_one(agent_dir: Path) -> None:
+    with pytest.raises(UsageError) as info:
+        require_api_key(resolve_model("openai/gpt-4.1"))
+    assert "OPENAI_API_KEY" in str(info.value)
+    assert str(agent_dir / "auth.json") in str(info.value)
+
+
+def test_oauth_login_is_out_of_scope_and_says_so(agent_dir: Path) -> None:
+    _write_auth(agent_dir, {"anthropic": {"type": "oauth", "access": SECRET_TEXT, "refresh": "r", "expires": 1}})
+    with pytest.raises(UsageError) as info:
+        require_api_key(resolve_model("anthropic/claude-haiku-4-5"))
+    assert "OAuth" in str(info.value)
+    assert SECRET_TEXT not in str(info.value)
+
+
+def test_keyless_server_needs_no_key() -> None:
+    assert require_api_key(resolve_model("ollama/llama3")) is None
+
+
+def test_broken_auth_file_is_reported_without_its_contents(agent_dir: Path) -> None:
+    (agent_dir / "auth.json").write_text('{"openai": {"type": "api_key", "key": "' + SECRET_TEXT + '"')
+    with pytest.raises(SettingsError) as info:
+        find_api_key(resolve_model("openai/gpt-4.1"))
+    assert "auth.json" in str(info.value)
+    assert SECRET_TEXT not in str(info.value)
+    assert info.value.__cause__ is None
+
+
+def test_agent_dir_defaults_to_home_and_expands_tilde(tmp_path: Path) -> None:
+    assert agent_dir({"HOME": str(tmp_path)}) == tmp_path / ".pi" / "agent"
+    assert auth_file({"HOME": str(tmp_path), "PI_CODING_AGENT_DIR": "~/pi"}) == tmp_path / "pi" / "auth.json"
