@@ -1,0 +1,198 @@
+"""``check``: does this session need compacting, and where would Pi cut? Pure data, no printing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pi_compact.errors import UsageError
+from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
+from pi_compact.projection import ProjectedEntry, session_model
+from pi_compact.session import Branch, Session, get_branch, load_session
+from pi_compact.session.model import Diagnostic
+
+CHECK_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Settings flags shared by ``check`` and ``compact``; None means "as Pi resolves it"."""
+
+    context_window: int | None = None
+    model: str | None = None  # PROVIDER/ID
+    reserve_tokens: int | None = None
+    keep_recent_tokens: int | None = None
+    leaf_id: str | None = None
+    tokenizer: str = "pi"  # or "cl100k"
+
+
+@dataclass
+class CheckResult:
+    """Everything ``check`` reports; ``to_json`` is the documented, stable document."""
+
+    session: Session
+    branch: Branch
+    plan: CompactionPlan
+    model: tuple[str, str] | None
+    model_source: str
+    context_window: int
+    context_window_source: str
+    reserve_tokens: int
+    keep_recent_tokens: int
+    enabled: bool
+    settings_sources: dict[str, str]
+    threshold: int
+    should_compact: bool
+    tokenizer: str = "pi"
+    cl100k_tokens: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [*self.session.diagnostics, *self.branch.diagnostics]
+
+    def _span(self, entries: list[ProjectedEntry]) -> dict[str, Any]:
+        return {
+            "entries": len(entries),
+            "messages": sum(len(pe.messages) for pe in entries),
+            "tokens": sum(pe.tokens for pe in entries),
+            "first_entry_id": entries[0].entry.id if entries else None,
+            "last_entry_id": entries[-1].entry.id if entries else None,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        plan = self.plan
+        ctx = plan.context
+        split = plan.cut.is_split_turn and plan.can_compact
+        turn_entry = plan.entries[plan.cut.turn_start_index].entry if split else None
+        first_kept = plan.first_kept if plan.can_compact else None
+        return {
+            "schema_version": CHECK_SCHEMA_VERSION,
+            "session": {
+                "path": str(self.session.path) if self.session.path else None,
+                "id": self.session.session_id,
+                "cwd": self.session.cwd,
+                "version": self.session.original_version,
+                "name": self.session.name(),
+                "entries": len(self.session.entries),
+            },
+            "leaf_id": self.branch.leaf.id if self.branch.leaf else None,
+            "branch_length": len(self.branch),
+            "model": {"provider": self.model[0], "id": self.model[1]} if self.model else None,
+            "model_source": self.model_source,
+            "context_tokens": ctx.tokens,
+            "context_tokens_method": ctx.method,
+            "context_tokens_source": ctx.describe(),
+            "usage_entry_id": ctx.usage_entry.id if ctx.usage_entry else None,
+            "usage_tokens": ctx.usage_tokens,
+            "trailing_tokens": ctx.trailing_tokens,
+            "context_window": self.context_window,
+            "context_window_source": self.context_window_source,
+            "reserve_tokens": self.reserve_tokens,
+            "keep_recent_tokens": self.keep_recent_tokens,
+            "settings_sources": self.settings_sources,
+            "enabled": self.enabled,
+            "threshold": self.threshold,
+            "should_compact": self.should_compact,
+            "tokens_before": ctx.tokens,
+            "can_compact": plan.can_compact,
+            "nothing_to_compact_reason": plan.nothing_reason,
+            "first_kept_entry_id": first_kept.id if first_kept else None,
+            "first_kept_index": self.branch.position(first_kept.id) if first_kept else None,
+            "is_split_turn": split,
+            "turn_start_index": self.branch.position(turn_entry.id) if turn_entry else None,
+            "turn_start_entry_id": turn_entry.id if turn_entry else None,
+            "previous_compaction_id": plan.previous_compaction.id if plan.previous_compaction else None,
+            "summarize": {**self._span(plan.summarized_entries()), "messages": len(plan.messages_to_summarize)},
+            "turn_prefix": {**self._span(plan.prefix_entries()), "messages": len(plan.turn_prefix_messages)},
+            "kept": self._span(plan.kept_entries()),
+            "read_files": plan.read_files,
+            "modified_files": plan.modified_files,
+            "tokenizer": self.tokenizer,
+            "context_tokens_cl100k": self.cl100k_tokens,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "warnings": self.warnings,
+        }
+
+
+def parse_model_flag(value: str) -> tuple[str, str]:
+    provider, sep, model_id = value.partition("/")
+    if not sep or not provider or not model_id:
+        raise UsageError(f"--model must look like PROVIDER/MODEL-ID (got {value!r})")
+    return provider, model_id
+
+
+def settings_cwd(session: Session) -> str:
+    """Project settings come from the directory Pi ran in: the session's cwd when it exists here."""
+    cwd = session.cwd
+    if cwd and Path(cwd).is_dir():
+        return cwd
+    return str(Path.cwd())
+
+
+def cl100k_context_tokens(plan: CompactionPlan) -> int:
+    """Context tokens counted with cl100k_base over the projected messages (system replayed once)."""
+    from pi_compact.messages import current_system_message
+    from pi_compact.tokens import count_cl100k
+
+    messages = plan.projection.messages
+    system = current_system_message(messages)
+    total = count_cl100k(system) if system is not None else 0
+    return total + sum(count_cl100k(m) for m in messages if m.get("role") != "system")
+
+
+def analyze(session: Session, options: CheckOptions) -> CheckResult:
+    """Resolve settings for the session's model and plan the compaction as Pi would."""
+    from pi_compact.models import resolve_context_window
+    from pi_compact.settings import resolve_settings
+
+    if options.tokenizer not in ("pi", "cl100k"):
+        raise UsageError(f"--tokenizer must be pi or cl100k (got {options.tokenizer!r})")
+    branch = get_branch(session, options.leaf_id)
+    if options.model:
+        model: tuple[str, str] | None = parse_model_flag(options.model)
+        model_source = "flag"
+    else:
+        model, _ = session_model(branch.entries)
+        model_source = "session (latest model change or assistant reply)" if model else "unknown"
+    settings = resolve_settings(
+        settings_cwd(session),
+        model,
+        reserve_tokens=options.reserve_tokens,
+        keep_recent_tokens=options.keep_recent_tokens,
+    )
+    window, window_source = resolve_context_window(flag=options.context_window, model=model)
+    plan = plan_compaction(branch, settings.keep_recent_tokens)
+    threshold = window - settings.reserve_tokens
+    warnings = list(getattr(settings, "warnings", ()))
+    if threshold <= 0:
+        warnings.append(
+            f"reserveTokens ({settings.reserve_tokens}) is not below the context window ({window}): "
+            "every non-empty context crosses the threshold"
+        )
+    result = CheckResult(
+        session=session,
+        branch=branch,
+        plan=plan,
+        model=model,
+        model_source=model_source,
+        context_window=window,
+        context_window_source=window_source,
+        reserve_tokens=settings.reserve_tokens,
+        keep_recent_tokens=settings.keep_recent_tokens,
+        enabled=settings.enabled,
+        settings_sources=dict(settings.sources),
+        threshold=threshold,
+        should_compact=should_compact(plan.context.tokens, window, settings.reserve_tokens, settings.enabled),
+        tokenizer=options.tokenizer,
+        warnings=warnings,
+    )
+    if options.tokenizer == "cl100k":
+        result.cl100k_tokens = cl100k_context_tokens(plan)
+    return result
+
+
+def check_session(path: str | Path, options: CheckOptions | None = None) -> CheckResult:
+    """Load a session file and analyse it."""
+    return analyze(load_session(path), options or CheckOptions())

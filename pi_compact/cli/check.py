@@ -1,0 +1,146 @@
+"""``picompact check`` and ``picompact sessions``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pi_compact.cli.app import app
+from pi_compact.cli.common import Output, check_nonneg, handle_errors, report_diagnostics, resolve_session_path
+from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ModelOpt, ReserveOpt, SessionArg
+from pi_compact.errors import ExitCode
+
+
+def _fmt(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def check_rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, value, style) rows of the human report: the numbers first, then the cut."""
+    rows: list[tuple[str, str, str]] = []
+    session = data["session"]
+    model = data["model"]
+    rows.append(("session", f"{session['path']} ({session['entries']} entries, branch {data['branch_length']})", ""))
+    rows.append(("model", f"{model['provider']}/{model['id']}" if model else "unknown", ""))
+    rows.append(("context tokens", f"{_fmt(data['context_tokens'])}  [{data['context_tokens_source']}]", ""))
+    if data.get("context_tokens_cl100k") is not None:
+        rows.append(
+            (
+                "cl100k tokens",
+                f"{_fmt(data['context_tokens_cl100k'])}  [tiktoken cl100k_base: an extra view, not Pi's rule]",
+                "",
+            )
+        )
+    rows.append(("context window", f"{_fmt(data['context_window'])}  [{data['context_window_source']}]", ""))
+    rows.append(
+        (
+            "threshold",
+            f"{_fmt(data['threshold'])}  (window - reserveTokens {_fmt(data['reserve_tokens'])}; "
+            f"keepRecentTokens {_fmt(data['keep_recent_tokens'])})",
+            "",
+        )
+    )
+    if not data["enabled"]:
+        rows.append(("compact?", "no (auto-compaction disabled in settings)", ""))
+    elif data["should_compact"]:
+        over = data["context_tokens"] - data["threshold"]
+        rows.append(("compact?", f"YES: {over:,} tokens over the threshold", "bold red"))
+    else:
+        left = data["threshold"] - data["context_tokens"]
+        rows.append(("compact?", f"no: {left:,} tokens to go", "green"))
+    if data["can_compact"]:
+        rows.append(
+            ("cut", f"keep from entry {data['first_kept_entry_id']} (branch index {data['first_kept_index']})", "")
+        )
+        if data["is_split_turn"]:
+            rows.append(
+                (
+                    "split turn",
+                    f"yes: the turn starts at entry {data['turn_start_entry_id']} (index {data['turn_start_index']})",
+                    "",
+                )
+            )
+        else:
+            rows.append(("split turn", "no", ""))
+        for key, label in (("summarize", "summarize"), ("turn_prefix", "turn prefix"), ("kept", "kept")):
+            part = data[key]
+            if key == "turn_prefix" and not data["is_split_turn"]:
+                continue
+            rows.append(
+                (label, f"{part['entries']} entries, {part['messages']} messages, ~{_fmt(part['tokens'])} tokens", "")
+            )
+    else:
+        rows.append(("cut", f"nothing to compact: {data['nothing_to_compact_reason']}", ""))
+    if data["read_files"] or data["modified_files"]:
+        rows.append(("files", f"{len(data['read_files'])} read, {len(data['modified_files'])} modified", ""))
+    return rows
+
+
+def render_rows(out: Output, rows: list[tuple[str, str, str]]) -> None:
+    """A rich table on a terminal; plain aligned lines in a pipe (no wrapping, no padding)."""
+    if not out.stdout_isatty:
+        width = max(len(label) for label, _, _ in rows)
+        for label, value, _ in rows:
+            out.text(f"{label.ljust(width)}  {value}")
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
+    table.add_column(style="bold" if out.color else None, no_wrap=True)
+    table.add_column()
+    for label, value, style in rows:
+        table.add_row(label, Text(value, style=style if out.color else ""))
+    out.console.print(table)
+
+
+@app.command()
+@handle_errors
+def check(
+    session: Path | None = SessionArg,
+    context_window: int | None = ContextWindowOpt,
+    model: str | None = ModelOpt,
+    reserve_tokens: int | None = ReserveOpt,
+    keep_recent_tokens: int | None = KeepOpt,
+    leaf: str | None = LeafOpt,
+    tokenizer: str = typer.Option("pi", "--tokenizer", help="pi (Pi's chars/4 rule) or cl100k (extra view)."),
+    files: bool = typer.Option(False, "--files", help="List the read and modified files too."),
+    json_output: bool = JsonOpt,
+) -> None:
+    """Does the session need compacting, and where would Pi cut? Exit 1 when it should compact."""
+    from pi_compact.check import CheckOptions, check_session
+
+    out = Output(json_output)
+    if context_window is not None and model is not None:
+        out.warn("--context-window given: --model then only selects per-model settings overrides")
+    check_nonneg("--context-window", context_window)
+    check_nonneg("--reserve-tokens", reserve_tokens)
+    check_nonneg("--keep-recent-tokens", keep_recent_tokens)
+    path = resolve_session_path(session)
+    result = check_session(
+        path,
+        CheckOptions(
+            context_window=context_window,
+            model=model,
+            reserve_tokens=reserve_tokens,
+            keep_recent_tokens=keep_recent_tokens,
+            leaf_id=leaf,
+            tokenizer=tokenizer,
+        ),
+    )
+    data = result.to_json()
+    report_diagnostics(out, result.diagnostics, path)
+    for warning in result.warnings:
+        out.warn(warning)
+    if json_output:
+        out.json(data)
+    else:
+        render_rows(out, check_rows(data))
+        if files:
+            for p in data["read_files"]:
+                out.text(f"  read      {p}")
+            for p in data["modified_files"]:
+                out.text(f"  modified  {p}")
+    raise typer.Exit(int(ExitCode.NO) if result.should_compact else int(ExitCode.OK))

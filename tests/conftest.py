@@ -1,0 +1,90 @@
+"""Shared test helpers: run the installed CLI for real, and keep every test away from the real home directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PI_FIXTURES = FIXTURES / "pi"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HOME and PI_CODING_AGENT_DIR at a temp dir so no test reads or writes the real ~/.pi."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / ".pi" / "agent"))
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "PICOMPACT_MODEL", "NO_COLOR"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@dataclass
+class Result:
+    """What a CLI run produced: raw bytes (a \\r inside a message must survive), decoded text, exit code."""
+
+    stdout_bytes: bytes
+    stderr_bytes: bytes
+    code: int
+
+    @property
+    def stdout(self) -> str:
+        return self.stdout_bytes.decode("utf-8")
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_bytes.decode("utf-8")
+
+    @property
+    def json(self) -> Any:
+        return orjson.loads(self.stdout_bytes)
+
+    @property
+    def jsonl(self) -> list[Any]:
+        return [orjson.loads(line) for line in self.stdout_bytes.split(b"\n") if line.strip()]
+
+
+def picompact_exe() -> list[str]:
+    """The installed console script, next to this interpreter (else ``python -m pi_compact``)."""
+    exe = Path(sys.executable).parent / "picompact"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("picompact")
+    return [found] if found else [sys.executable, "-m", "pi_compact"]
+
+
+def run(
+    *args: str | os.PathLike[str],
+    input: bytes | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> Result:
+    """Run ``picompact ARGS`` as a real subprocess; output is read as bytes."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("PICOMPACT_DEBUG", None)
+    proc = subprocess.run(
+        [*picompact_exe(), *map(str, args)],
+        input=input,
+        capture_output=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=timeout,
+        check=False,
+    )
+    return Result(proc.stdout, proc.stderr, proc.returncode)
+
+
+@pytest.fixture
+def cli() -> Any:
+    """The ``run`` helper as a fixture."""
+    return run
