@@ -1,0 +1,388 @@
+"""Benchmark picompact on generated sessions: wall time (best of N) and peak memory per command.
+
+    python bench/run.py [--sizes 10MB,100MB,500MB] [--repeat 3] [--only check,grep] > results.md
+
+Missing session files are generated first (bench/gen_session.py, same seed every time). Progress and a plain
+table go to stderr; the markdown report for bench/RESULTS.md goes to stdout. A command that exits with 2 or
+more (for instance a command that does not exist yet) shows as "n/a (exit N)"; exit 1 is a normal answer
+(check: compaction needed; grep: no match). Peak memory comes from GNU `/usr/bin/time` when present, else
+from getrusage(RUSAGE_CHILDREN) in a fresh wrapper process per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from gen_session import COMMON_REGEX, RARE_LITERALS, generate_file, parse_size
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL_SESSION = ROOT / "tests" / "fixtures" / "pi" / "gen-small-101.jsonl"
+NEEDLE = RARE_LITERALS["tool_output"]
+GROUPS = ("parse", "check", "compact", "grep", "list", "show", "startup")
+CONTEXT_WINDOW = "200000"
+
+PARSE_SCRIPT = (
+    "import sys, orjson\n"
+    "data = open(sys.argv[1], 'rb').read()\n"
+    "for line in data.split(b'\\n'):\n"
+    "    if line:\n"
+    "        orjson.loads(line)\n"
+)
+# Fallback when GNU time is missing: run the command, report its wall time and its peak RSS (KiB).
+RUSAGE_WRAPPER = (
+    "import resource, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "rc = subprocess.call(sys.argv[2:])\n"
+    "dt = time.perf_counter() - t\n"
+    "kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "open(sys.argv[1], 'w').write(f'{dt} {kib}')\n"
+    "sys.exit(rc)\n"
+)
+
+
+@dataclass
+class Result:
+    """Best time and peak memory of one command over its runs, or why it could not run."""
+
+    seconds: float | None = None
+    rss_mib: float | None = None
+    exit_code: int | None = None
+    error: str = ""
+    runs: list[float] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.seconds is not None
+
+    def cell(self) -> str:
+        if not self.ok:
+            return f"n/a (exit {self.exit_code})" if self.exit_code is not None else f"n/a ({self.error})"
+        rss = f" · {self.rss_mib:.0f} MiB" if self.rss_mib is not None else ""
+        return f"{fmt_s(self.seconds)}{rss}"
+
+
+def fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+class Runner:
+    """Runs one command several times with stdout drained into a pipe (never /dev/null: some tools stop
+    early when they see it) and measures it with GNU time or the rusage wrapper."""
+
+    def __init__(self, repeat: int, timeout: float, env: dict[str, str]) -> None:
+        self.repeat = repeat
+        self.timeout = timeout
+        self.env = env
+        gnu = shutil.which("time", path="/usr/bin")
+        self.gnu_time = gnu if gnu and self._is_gnu(gnu) else None
+
+    @staticmethod
+    def _is_gnu(path: str) -> bool:
+        try:
+            out = subprocess.run([path, "-f", "%M", "true"], capture_output=True, text=True, timeout=10)
+        except OSError:
+            return False
+        return out.returncode == 0 and out.stderr.strip().isdigit()
+
+    def measure(self, cmd: list[str]) -> Result:
+        res = Result()
+        for _ in range(self.repeat):
+            seconds, kib, code, err = self._once(cmd)
+            if code is None or code >= 2 or code < 0:
+                return Result(exit_code=code, error=err or "timeout")
+            res.runs.append(seconds)
+            res.exit_code = code
+            if kib is not None:
+                res.rss_mib = max(res.rss_mib or 0.0, kib / 1024)
+        res.seconds = min(res.runs)
+        return res
+
+    def _once(self, cmd: list[str]) -> tuple[float, float | None, int | None, str]:
+        with tempfile.NamedTemporaryFile("r", suffix=".rss") as stat, tempfile.TemporaryFile() as errf:
+            if self.gnu_time:
+                argv = [self.gnu_time, "-f", "%M", "-o", stat.name, *cmd]
+            else:
+                argv = [sys.executable, "-c", RUSAGE_WRAPPER, stat.name, *cmd]
+            t0 = time.perf_counter()
+            try:
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errf, env=self.env)
+            except OSError as exc:
+                return 0.0, None, None, str(exc)
+            drain = threading.Thread(target=_discard, args=(proc.stdout,), daemon=True)
+            drain.start()
+            try:
+                code = proc.wait(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                return 0.0, None, None, f"timeout after {self.timeout:.0f}s"
+            wall = time.perf_counter() - t0
+            drain.join()
+            errf.seek(0)
+            err = _error_line(errf.read().decode(errors="replace"))
+            text = Path(stat.name).read_text().split()
+        kib: float | None = None
+        if self.gnu_time:
+            kib = float(text[-1]) if text and text[-1].isdigit() else None
+        elif len(text) == 2:
+            wall, kib = float(text[0]), float(text[1])
+        return wall, kib, code, err[:200]
+
+
+def _error_line(stderr: str) -> str:
+    """The most telling line of a failed command's stderr (typer draws boxes around its errors)."""
+    lines = [ln.strip(" │╭╮╰╯─\t") for ln in stderr.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(("Command exited", "Command terminated"))]
+    return next((ln for ln in lines if "rror" in ln), lines[-1] if lines else "")
+
+
+def _discard(stream: object) -> None:
+    read = stream.read  # type: ignore[attr-defined]
+    while read(1 << 20):
+        pass
+
+
+def picompact_cmd(spec: str | None) -> list[str]:
+    """The installed console script beside this Python, else `python -m pi_compact`."""
+    if spec:
+        return shlex.split(spec)
+    script = Path(sys.executable).parent / "picompact"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pi_compact"]
+
+
+def middle_entry_id(path: Path) -> str:
+    """The id of the first message entry that starts after the middle byte of the file."""
+    with open(path, "rb") as fh:
+        fh.seek(path.stat().st_size // 2)
+        fh.readline()
+        for line in fh:
+            try:
+                entry = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(entry, dict) and entry.get("type") == "message" and isinstance(entry.get("id"), str):
+                return entry["id"]
+    raise SystemExit(f"no message entry after the middle of {path}")
+
+
+def session_file(data_dir: Path, label: str, seed: int, generate: bool) -> Path:
+    path = data_dir / f"session-{label.lower()}.jsonl"
+    if not path.exists():
+        if not generate:
+            raise SystemExit(f"missing {path}; run: python bench/gen_session.py --size {label} --out {path}")
+        print(f"generating {path} ...", file=sys.stderr)
+        generate_file(path, parse_size(label), seed)
+    return path
+
+
+def file_benchmarks(pc: list[str], path: Path, groups: set[str], rg: str | None) -> list[tuple[str, list[str]]]:
+    """(row label, argv) for every benchmark that runs on one session file, in table order."""
+    f = str(path)
+    py = sys.executable
+    rows: list[tuple[str, list[str]]] = []
+    if "parse" in groups:
+        rows.append(("bare orjson parse", [py, "-c", PARSE_SCRIPT, f]))
+    if "check" in groups or "compact" in groups or "list" in groups or "show" in groups:
+        rows.append(("check --json", [*pc, "check", f, "--context-window", CONTEXT_WINDOW, "--json"]))
+    if "compact" in groups:
+        rows.append(("compact --mode verbatim --dry-run",
+                     [*pc, "compact", f, "--mode", "verbatim", "--dry-run", "--context-window", CONTEXT_WINDOW]))
+    if "grep" in groups:
+        rows.append((f"grep -F {NEEDLE}", [*pc, "grep", f, NEEDLE, "-F"]))
+        if rg:
+            rows.append((f"rg -F {NEEDLE} (raw JSONL)", [rg, "-F", NEEDLE, f]))
+        rows.append((f"grep '{COMMON_REGEX}'", [*pc, "grep", f, COMMON_REGEX]))
+        if rg:
+            rows.append((f"rg '{COMMON_REGEX}' (raw JSONL)", [rg, COMMON_REGEX, f]))
+    if "list" in groups:
+        rows.append(("list", [*pc, "list", f]))
+    if "show" in groups:
+        rows.append(("show <middle id>", [*pc, "show", f, middle_entry_id(path)]))
+    return rows
+
+
+def ratio_row(name: str, a: Result | None, b: Result | None, limit: float) -> tuple[str, str, str]:
+    if not a or not b or not a.ok or not b.ok or not b.seconds:
+        return name, "n/a", "n/a"
+    r = a.seconds / b.seconds  # type: ignore[operator]
+    return name, f"{r:.2f}x ({fmt_s(a.seconds)} vs {fmt_s(b.seconds)})", "ok" if r <= limit else "over"
+
+
+def targets(sizes: list[str], paths: dict[str, Path], results: dict[str, dict[str, Result]],
+            startup: dict[str, Result]) -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
+    for label in sizes:
+        r = results[label]
+        check = r.get("check --json")
+        rows.append(ratio_row(f"{label}: check <= 1.5x bare parse", check, r.get("bare orjson parse"), 1.5))
+        file_mib = paths[label].stat().st_size / 2**20
+        limit = 1.5 * file_mib + 60
+        measured = [(res.rss_mib, name) for name, res in r.items()
+                    if res.ok and res.rss_mib is not None and not name.startswith(("bare", "rg "))]
+        if measured:
+            peak, name = max(measured)
+            rows.append((f"{label}: peak memory <= 1.5x file + 60 MiB ({limit:.0f} MiB)",
+                         f"{peak:.0f} MiB ({name})", "ok" if peak <= limit else "over"))
+        else:
+            rows.append((f"{label}: peak memory <= 1.5x file + 60 MiB ({limit:.0f} MiB)", "n/a", "n/a"))
+        rows.append(ratio_row(f"{label}: compact --dry-run <= 2x check",
+                              r.get("compact --mode verbatim --dry-run"), check, 2.0))
+        for plain, raw in ((f"grep -F {NEEDLE}", f"rg -F {NEEDLE} (raw JSONL)"),
+                           (f"grep '{COMMON_REGEX}'", f"rg '{COMMON_REGEX}' (raw JSONL)")):
+            if plain in r:
+                rows.append(ratio_row(f"{label}: {plain} <= 1.5x ripgrep", r.get(plain), r.get(raw), 1.5))
+        for name in ("list", "show <middle id>"):
+            if name in r:
+                rows.append(ratio_row(f"{label}: {name} <= check", r.get(name), check, 1.0))
+    if startup:
+        rows.append(ratio_row("startup: check on a small session <= 4x `python -c pass`",
+                              startup.get("picompact check (small session)"), startup.get("python -c pass"), 4.0))
+    return rows
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kib = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kib / 2**20:.1f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores{mem}; {platform.system()} {platform.release()}"
+
+
+def versions(pc: list[str], rg: str | None, env: dict[str, str]) -> str:
+    parts = [f"Python {platform.python_version()}", f"orjson {orjson.__version__}"]
+    for name, argv in (("picompact", [*pc, "--version"]), ("ripgrep", [rg, "--version"] if rg else None)):
+        if argv is None:
+            parts.append(f"{name} not installed")
+            continue
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
+            first = (out.stdout or out.stderr).strip().splitlines()
+            parts.append(first[0] if out.returncode == 0 and first else f"{name} (version unknown)")
+        except OSError:
+            parts.append(f"{name} not runnable")
+    return ", ".join(parts)
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def plain_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=False)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10MB,100MB,500MB", help="comma-separated sizes (default %(default)s)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per command; the best time counts (default 3)")
+    ap.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated subset of {','.join(GROUPS)}")
+    ap.add_argument("--data-dir", type=Path, default=ROOT / "bench" / "data")
+    ap.add_argument("--seed", type=int, default=1, help="seed for files that must be generated (default 1)")
+    ap.add_argument("--no-generate", action="store_true", help="fail instead of generating missing files")
+    ap.add_argument("--picompact", help="command to run picompact (default: the script beside this Python)")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds before one run is killed")
+    args = ap.parse_args(argv)
+
+    groups = {g.strip() for g in args.only.split(",") if g.strip()}
+    unknown = groups - set(GROUPS)
+    if unknown:
+        ap.error(f"unknown benchmark(s) {', '.join(sorted(unknown))}; choose from {', '.join(GROUPS)}")
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    sizes = [s.strip().upper() for s in args.sizes.split(",") if s.strip()]
+    for s in sizes:
+        try:
+            parse_size(s)
+        except ValueError as exc:
+            ap.error(str(exc))
+
+    pc = picompact_cmd(args.picompact)
+    rg = shutil.which("rg") if "grep" in groups else None
+    if "grep" in groups and not rg:
+        print("ripgrep not found (apt-get install -y ripgrep); its rows are left out", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="picompact-bench-") as home:
+        # A clean home: no user settings or models file changes the answers being timed.
+        env = {**os.environ, "HOME": home, "PI_CODING_AGENT_DIR": str(Path(home) / "agent"), "NO_COLOR": "1"}
+        runner = Runner(args.repeat, args.timeout, env)
+        if not runner.gnu_time:
+            print("GNU /usr/bin/time not found: measuring memory with getrusage", file=sys.stderr)
+
+        paths = {label: session_file(args.data_dir, label, args.seed, not args.no_generate) for label in sizes}
+        results: dict[str, dict[str, Result]] = {}
+        row_names: list[str] = []
+        for label in sizes:
+            results[label] = {}
+            for name, cmd in file_benchmarks(pc, paths[label], groups, rg):
+                res = runner.measure(cmd)
+                results[label][name] = res
+                if name not in row_names:
+                    row_names.append(name)
+                note = f"  [{res.error}]" if not res.ok and res.error else ""
+                print(f"{label:>6}  {name:<40} {res.cell()}{note}", file=sys.stderr)
+
+        startup: dict[str, Result] = {}
+        if "startup" in groups:
+            for name, cmd in (("python -c pass", [sys.executable, "-c", "pass"]),
+                              ("picompact check (small session)", [*pc, "check", str(SMALL_SESSION)])):
+                startup[name] = runner.measure(cmd)
+                print(f"{'small':>6}  {name:<40} {startup[name].cell()}", file=sys.stderr)
+        ver = versions(pc, rg, env)
+
+    header = ["benchmark"] + [f"{label} ({paths[label].stat().st_size / 2**20:.1f} MiB)" for label in sizes]
+    rows = [[name] + [results[label][name].cell() if name in results[label] else "-" for label in sizes]
+            for name in row_names]
+    target_rows = [list(t) for t in targets(sizes, paths, results, startup)]
+    startup_rows = [[name, res.cell()] for name, res in startup.items()]
+
+    print("\n" + plain_table(header, rows), file=sys.stderr)
+    if startup_rows:
+        print("\n" + plain_table(["startup", "time · peak RSS"], startup_rows), file=sys.stderr)
+    print("\n" + plain_table(["target", "measured", "verdict"], target_rows), file=sys.stderr)
+
+    out = [
+        "## Machine", "",
+        f"- {machine()}",
+        f"- {ver}",
+        f"- `python bench/run.py --sizes {','.join(sizes)} --repeat {args.repeat} --only {','.join(sorted(groups))}`"
+        f" on {time.strftime('%Y-%m-%d')}; memory via {'GNU time' if runner.gnu_time else 'getrusage'}",
+        "",
+        f"## Time (best of {args.repeat}) · peak RSS", "",
+        markdown_table(header, rows) if rows else "(no per-file benchmarks selected)",
+    ]
+    if startup_rows:
+        out += ["", "## Startup", "", markdown_table(["command", "time · peak RSS"], startup_rows)]
+    out += ["", "## Targets", "", markdown_table(["target", "measured", "verdict"], target_rows), ""]
+    sys.stdout.write("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
