@@ -33,15 +33,18 @@ class Branch:
 
 
 def suggest_ids(session: Session, wanted: str, limit: int = 3) -> list[str]:
-    """Ids that look like a mistyped one: same prefix first, then close matches."""
-    ids = list(session.by_id)
-    prefix = [i for i in ids if i.startswith(wanted[:4])] if len(wanted) >= 4 else []
-    close = difflib.get_close_matches(wanted, ids, n=limit, cutoff=0.5)
-    out: list[str] = []
-    for candidate in [*prefix, *close]:
-        if candidate not in out:
-            out.append(candidate)
-    return out[:limit]
+    """Ids that look like a mistyped one: longest shared prefix first, then overall similarity."""
+
+    def score(candidate: str) -> tuple[int, float]:
+        prefix = 0
+        for a, b in zip(candidate, wanted, strict=False):
+            if a != b:
+                break
+            prefix += 1
+        return prefix, difflib.SequenceMatcher(None, candidate, wanted).ratio()
+
+    ranked = sorted(((score(i), i) for i in session.by_id), key=lambda item: item[0], reverse=True)
+    return [i for (prefix, ratio), i in ranked[:limit] if prefix >= 2 or ratio >= 0.5]
 
 
 def resolve_entry(session: Session, entry_id: str) -> Entry:
