@@ -12,6 +12,12 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import settings
+
+# CI runs must not flake: the same examples every time there; locally hypothesis explores freely.
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PI_FIXTURES = FIXTURES / "pi"
