@@ -241,8 +241,8 @@ def _message_text(message: dict[str, Any]) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    parts = [
-        block.get("text") if isinstance(block.get("text"), str) else ""
+    parts: list[str] = [
+        text if isinstance(text := block.get("text"), str) else ""
         for block in content
         if isinstance(block, dict) and block.get("type") == "text"
     ]

@@ -1,0 +1,368 @@
+"""Pi's compaction settings, resolved the way Pi 1.6 resolves them.
+
+Pi reads ``<agent dir>/settings.json`` and then ``<cwd>/.pi/settings.json`` (only when the project is trusted),
+merges them recursively, and resolves ``reserveTokens`` and ``keepRecentTokens`` each on its own: the entry in
+``compaction.modelOverrides["provider/modelId"]``, else the ordinary ``compaction`` value, else the built-in
+default. picompact must reach the same numbers, or its "does this need compacting?" answer disagrees with Pi's.
+A settings file that is not valid JSON is ignored with a warning, as Pi does; a token value that is present
+but not a non-negative safe integer is an error, as it is in Pi (which refuses to compact with it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeGuard
+from urllib.parse import unquote, urlparse
+
+from pi_compact.errors import SettingsError
+
+DEFAULT_ENABLED = True
+DEFAULT_RESERVE_TOKENS = 16384
+DEFAULT_KEEP_RECENT_TOKENS = 20000
+MAX_SAFE_INTEGER = 2**53 - 1
+
+ENV_AGENT_DIR = "PI_CODING_AGENT_DIR"
+CONFIG_DIR_NAME = ".pi"
+BOM = "\ufeff"
+
+_TOKEN_FIELDS = (("reserve_tokens", "reserveTokens"), ("keep_recent_tokens", "keepRecentTokens"))
+_DEFAULTS = {"reserveTokens": DEFAULT_RESERVE_TOKENS, "keepRecentTokens": DEFAULT_KEEP_RECENT_TOKENS}
+_FLAGS = {"reserveTokens": "--reserve-tokens", "keepRecentTokens": "--keep-recent-tokens"}
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    """The effective compaction settings, and where each value came from (for ``--json`` and ``--verbose``)."""
+
+    enabled: bool
+    reserve_tokens: int
+    keep_recent_tokens: int
+    sources: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SettingsLayer:
+    """One settings file as parsed (an empty mapping when it is absent, unreadable or ignored)."""
+
+    scope: str  # "global" or "project"
+    path: Path
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """Both settings files, merged the way Pi merges them."""
+
+    merged: dict[str, Any]
+    layers: tuple[SettingsLayer, ...]
+    warnings: tuple[str, ...]
+    project_trusted: bool
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def expand_path(value: str, *, base: str | os.PathLike[str] | None = None) -> str:
+    """Resolve a path as Pi's ``resolvePath`` does: ``~`` and ``~/…`` only, ``file://`` URLs, then absolute.
+
+    Unlike ``os.path.expanduser`` this leaves ``~user`` alone, and unlike ``Path.resolve`` it does not follow
+    symlinks (Node's ``path.resolve`` is purely lexical).
+    """
+    text = value
+    if text == "~":
+        text = os.path.expanduser("~")
+    elif text.startswith("~/"):
+        text = os.path.join(os.path.expanduser("~"), text[2:])
+    elif text.startswith("file://"):
+        text = unquote(urlparse(text).path)
+    if os.path.isabs(text):
+        return os.path.abspath(text)
+    return os.path.abspath(os.path.join(os.fspath(base) if base is not None else os.getcwd(), text))
+
+
+def agent_dir() -> Path:
+    """Pi's agent directory: ``$PI_CODING_AGENT_DIR`` (with ``~`` expanded) or ``~/.pi/agent``."""
+    env = os.environ.get(ENV_AGENT_DIR)
+    if env:
+        return Path(expand_path(env))
+    return Path(os.path.abspath(os.path.join(os.path.expanduser("~"), CONFIG_DIR_NAME, "agent")))
+
+
+def _agent_dir(value: str | os.PathLike[str] | None) -> Path:
+    return agent_dir() if value is None else Path(expand_path(os.fspath(value)))
+
+
+def settings_paths(cwd: str | os.PathLike[str], agent_dir: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
+    """The global and the project settings file Pi reads for ``cwd``."""
+    base = _agent_dir(agent_dir)
+    project = Path(expand_path(os.fspath(cwd))) / CONFIG_DIR_NAME / "settings.json"
+    return base / "settings.json", project
+
+
+# --------------------------------------------------------------------------- JSON like JSON.parse
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"unexpected token {name}")
+
+
+def _parse_int(text: str) -> int | float:
+    # JSON.parse turns any integer literal into a double; very long literals would trip Python's digit limit.
+    return int(text) if len(text) <= 300 else float(text)
+
+
+def loads_js(text: str) -> Any:
+    """Parse JSON text as JavaScript's ``JSON.parse`` would (no NaN/Infinity, no BOM, any number size)."""
+    return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
+
+
+def read_text(path: Path) -> str | None:
+    """A file's text as Node reads it (invalid UTF-8 replaced), without a leading BOM; None if it is absent."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    return text[1:] if text.startswith(BOM) else text
+
+
+# --------------------------------------------------------------------------- loading and merging
+
+
+def _is_object(value: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(value, dict)
+
+
+def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Pi's recursive merge: objects merge key by key, anything else (arrays included) replaces."""
+    result = dict(base)
+    for key, value in overrides.items():
+        current = base.get(key)
+        result[key] = deep_merge(current, value) if _is_object(current) and _is_object(value) else value
+    return result
+
+
+def _load_layer(scope: str, path: Path, warnings: list[str]) -> SettingsLayer:
+    try:
+        text = read_text(path)
+    except OSError as exc:
+        warnings.append(f"{path}: cannot read {scope} settings ({exc.strerror or exc}); ignored, as Pi does")
+        return SettingsLayer(scope, path, {})
+    if not text:
+        return SettingsLayer(scope, path, {})
+    try:
+        value = loads_js(text)
+    except ValueError as exc:
+        warnings.append(f"{path}: {scope} settings are not valid JSON ({exc}); ignored, as Pi does")
+        return SettingsLayer(scope, path, {})
+    if isinstance(value, list):
+        return SettingsLayer(scope, path, {})  # Pi merges an array's indices as keys: no setting applies
+    if not _is_object(value):
+        warnings.append(f"{path}: {scope} settings are not a JSON object; ignored, as Pi does")
+        return SettingsLayer(scope, path, {})
+    return SettingsLayer(scope, path, value)
+
+
+def _trust_decision(cwd: str, base: Path, warnings: list[str]) -> bool | None:
+    """The remembered trust decision for ``cwd`` or its nearest ancestor in ``trust.json``."""
+    path = base / "trust.json"
+    try:
+        text = read_text(path)
+    except OSError:
+        return None
+    if text is None:
+        return None
+    try:
+        data = loads_js(text)
+    except ValueError:
+        data = None
+    if not _is_object(data):
+        warnings.append(f"{path}: not a valid trust store; project trust treated as undecided")
+        return None
+    decisions: dict[str, list[Any]] = {}
+    for key, value in data.items():
+        decisions.setdefault(os.path.abspath(key), []).append(value)
+    current = os.path.realpath(cwd)
+    while True:
+        for value in decisions.get(current, ()):
+            if value is True or value is False:
+                return value
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def load_settings(
+    cwd: str | os.PathLike[str],
+    *,
+    agent_dir: str | os.PathLike[str] | None = None,
+    project_trusted: bool | None = None,
+) -> LoadedSettings:
+    """Read and merge the global and project settings files for ``cwd``.
+
+    Pi applies project settings only in a trusted project. ``project_trusted=None`` follows Pi's stored
+    decision (``trust.json``, then ``defaultProjectTrust``); where Pi would ask, the project is taken as trusted,
+    since a session recorded there was most likely run with its settings.
+    """
+    warnings: list[str] = []
+    base = _agent_dir(agent_dir)
+    global_path, project_path = settings_paths(cwd, base)
+    global_layer = _load_layer("global", global_path, warnings)
+    layers = [global_layer]
+    trusted = project_trusted
+    if trusted is None and project_path.exists():
+        decision = _trust_decision(expand_path(os.fspath(cwd)), base, warnings)
+        if decision is None:
+            decision = global_layer.data.get("defaultProjectTrust") != "never"
+        trusted = decision
+    if trusted is None or trusted:
+        layers.append(_load_layer("project", project_path, warnings))
+        trusted = True
+    elif project_path.exists():
+        warnings.append(f"{project_path}: project is not trusted by Pi; its settings are ignored, as Pi does")
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = deep_merge(merged, layer.data)
+    return LoadedSettings(merged, tuple(layers), tuple(warnings), bool(trusted))
+
+
+# --------------------------------------------------------------------------- compaction values
+
+
+def _js_string(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def is_safe_nonnegative_int(value: Any) -> bool:
+    """``Number.isSafeInteger(value) && value >= 0`` for a parsed JSON value (1e3 and 2.0 count as integers)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return False
+    return 0 <= value <= MAX_SAFE_INTEGER
+
+
+def _origin(layers: tuple[SettingsLayer, ...], keys: tuple[str, ...]) -> SettingsLayer | None:
+    """The layer whose value survives the merge at ``keys`` (the last one that has the full path)."""
+    for layer in reversed(layers):
+        node: Any = layer.data
+        for key in keys:
+            if not _is_object(node) or key not in node:
+                break
+            node = node[key]
+        else:
+            return layer
+    return None
+
+
+def _where(layers: tuple[SettingsLayer, ...], keys: tuple[str, ...]) -> str | None:
+    layer = _origin(layers, keys)
+    return str(layer.path) if layer is not None else None
+
+
+def _key_text(keys: tuple[str, ...]) -> str:
+    text = keys[0]
+    for key in keys[1:]:
+        text += f'["{key}"]' if "/" in key or "." in key else f".{key}"
+    return text
+
+
+def _invalid(layers: tuple[SettingsLayer, ...], keys: tuple[str, ...], value: Any, expected: str) -> SettingsError:
+    return SettingsError(
+        f"invalid {_key_text(keys)} setting: {_js_string(value)} (expected {expected})",
+        path=_where(layers, keys),
+    )
+
+
+def _token_setting(loaded: LoadedSettings, name: str, model_key: str | None) -> tuple[int, str]:
+    """Resolve one token value: model override, then ordinary setting, then default (Pi's order of checks)."""
+    compaction = loaded.merged.get("compaction")
+    compaction = compaction if _is_object(compaction) else {}
+    ordinary_keys = ("compaction", name)
+    if name in compaction and not is_safe_nonnegative_int(compaction[name]):
+        raise _invalid(loaded.layers, ordinary_keys, compaction[name], "a non-negative safe integer")
+    overrides = compaction.get("modelOverrides")
+    if model_key is not None and _is_object(overrides) and model_key in overrides:
+        entry_keys = ("compaction", "modelOverrides", model_key)
+        entry = overrides[model_key]
+        if not _is_object(entry):
+            raise _invalid(loaded.layers, entry_keys, entry, "an object")
+        if name in entry:
+            value_keys = (*entry_keys, name)
+            if not is_safe_nonnegative_int(entry[name]):
+                raise _invalid(loaded.layers, value_keys, entry[name], "a non-negative safe integer")
+            return int(entry[name]), f"{_where(loaded.layers, value_keys)} {_key_text(value_keys)}"
+    if name in compaction:
+        return int(compaction[name]), f"{_where(loaded.layers, ordinary_keys)} {_key_text(ordinary_keys)}"
+    return _DEFAULTS[name], "default"
+
+
+def _js_truthy(value: Any) -> bool:
+    if value is None or value is False:
+        return False
+    if isinstance(value, (int, float)):
+        return value != 0 and not (isinstance(value, float) and math.isnan(value))
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def _check_flag(flag: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
+        raise SettingsError(f"{flag} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def resolve_settings(
+    cwd: str | os.PathLike[str],
+    model: tuple[str, str] | None,
+    *,
+    reserve_tokens: int | None = None,
+    keep_recent_tokens: int | None = None,
+    agent_dir: str | os.PathLike[str] | None = None,
+    project_trusted: bool | None = None,
+) -> CompactionSettings:
+    """The compaction settings Pi would use for a session in ``cwd`` running ``model`` (provider, model id).
+
+    ``reserve_tokens`` / ``keep_recent_tokens`` come from command-line flags and win over every file value,
+    per-model overrides included; the files are then not consulted for that value. ``cwd`` should be the
+    session's own working directory (its header ``cwd``): Pi reads project settings from there.
+    """
+    flags = {"reserveTokens": reserve_tokens, "keepRecentTokens": keep_recent_tokens}
+    for name, value in flags.items():
+        if value is not None:
+            _check_flag(_FLAGS[name], value)
+    loaded = load_settings(cwd, agent_dir=agent_dir, project_trusted=project_trusted)
+    model_key = f"{model[0]}/{model[1]}" if model is not None else None
+    values: dict[str, int] = {}
+    sources: dict[str, str] = {}
+    for attr, name in _TOKEN_FIELDS:
+        flag_value = flags[name]
+        if flag_value is not None:
+            values[attr], sources[attr] = flag_value, f"flag {_FLAGS[name]}"
+        else:
+            values[attr], sources[attr] = _token_setting(loaded, name, model_key)
+    compaction = loaded.merged.get("compaction")
+    enabled_value = compaction.get("enabled") if _is_object(compaction) else None
+    if enabled_value is None:
+        enabled, sources["enabled"] = DEFAULT_ENABLED, "default"
+    else:
+        enabled = _js_truthy(enabled_value)
+        keys = ("compaction", "enabled")
+        sources["enabled"] = f"{_where(loaded.layers, keys)} {_key_text(keys)}"
+    return CompactionSettings(
+        enabled=enabled,
+        reserve_tokens=values["reserve_tokens"],
+        keep_recent_tokens=values["keep_recent_tokens"],
+        sources=sources,
+        warnings=loaded.warnings,
+    )
