@@ -16,6 +16,7 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,7 +45,12 @@ PARSE_SCRIPT = (
 RUSAGE_WRAPPER = (
     "import resource, subprocess, sys, time\n"
     "t = time.perf_counter()\n"
-    "rc = subprocess.call(sys.argv[2:])\n"
+    "try:\n"
+    "    rc = subprocess.call(sys.argv[2:])\n"
+    "except OSError as exc:\n"
+    "    print(f'cannot run {sys.argv[2]}: {exc}', file=sys.stderr)\n"
+    "    sys.exit(127)\n"
+    "rc = 128 - rc if rc < 0 else rc\n"
     "dt = time.perf_counter() - t\n"
     "kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
     "open(sys.argv[1], 'w').write(f'{dt} {kib}')\n"
@@ -103,7 +109,7 @@ class Runner:
         for _ in range(self.repeat):
             seconds, kib, code, err = self._once(cmd)
             if code is None or code >= 2 or code < 0:
-                return Result(exit_code=code, error=err or "timeout")
+                return Result(exit_code=code, error=err)
             res.runs.append(seconds)
             res.exit_code = code
             if kib is not None:
@@ -119,7 +125,8 @@ class Runner:
                 argv = [sys.executable, "-c", RUSAGE_WRAPPER, stat.name, *cmd]
             t0 = time.perf_counter()
             try:
-                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errf, env=self.env)
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errf, env=self.env,
+                                        start_new_session=True)
             except OSError as exc:
                 return 0.0, None, None, str(exc)
             drain = threading.Thread(target=_discard, args=(proc.stdout,), daemon=True)
@@ -127,9 +134,12 @@ class Runner:
             try:
                 code = proc.wait(timeout=self.timeout)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)  # the measured command too, not only its wrapper
                 proc.wait()
                 return 0.0, None, None, f"timeout after {self.timeout:.0f}s"
+            except KeyboardInterrupt:
+                os.killpg(proc.pid, signal.SIGKILL)
+                raise
             wall = time.perf_counter() - t0
             drain.join()
             errf.seek(0)
@@ -211,7 +221,7 @@ def file_benchmarks(pc: list[str], path: Path, groups: set[str], rg: str | None)
     if "list" in groups:
         rows.append(("list", [*pc, "list", f]))
     if "show" in groups:
-        rows.append(("show <middle id>", [*pc, "show", f, middle_entry_id(path)]))
+        rows.append(("show (id from the middle)", [*pc, "show", f, middle_entry_id(path)]))
     return rows
 
 
@@ -228,7 +238,8 @@ def targets(sizes: list[str], paths: dict[str, Path], results: dict[str, dict[st
     for label in sizes:
         r = results[label]
         check = r.get("check --json")
-        rows.append(ratio_row(f"{label}: check <= 1.5x bare parse", check, r.get("bare orjson parse"), 1.5))
+        if "bare orjson parse" in r:
+            rows.append(ratio_row(f"{label}: check <= 1.5x bare parse", check, r.get("bare orjson parse"), 1.5))
         file_mib = paths[label].stat().st_size / 2**20
         limit = 1.5 * file_mib + 60
         measured = [(res.rss_mib, name) for name, res in r.items()
@@ -239,13 +250,14 @@ def targets(sizes: list[str], paths: dict[str, Path], results: dict[str, dict[st
                          f"{peak:.0f} MiB ({name})", "ok" if peak <= limit else "over"))
         else:
             rows.append((f"{label}: peak memory <= 1.5x file + 60 MiB ({limit:.0f} MiB)", "n/a", "n/a"))
-        rows.append(ratio_row(f"{label}: compact --dry-run <= 2x check",
-                              r.get("compact --mode verbatim --dry-run"), check, 2.0))
+        if "compact --mode verbatim --dry-run" in r:
+            rows.append(ratio_row(f"{label}: compact --dry-run <= 2x check",
+                                  r.get("compact --mode verbatim --dry-run"), check, 2.0))
         for plain, raw in ((f"grep -F {NEEDLE}", f"rg -F {NEEDLE} (raw JSONL)"),
                            (f"grep '{COMMON_REGEX}'", f"rg '{COMMON_REGEX}' (raw JSONL)")):
             if plain in r:
                 rows.append(ratio_row(f"{label}: {plain} <= 1.5x ripgrep", r.get(plain), r.get(raw), 1.5))
-        for name in ("list", "show <middle id>"):
+        for name in ("list", "show (id from the middle)"):
             if name in r:
                 rows.append(ratio_row(f"{label}: {name} <= check", r.get(name), check, 1.0))
     if startup:
@@ -354,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                               ("picompact check (small session)", [*pc, "check", str(SMALL_SESSION)])):
                 startup[name] = runner.measure(cmd)
                 print(f"{'small':>6}  {name:<40} {startup[name].cell()}", file=sys.stderr)
-        ver = versions(pc, rg, env)
+        ver = versions(pc, shutil.which("rg"), env)
 
     header = ["benchmark"] + [f"{label} ({paths[label].stat().st_size / 2**20:.1f} MiB)" for label in sizes]
     rows = [[name] + [results[label][name].cell() if name in results[label] else "-" for label in sizes]
@@ -367,12 +379,13 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + plain_table(["startup", "time · peak RSS"], startup_rows), file=sys.stderr)
     print("\n" + plain_table(["target", "measured", "verdict"], target_rows), file=sys.stderr)
 
+    only = "" if groups == set(GROUPS) else f" --only {','.join(g for g in GROUPS if g in groups)}"
     out = [
         "## Machine", "",
         f"- {machine()}",
         f"- {ver}",
-        f"- `python bench/run.py --sizes {','.join(sizes)} --repeat {args.repeat} --only {','.join(sorted(groups))}`"
-        f" on {time.strftime('%Y-%m-%d')}; memory via {'GNU time' if runner.gnu_time else 'getrusage'}",
+        f"- `python bench/run.py --sizes {','.join(sizes)} --repeat {args.repeat}{only}` on "
+        f"{time.strftime('%Y-%m-%d')}; memory via {'GNU time' if runner.gnu_time else 'getrusage'}",
         "",
         f"## Time (best of {args.repeat}) · peak RSS", "",
         markdown_table(header, rows) if rows else "(no per-file benchmarks selected)",
