@@ -152,7 +152,7 @@ def _from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | Non
     if key.startswith("!"):
         value = _run_command(key[1:])
     else:
-        extra = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+        extra: dict[str, Any] = entry["env"] if isinstance(entry.get("env"), dict) else {}
         value = _expand(key, env, {k: v for k, v in extra.items() if isinstance(v, str)})
     return (Secret(value), None) if value else (None, "api_key")
 

@@ -45,7 +45,7 @@ def _entry(row: dict[str, Any]) -> ModelEntry | None:
     provider, model_id = row.get("provider"), row.get("id")
     if not isinstance(provider, str) or not isinstance(model_id, str):
         return None
-    cost = row.get("cost") if isinstance(row.get("cost"), dict) else {}
+    cost: dict[str, Any] = row["cost"] if isinstance(row.get("cost"), dict) else {}
     return ModelEntry(
         provider=provider,
         id=model_id,
@@ -95,8 +95,9 @@ def estimate_cost(
 ) -> float | None:
     """Dollar cost of one exchange from the table prices; None when the prices are unknown.
 
-    Accepts a `ModelEntry`, a table row (mapping with a `cost` object), or any object with a
-    `cost` attribute holding `input`/`output` prices, so callers can pass what they have.
+    Accepts a `ModelEntry`, a `pi_compact.models.ModelInfo` (input_cost/output_cost attributes),
+    a table row (mapping with a `cost` object), or any object with a `cost` attribute holding
+    `input`/`output` prices, so callers can pass what they have.
     """
     prices = _prices(model_info)
     if prices is None:
@@ -117,6 +118,10 @@ def _prices(info: Any) -> tuple[float, float, float | None, float | None] | None
     if isinstance(info, ModelEntry):
         p_in, p_out = info.cost_input, info.cost_output
         p_read, p_write = info.cost_cache_read, info.cost_cache_write
+    elif hasattr(info, "input_cost") and hasattr(info, "output_cost"):  # pi_compact.models.ModelInfo
+        p_in, p_out = _number(info.input_cost), _number(info.output_cost)
+        p_read = _number(getattr(info, "cache_read_cost", None))
+        p_write = _number(getattr(info, "cache_write_cost", None))
     else:
         cost = info.get("cost") if isinstance(info, dict) else getattr(info, "cost", None)
         if cost is None:

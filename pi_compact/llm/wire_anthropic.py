@@ -83,7 +83,7 @@ def parse_response(data: Any, requested_model: str) -> Response:
                 calls.append(ToolCall(call_id, name, {}, raw_arguments=repr(arguments)))
     raw_reason = data.get("stop_reason")
     reason: StopReason = _STOP.get(raw_reason, "other") if isinstance(raw_reason, str) else "other"
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
     return Response(
         text="".join(texts),
         tool_calls=tuple(calls),

@@ -73,7 +73,8 @@ def _tool_call(raw: Any, index: int) -> ToolCall:
     name = function.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("a tool call has no name")
-    call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else f"call_{index}"
+    raw_id = raw.get("id")
+    call_id = raw_id if isinstance(raw_id, str) and raw_id else f"call_{index}"
     arguments = function.get("arguments")
     if isinstance(arguments, dict):
         return ToolCall(call_id, name, arguments)
@@ -86,6 +87,10 @@ def _tool_call(raw: Any, index: int) -> ToolCall:
     if isinstance(parsed, dict):
         return ToolCall(call_id, name, parsed)
     return ToolCall(call_id, name, {}, raw_arguments=str(arguments))
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any) -> int:
@@ -110,8 +115,8 @@ def parse_response(data: Any, requested_model: str) -> Response:
     reason: StopReason = _STOP.get(raw_reason, "other") if isinstance(raw_reason, str) else "other"
     if calls and reason == "stop":  # several local servers report "stop" alongside tool calls
         reason = "tool_calls"
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    usage = _obj(data.get("usage"))
+    details = _obj(usage.get("prompt_tokens_details"))
     cached = _int(details.get("cached_tokens"))
     prompt = _int(usage.get("prompt_tokens"))
     return Response(

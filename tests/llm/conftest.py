@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,17 +33,24 @@ def agent_dir(isolated_home: Path) -> Path:
     return isolated_home
 
 
-@pytest.fixture
-def server() -> Iterator[HTTPServer]:
-    """A threaded server, so concurrent requests and a slow handler do not block each other."""
+@pytest.fixture(scope="session")
+def _shared_server() -> Iterator[HTTPServer]:
+    """One threaded server for the session (stopping one takes half a second), so concurrent
+    requests and a slow handler do not block each other."""
     srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
     srv.start()
-    try:
-        yield srv
-    finally:
-        srv.clear()
-        if srv.is_running():
-            srv.stop()
+    yield srv
+    srv.clear()
+    if srv.is_running():
+        srv.stop()
+
+
+@pytest.fixture
+def server(_shared_server: HTTPServer) -> Iterator[HTTPServer]:
+    """The shared server with no expectations and an empty log."""
+    _shared_server.clear()
+    yield _shared_server
+    _shared_server.clear()
 
 
 @pytest.fixture
@@ -54,3 +62,17 @@ def sleeps() -> list[float]:
 @pytest.fixture
 def fake_sleep(sleeps: list[float]):
     return sleeps.append
+
+
+@pytest.fixture
+def await_workers():
+    """Join the worker threads of complete_many, so a request still in flight after the call
+    raised cannot land in the next test's server log."""
+
+    def wait() -> None:
+        for thread in threading.enumerate():
+            if thread.name.startswith("picompact-llm-"):
+                thread.join(10)
+                assert not thread.is_alive()
+
+    return wait
