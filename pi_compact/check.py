@@ -8,7 +8,7 @@ from typing import Any
 
 from pi_compact.errors import UsageError
 from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
-from pi_compact.projection import ProjectedEntry, session_model
+from pi_compact.projection import ProjectedEntry, build_projection
 from pi_compact.session import Branch, Session, get_branch, load_session
 from pi_compact.session.model import Diagnostic
 
@@ -150,11 +150,12 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
     if options.tokenizer not in ("pi", "cl100k"):
         raise UsageError(f"--tokenizer must be pi or cl100k (got {options.tokenizer!r})")
     branch = get_branch(session, options.leaf_id)
+    projection = build_projection(branch)
     if options.model:
         model: tuple[str, str] | None = parse_model_flag(options.model)
         model_source = "flag"
     else:
-        model, _ = session_model(branch.entries)
+        model = projection.model
         model_source = "session (latest model change or assistant reply)" if model else "unknown"
     settings = resolve_settings(
         settings_cwd(session),
@@ -163,7 +164,7 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
         keep_recent_tokens=options.keep_recent_tokens,
     )
     window, window_source = resolve_context_window(flag=options.context_window, model=model)
-    plan = plan_compaction(branch, settings.keep_recent_tokens)
+    plan = plan_compaction(branch, settings.keep_recent_tokens, projection)
     threshold = window - settings.reserve_tokens
     warnings = list(getattr(settings, "warnings", ()))
     if threshold <= 0:

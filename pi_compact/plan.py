@@ -190,9 +190,10 @@ class CompactionPlan:
         return -1 if entry is None else self.projection.branch.position(entry.id)
 
 
-def plan_compaction(branch: Branch, keep_recent_tokens: int) -> CompactionPlan:
+def plan_compaction(branch: Branch, keep_recent_tokens: int, projection: Projection | None = None) -> CompactionPlan:
     """Pi's prepareCompaction for the branch. ``nothing_reason`` says why Pi would not compact."""
-    projection = build_projection(branch)
+    if projection is None:
+        projection = build_projection(branch)
     entries = projection.entries
     ctx = context_tokens(projection)
     prev_index = next((i for i, pe in enumerate(entries) if pe.entry.type == "compaction" and pe.messages), -1)

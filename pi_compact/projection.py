@@ -215,11 +215,7 @@ def context_tokens(projection: Projection) -> ContextTokens:
         usage_entry = flat[usage_at][0].entry
         usage_tokens = calculate_usage_tokens(usage)
         trailing = sum(estimate_tokens(m) for _, m in flat[usage_at + 1 :])
-        usage_pos = -1
-        for i, entry in enumerate(path):
-            if entry.id == usage_entry.id:
-                usage_pos = i
-                break
+        usage_pos = projection.branch.position(usage_entry.id)
         invalidating_pos = -1
         for i in range(len(path) - 1, -1, -1):
             if path[i].type in ("context_edit", "compaction"):

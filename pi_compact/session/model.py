@@ -22,40 +22,49 @@ class Diagnostic:
         return {"level": self.level, "code": self.code, "message": self.message, "line": self.line}
 
 
-@dataclass(slots=True, eq=False)
 class Entry:
     """One parsed, non-header line. ``raw`` is the JSON object as Pi holds it after migration;
-    unknown types and fields are kept untouched."""
+    unknown types and fields are kept untouched.
 
-    raw: JsonDict
-    line: int  # 1-based physical line in the file
-    index: int  # 0-based position among parsed non-header entries, in file order
-    offset: int = 0  # byte offset of the line in the file
-    length: int = 0  # byte length of the line, without the newline
+    ``id``, ``parent_id`` and ``type`` are read once at construction (they are consulted constantly on large
+    sessions); call ``refresh()`` after changing ``raw``.
+    """
 
-    @property
-    def id(self) -> str:
-        return self.raw.get("id")  # type: ignore[return-value]
+    __slots__ = ("id", "index", "length", "line", "offset", "parent_id", "raw", "type")
 
-    @property
-    def parent_id(self) -> str | None:
-        parent = self.raw.get("parentId")
-        return parent if isinstance(parent, str) and parent else None
+    def __init__(self, raw: JsonDict, line: int, index: int, offset: int = 0, length: int = 0) -> None:
+        self.raw = raw
+        self.line = line  # 1-based physical line in the file
+        self.index = index  # 0-based position among parsed non-header entries, in file order
+        self.offset = offset  # byte offset of the line in the file
+        self.length = length  # byte length of the line, without the newline
+        self.refresh()
 
-    @property
-    def type(self) -> str:
-        value = self.raw.get("type")
-        return value if isinstance(value, str) else ""
+    def refresh(self) -> None:
+        raw = self.raw
+        entry_id = raw.get("id")
+        self.id: str = entry_id if isinstance(entry_id, str) else None  # type: ignore[assignment]
+        parent = raw.get("parentId")
+        self.parent_id: str | None = parent if isinstance(parent, str) and parent else None
+        kind = raw.get("type")
+        self.type: str = kind if isinstance(kind, str) else ""
+
+    def __repr__(self) -> str:
+        return f"Entry(id={self.id!r}, type={self.type!r}, line={self.line})"
 
     @property
     def message(self) -> JsonDict | None:
+        if self.type != "message":
+            return None
         msg = self.raw.get("message")
-        return msg if self.type == "message" and isinstance(msg, dict) else None
+        return msg if isinstance(msg, dict) else None
 
     @property
     def role(self) -> str | None:
-        msg = self.message
-        role = msg.get("role") if msg is not None else None
+        if self.type != "message":
+            return None
+        msg = self.raw.get("message")
+        role = msg.get("role") if isinstance(msg, dict) else None
         return role if isinstance(role, str) else None
 
     @property

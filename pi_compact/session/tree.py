@@ -16,17 +16,20 @@ class Branch:
     session: Session
     entries: list[Entry]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    _positions: dict[str, int] | None = field(default=None, repr=False)
 
     @property
     def leaf(self) -> Entry | None:
         return self.entries[-1] if self.entries else None
 
     def position(self, entry_id: str) -> int:
-        """0-based position of an entry on the branch, or -1."""
-        for i, entry in enumerate(self.entries):
-            if entry.id == entry_id:
-                return i
-        return -1
+        """0-based position of an entry on the branch (the first with that id), or -1."""
+        if self._positions is None:
+            positions: dict[str, int] = {}
+            for i, entry in enumerate(self.entries):
+                positions.setdefault(entry.id, i)
+            self._positions = positions
+        return self._positions.get(entry_id, -1)
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -1,0 +1,478 @@
+"""Writing to session files without ever losing or corrupting one.
+
+Three ways, one rule each:
+
+- ``append_entries``: the normal case. One ``os.write()`` of complete lines to the file opened ``O_APPEND``, under an
+  exclusive ``flock`` (other picompact runs wait; Pi itself does not lock), after checking that the file still has
+  the size and last bytes it had when it was read. Anything else means someone appended meanwhile: nothing is
+  written and ``SessionChangedError`` tells the caller to re-read, re-plan and try again.
+- ``rewrite_session``: for v1/v2 files, which Pi rewrites on load anyway. A new file in the same directory, synced,
+  then renamed over the old one; the original is kept as ``SESSION.bak`` (a hard link, so it costs nothing).
+- ``write_copy``: ``--output FILE`` writes a compacted copy elsewhere (temp file + rename) and leaves SESSION alone.
+
+Test hook (used only by the test-suite, documented here so nobody wonders): when the environment variable
+``PICOMPACT_TEST_PAUSE_IN_LOCK`` holds a number of seconds, the writers sleep that long after taking the lock and
+checking the file, just before writing, so a test can kill the process at that point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from pi_compact.errors import ConcurrentWriteError, ExternalError, SessionError, UsageError
+from pi_compact.session.load import parse_json_line
+from pi_compact.session.model import Session
+from pi_compact.tokens import js_stringify
+
+DEFAULT_LOCK_TIMEOUT = 10.0
+HEADER_SCAN_BYTES = 1024 * 1024
+PAUSE_ENV = "PICOMPACT_TEST_PAUSE_IN_LOCK"
+
+
+class SessionChangedError(ConcurrentWriteError):
+    """The file is not what was read any more (someone appended or rewrote it): re-read and re-plan."""
+
+
+class LockTimeoutError(ConcurrentWriteError):
+    """Another process held the lock on the session for longer than the wait allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What a write did, for the summary line."""
+
+    path: Path
+    bytes_written: int
+    added_newline: bool = False  # the file ended without "\n" and we supplied it (as Pi would)
+    repaired_torn_line: bool = False  # a torn last line was left in place and closed with "\n"
+    backup: Path | None = None  # rewrite_session: where the original was kept
+    migrated_from: int | None = None  # rewrite_session: the original format version
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _test_pause() -> None:
+    value = os.environ.get(PAUSE_ENV)
+    if value:
+        with contextlib.suppress(ValueError):
+            time.sleep(float(value))
+
+
+@contextlib.contextmanager
+def _locked(fd: int, path: Path, timeout: float) -> Iterator[None]:
+    """An exclusive flock on ``fd``, waiting at most ``timeout`` seconds (released by the kernel if we die)."""
+    deadline = time.monotonic() + max(timeout, 0.0)
+    delay = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise ExternalError(f"cannot lock the session file: {exc.strerror}", path=str(path)) from None
+            if time.monotonic() >= deadline:
+                raise LockTimeoutError(
+                    f"another process has held the lock on this session for over {timeout:g}s; nothing was written "
+                    "(is another picompact running?)",
+                    path=str(path),
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM while the bytes go out, so a write is never abandoned half way by our own handler.
+
+    A Ctrl-C that arrives during the write is consumed: the write it came too late to stop has succeeded.
+    SIGTERM stays pending and takes effect afterwards. (SIGKILL cannot be held; one write() keeps that safe too.)
+    """
+    blockable = hasattr(signal, "pthread_sigmask")
+    mask = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, mask) if blockable else None
+    try:
+        yield
+    finally:
+        if blockable:
+            if signal.SIGINT in signal.sigpending():
+                with contextlib.suppress(OSError, ValueError):
+                    signal.sigtimedwait({signal.SIGINT}, 0)
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)  # type: ignore[arg-type]
+
+
+def _read_at(fd: int, size: int, offset: int) -> bytes:
+    chunks = []
+    while size > 0:
+        chunk = os.pread(fd, size, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _header_is_valid(fd: int) -> bool:
+    """The first parsed line is still a session header (blank and malformed lines skipped, as Pi skips them)."""
+    offset = 0
+    pending = b""
+    while offset < HEADER_SCAN_BYTES:
+        chunk = os.pread(fd, 65536, offset)
+        if not chunk:
+            break
+        offset += len(chunk)
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            verdict = _header_verdict(line)
+            if verdict is not None:
+                return verdict
+    return _header_verdict(pending) is True
+
+
+def _header_verdict(line: bytes) -> bool | None:
+    """True/False once a line parses; None to keep scanning (blank, malformed or falsy line)."""
+    if not line.strip():
+        return None
+    try:
+        value = parse_json_line(line)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    if not value:
+        return None
+    return isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """The path still names the file we opened (not renamed over by a rewrite meanwhile)."""
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _check_unchanged(fd: int, path: Path, expected: Session) -> None:
+    """Raise SessionChangedError unless the open file is exactly as big as read and ends in the same bytes."""
+    where = str(path)
+    if not _same_file(fd, path):
+        raise SessionChangedError("the session file was replaced while picompact was working on it", path=where)
+    size = os.fstat(fd).st_size
+    if size != expected.size:
+        raise SessionChangedError(
+            f"the session file changed while picompact was working on it ({expected.size} bytes read, now {size})",
+            path=where,
+        )
+    tail_len = min(len(expected.tail), size)
+    if tail_len and _read_at(fd, tail_len, size - tail_len) != expected.tail[-tail_len:]:
+        raise SessionChangedError("the session file changed while picompact was working on it", path=where)
+
+
+def _check_header(fd: int, path: Path, expected: Session) -> None:
+    header = expected.header
+    if not (isinstance(header, dict) and header.get("type") == "session" and isinstance(header.get("id"), str)):
+        raise SessionError("no valid session header: refusing to write", path=str(path), line=1)
+    if not _header_is_valid(fd):
+        raise SessionChangedError("the session header is no longer valid: refusing to write", path=str(path), line=1)
+
+
+def torn_line_number(session: Session) -> int | None:
+    return next((d.line for d in session.diagnostics if d.code == "truncated-last-line"), None)
+
+
+def torn_line_message(session: Session) -> str:
+    """Why picompact will not write after a torn last line, and how to go ahead anyway."""
+    line = torn_line_number(session)
+    where = f"line {line}" if line is not None else "the last line"
+    return (
+        f"{where} is incomplete (a crash in the middle of a write?), so picompact will not write after it; "
+        "rerun with --repair to leave those bytes in place as a line Pi skips and write after them"
+    )
+
+
+def _separator(expected: Session, path: Path, repair: bool) -> tuple[bytes, bool, bool]:
+    """Bytes to put before our lines so they never glue onto the last line: (bytes, added_newline, repaired)."""
+    if expected.ends_with_newline or expected.size == 0:
+        return b"", False, False
+    if not expected.torn_last_line:
+        return b"\n", True, False  # the last line is complete; Pi would add the newline on open
+    if not repair:
+        raise SessionError(torn_line_message(expected), path=str(path), line=torn_line_number(expected))
+    return b"\n", True, True
+
+
+def _write_all_once(fd: int, data: bytes, path: Path, size_before: int) -> None:
+    """One write(); a short or failed write is undone (truncated back) when nobody else has appended since."""
+    try:
+        written = os.write(fd, data)
+    except OSError as exc:
+        _undo(fd, size_before, size_before)
+        raise ExternalError(f"write failed: {exc.strerror}; nothing was written", path=str(path)) from None
+    if written != len(data):
+        undone = _undo(fd, size_before, size_before + written)
+        raise ExternalError(
+            f"short write ({written} of {len(data)} bytes, disk full?)"
+            + ("; the partial line was removed" if undone else "; the file now ends in a partial line Pi will skip"),
+            path=str(path),
+        )
+
+
+def _undo(fd: int, size_before: int, size_expected: int) -> bool:
+    try:
+        if os.fstat(fd).st_size == size_expected:
+            os.ftruncate(fd, size_before)
+            return True
+    except OSError:
+        pass
+    return False
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Append
+
+
+def append_entries(
+    path: str | os.PathLike[str],
+    expected: Session,
+    lines: list[str],
+    *,
+    repair: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> WriteResult:
+    """Append complete lines (each ending in "\\n") to a v3 session that must still be exactly ``expected``.
+
+    Raises SessionChangedError (nothing written) when the file changed since it was read, LockTimeoutError when
+    another writer holds the lock too long, SessionError for a torn last line without ``repair`` or an invalid
+    header. A file ending without "\\n" gets the newline first, in the same write.
+    """
+    p = Path(path)
+    if not lines:
+        return WriteResult(p, 0)
+    if any(not line.endswith("\n") or "\n" in line[:-1] for line in lines):
+        raise ValueError("each line must be one complete JSONL line ending in a newline")
+    if expected.needs_migration:
+        raise UsageError(f"a v{expected.original_version} session must be rewritten, not appended to", path=str(p))
+    try:
+        fd = os.open(p, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise SessionChangedError("the session file disappeared", path=str(p)) from None
+    except PermissionError:
+        raise SessionError("permission denied: cannot write the session file", path=str(p)) from None
+    try:
+        with _locked(fd, p, lock_timeout):
+            _check_unchanged(fd, p, expected)
+            _check_header(fd, p, expected)
+            prefix, added, repaired = _separator(expected, p, repair)
+            data = prefix + "".join(lines).encode("utf-8", "surrogatepass")
+            _test_pause()
+            with _signals_deferred():
+                _check_unchanged(fd, p, expected)
+                _write_all_once(fd, data, p, expected.size)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    return WriteResult(p, len(data), added_newline=added and not repaired, repaired_torn_line=repaired)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rewrite (v1/v2) and copies
+
+
+def migrated_lines(session: Session) -> list[str]:
+    """The session as Pi writes it after migrating to v3: header with version 3, then every parsed entry.
+
+    Blank, malformed and null lines are dropped, as Pi's rewrite drops them (the backup keeps them).
+    """
+    header = dict(session.header)
+    header["version"] = 3
+    return [js_stringify(header) + "\n", *(js_stringify(e.raw) + "\n" for e in session.entries)]
+
+
+def _temp_beside(target: Path) -> tuple[int, Path]:
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".picompact-tmp", dir=target.parent)
+    return fd, Path(name)
+
+
+def _write_temp(target: Path, data: bytes, mode: int | None, owner: tuple[int, int] | None) -> Path:
+    """A fully written, synced temp file next to ``target`` with the given permissions."""
+    fd, tmp = _temp_beside(target)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if mode is not None:
+            os.fchmod(fd, mode)
+        if owner is not None:
+            with contextlib.suppress(OSError):
+                os.fchown(fd, *owner)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    os.close(fd)
+    return tmp
+
+
+def backup_path(path: Path) -> Path:
+    """``SESSION.bak``, or ``SESSION.bak.2``, ``.3``… when earlier backups exist (never overwrite one)."""
+    candidate = path.with_name(path.name + ".bak")
+    n = 2
+    while candidate.exists() or candidate.is_symlink():
+        candidate = path.with_name(f"{path.name}.bak.{n}")
+        n += 1
+    return candidate
+
+
+def _make_backup(path: Path) -> Path:
+    target = backup_path(path)
+    try:
+        os.link(path, target)
+    except OSError:
+        import shutil
+
+        shutil.copy2(path, target)
+    return target
+
+
+def rewrite_session(
+    path: str | os.PathLike[str],
+    lines: list[str],
+    backup: bool = True,
+    *,
+    expected: Session | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> WriteResult:
+    """Replace the file's content with ``lines`` atomically (temp file, fsync, rename, fsync of the directory).
+
+    The original stays as ``SESSION.bak`` unless ``backup`` is false; permissions and owner are kept. With
+    ``expected``, the file must still be what was read (else SessionChangedError, nothing changed).
+    """
+    p = Path(path)
+    data = "".join(lines).encode("utf-8", "surrogatepass")
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise SessionChangedError("the session file disappeared", path=str(p)) from None
+    except PermissionError:
+        raise SessionError("permission denied: cannot read the session file", path=str(p)) from None
+    tmp: Path | None = None
+    saved: Path | None = None
+    try:
+        with _locked(fd, p, lock_timeout):
+            if expected is not None:
+                _check_unchanged(fd, p, expected)
+                _check_header(fd, p, expected)
+            st = os.fstat(fd)
+            tmp = _write_temp(p, data, st.st_mode & 0o7777, (st.st_uid, st.st_gid))
+            _test_pause()
+            with _signals_deferred():
+                if expected is not None:
+                    _check_unchanged(fd, p, expected)
+                if backup:
+                    saved = _make_backup(p)
+                os.replace(tmp, p)
+                tmp = None
+            _fsync_dir(p.parent)
+    finally:
+        os.close(fd)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    return WriteResult(
+        p,
+        len(data),
+        backup=saved,
+        migrated_from=expected.original_version if expected is not None else None,
+    )
+
+
+def copy_content(session: Session, new_lines: list[str], *, repair: bool = False) -> bytes:
+    """The bytes of a compacted copy: the original file (or its v3 migration) plus the new lines."""
+    if session.path is None:
+        raise UsageError("the session has no file to copy")
+    tail = "".join(new_lines).encode("utf-8", "surrogatepass")
+    if session.needs_migration:
+        return "".join(migrated_lines(session)).encode("utf-8", "surrogatepass") + tail
+    with open(session.path, "rb") as stream:
+        original = stream.read(session.size + 1)
+    if len(original) != session.size or original[-len(session.tail) :] != session.tail:
+        raise SessionChangedError("the session file changed while picompact was working on it", path=str(session.path))
+    prefix, _, _ = _separator(session, session.path, repair)
+    return original + prefix + tail
+
+
+def write_copy(
+    dest: str | os.PathLike[str],
+    session: Session,
+    new_lines: list[str],
+    *,
+    repair: bool = False,
+    stdout: BinaryIO | None = None,
+) -> WriteResult:
+    """Write the compacted copy to ``dest`` (temp file + rename), or to stdout when ``dest`` is ``-``."""
+    data = copy_content(session, new_lines, repair=repair)
+    if str(dest) == "-":
+        stream = stdout if stdout is not None else sys.stdout.buffer
+        stream.write(data)
+        stream.flush()
+        return WriteResult(Path("-"), len(data))
+    target = Path(dest)
+    source = session.path
+    if source is not None and target.exists():
+        with contextlib.suppress(OSError):
+            if os.path.samefile(target, source):
+                raise UsageError(
+                    "--output names the session itself; leave --output out to append to it", path=str(target)
+                )
+    if target.is_dir():
+        raise UsageError("--output is a directory; give a file name", path=str(target))
+    if not target.parent.is_dir():
+        raise UsageError("--output: the directory does not exist", path=str(target))
+    mode = None
+    if source is not None:
+        with contextlib.suppress(OSError):
+            mode = os.stat(source).st_mode & 0o777
+    tmp = _write_temp(target, data, mode, None)
+    try:
+        with _signals_deferred():
+            os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(target.parent)
+    return WriteResult(target, len(data), migrated_from=session.original_version if session.needs_migration else None)
