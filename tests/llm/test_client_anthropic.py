@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pytest_httpserver import HTTPServer
 
@@ -17,7 +19,7 @@ def _model(server: HTTPServer, base: str = "") -> ModelRef:
     )
 
 
-def _reply(content: list[dict], stop: str = "end_turn") -> dict:
+def _reply(content: list[dict[str, Any]], stop: str = "end_turn") -> dict[str, Any]:
     return {
         "id": "msg_1",
         "type": "message",
@@ -85,14 +87,14 @@ def test_unknown_stop_reason_is_other(server: HTTPServer) -> None:
 def test_tool_call_round_trip_groups_results_in_one_user_turn(server: HTTPServer) -> None:
     show = Tool("show", "Show one entry", {"type": "object", "properties": {"id": {"type": "string"}}})
     tools_wire = [{"name": "show", "description": "Show one entry", "input_schema": show.parameters}]
-    first = {
+    first: dict[str, Any] = {
         "model": "claude-haiku-4-5",
         "max_tokens": 200,
         "system": "Look things up.",
         "tools": tools_wire,
         "messages": [{"role": "user", "content": [{"type": "text", "text": "What happened?"}]}],
     }
-    calls = [
+    calls: list[dict[str, Any]] = [
         {"type": "text", "text": "Let me look."},
         {"type": "tool_use", "id": "toolu_1", "name": "show", "input": {"id": "a1"}},
         {"type": "tool_use", "id": "toolu_2", "name": "show", "input": {"id": "b2"}},

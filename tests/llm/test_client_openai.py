@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
@@ -21,7 +22,7 @@ def _model(server: HTTPServer, ref: str = "openai/gpt-4.1-mini") -> ModelRef:
     return resolve_model(ref, base_url=server.url_for("/v1"))
 
 
-def _reply(text: str = "ok", finish: str = "stop", **message: object) -> dict:
+def _reply(text: str | None = "ok", finish: str = "stop", **message: object) -> dict[str, Any]:
     return {
         "id": "chatcmpl-1",
         "model": "gpt-4.1-mini-2025-04-14",
@@ -129,7 +130,7 @@ def test_tool_call_round_trip(server: HTTPServer) -> None:
             "function": {"name": "grep", "description": "Search the history", "parameters": grep.parameters},
         }
     ]
-    first = {
+    first: dict[str, Any] = {
         "model": "gpt-4.1-mini",
         "messages": [{"role": "system", "content": "Find things."}, {"role": "user", "content": "Where is X?"}],
         "max_completion_tokens": 100,

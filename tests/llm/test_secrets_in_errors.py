@@ -7,6 +7,7 @@ import traceback
 
 import pytest
 from pytest_httpserver import HTTPServer
+from werkzeug import Response
 
 from pi_compact.llm import Message, ProviderRequestError, Request, complete, complete_many, resolve_model
 
@@ -38,7 +39,12 @@ def test_provider_echoing_the_key_is_masked(server: HTTPServer, ref: str) -> Non
 
 def test_key_absent_after_giving_up_on_timeouts(server: HTTPServer, fake_sleep) -> None:
     release = threading.Event()
-    server.expect_request("/v1/chat/completions").respond_with_handler(lambda _: release.wait(5) and None)
+
+    def slow(_: object) -> Response:
+        release.wait(5)
+        return Response("late")
+
+    server.expect_request("/v1/chat/completions").respond_with_handler(slow)
     model = resolve_model("openai/gpt-4.1-mini", base_url=server.url_for("/v1"))
     try:
         with pytest.raises(ProviderRequestError) as info:
