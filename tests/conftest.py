@@ -29,7 +29,14 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / ".pi" / "agent"))
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "PICOMPACT_MODEL", "NO_COLOR"):
+    for var in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENROUTER_API_KEY",
+        "PICOMPACT_MODEL",
+        "NO_COLOR",
+        "PI_CODING_AGENT_SESSION_DIR",
+    ):
         monkeypatch.delenv(var, raising=False)
     return home
 
