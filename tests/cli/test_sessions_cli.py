@@ -1,0 +1,62 @@
+"""``picompact sessions`` and the omitted SESSION argument, found the way Pi finds the latest session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.conftest import run
+from tests.sessionkit import simple_session
+
+
+def project_dir(agent: Path, cwd: Path) -> Path:
+    safe = "--" + str(cwd).lstrip("/").replace("/", "-") + "--"
+    d = agent / "sessions" / safe
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def test_check_without_session_uses_the_newest_session_of_the_cwd(tmp_path: Path, isolated_home: Path) -> None:
+    agent = isolated_home / ".pi" / "agent"
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    folder = project_dir(agent, cwd)
+    old = simple_session(turns=1)
+    old.header["cwd"] = str(cwd)
+    new = simple_session(turns=3)
+    new.header["cwd"] = str(cwd)
+    old_path = old.write(folder / "2026-01-01T00-00-00-000Z_old.jsonl")
+    new_path = new.write(folder / "2026-01-02T00-00-00-000Z_new.jsonl")
+    os.utime(old_path, (1_700_000_000, 1_700_000_000))
+    os.utime(new_path, (1_800_000_000, 1_800_000_000))
+    result = run("check", "--context-window", "200000", "--json", cwd=cwd)
+    assert result.code == 0, result.stderr
+    assert result.json["session"]["path"] == str(new_path)
+    assert result.json["branch_length"] == len(new.entries)
+
+
+def test_check_without_session_and_none_found(tmp_path: Path) -> None:
+    result = run("check", cwd=tmp_path)
+    assert result.code == 2
+    assert "no Pi session found for this directory" in result.stderr
+
+
+def test_sessions_lists_newest_first_with_metadata(tmp_path: Path, isolated_home: Path) -> None:
+    agent = isolated_home / ".pi" / "agent"
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    folder = project_dir(agent, cwd)
+    first = simple_session(turns=1)
+    first.header["cwd"] = str(cwd)
+    first.add({"type": "session_info", "name": "Refactor auth"})
+    first.write(folder / "a.jsonl")
+    (folder / "junk.jsonl").write_text("not a session\n")
+    result = run("sessions", "--cwd", cwd, "--json")
+    assert result.code == 0, result.stderr
+    listed = result.json["sessions"]
+    assert len(listed) == 1  # the junk file is not a session
+    assert listed[0]["name"] == "Refactor auth"
+    assert listed[0]["entries"] == len(first.entries)
+    assert listed[0]["first_message"].startswith("Turn 0")
+    human = run("sessions", "--cwd", cwd)
+    assert "Refactor auth" in human.stdout and "a.jsonl" in human.stdout
