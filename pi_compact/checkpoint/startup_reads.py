@@ -1,0 +1,330 @@
+"""Retained startup reads: instruction-named read outputs a checkpoint keeps verbatim.
+
+``select_startup_reads(plan, previous_state, context_files, cwd)`` returns ``(reads, state)``:
+
+- Candidates are the successful, text-only ``read`` call/result pairs on the raw branch between the first and the
+  second user message (custom messages, shell runs and summaries do not close that interval; later reads are
+  ignored). Nested calls and shell reads never qualify.
+- A candidate qualifies when its path or bare file name occurs literally in an instruction source: the given
+  ``context_files`` (when there are none, the project-instruction blocks of the session's recorded system prompt),
+  or an AGENTS/CLAUDE file read successfully during the interval. A reference may be absolute, relative to cwd,
+  relative to the instruction file, or a bare basename (which can select several files); a name that is only part
+  of a longer one (``a.md`` inside ``data.md`` or ``docs/a.md``) does not count.
+- Failed, ambiguous (call id not unique) and non-text (image) results are excluded. Context edits on the branch are
+  respected: an omitted result or call is not selectable, and neither is a replaced one, since its text is no longer
+  the tool's output and keeping the original would undo the edit.
+- A read still in the kept tail (``plan.kept_entries()``) is not taken yet: the model still sees it there. It
+  enters once the cut has passed it, and only once.
+
+The state is a JSON-serialisable dict for the compaction entry's ``details``. While any part of the startup
+interval is uncompacted (no second user message yet, or it is still in the tail) the state is ``open`` and the next
+compaction rescans and adds; once closed it is carried forward unchanged. Without a previous state (first
+checkpoint, or an older one without it) the selection starts from the raw branch.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pi_compact.checkpoint.context_files import (
+    CONTEXT_FILE_NAMES,
+    ContextFile,
+    context_files_from_session,
+    load_context_file,
+)
+from pi_compact.checkpoint.readtool import (
+    ReadArgs,
+    parse_read_result,
+    read_args,
+    resolve_path,
+    tool_call_blocks,
+)
+from pi_compact.checkpoint.readtool import (
+    display_path as make_display_path,
+)
+from pi_compact.messages import entry_messages
+from pi_compact.plan import CompactionPlan
+from pi_compact.session.model import Entry, JsonDict
+
+STATE_VERSION = 1
+
+# Characters that cannot be part of a path mention: whitespace, quotes, brackets, markup and list punctuation.
+PATH_TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;|*=\u201c\u201d\u2018\u2019\u00ab\u00bb]+")
+TRAILING_PUNCTUATION = ".:,;!?"
+LINE_SUFFIX = re.compile(r":\d+(?::\d+)?\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class RetainedRead:
+    """One startup read kept verbatim. ``entry_id`` is the tool result entry (for ``show``); ``text`` is the output
+    exactly as recorded, its pagination notice (also in ``notice``) included; ``complete`` says the read showed
+    the whole file by Pi's read contract."""
+
+    entry_id: str
+    tool_call_id: str
+    path: str
+    display_path: str
+    offset: Any
+    limit: Any
+    text: str
+    notice: str | None = None
+    complete: bool = False
+
+    def to_json(self) -> JsonDict:
+        return {
+            "entryId": self.entry_id,
+            "toolCallId": self.tool_call_id,
+            "path": self.path,
+            "displayPath": self.display_path,
+            "offset": self.offset,
+            "limit": self.limit,
+            "text": self.text,
+            "notice": self.notice,
+            "complete": self.complete,
+        }
+
+    @classmethod
+    def from_json(cls, data: JsonDict) -> RetainedRead:
+        return cls(
+            entry_id=str(data["entryId"]),
+            tool_call_id=str(data["toolCallId"]),
+            path=str(data["path"]),
+            display_path=str(data.get("displayPath") or data["path"]),
+            offset=data.get("offset"),
+            limit=data.get("limit"),
+            text=str(data.get("text", "")),
+            notice=data.get("notice") if isinstance(data.get("notice"), str) else None,
+            complete=data.get("complete") is True,
+        )
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.entry_id, self.tool_call_id
+
+
+def make_state(reads: Sequence[RetainedRead], open_: bool) -> JsonDict:
+    """The selection as stored in a compaction entry's ``details``."""
+    return {"version": STATE_VERSION, "open": open_, "reads": [r.to_json() for r in reads]}
+
+
+def parse_state(state: Any) -> tuple[list[RetainedRead], bool] | None:
+    """(reads, open) from a stored state, or None when there is none usable."""
+    if not isinstance(state, dict) or state.get("version") != STATE_VERSION or not isinstance(state.get("reads"), list):
+        return None
+    try:
+        reads = [RetainedRead.from_json(r) for r in state["reads"] if isinstance(r, dict)]
+    except (KeyError, TypeError):
+        return None
+    return reads, state.get("open") is not False
+
+
+# ---------------------------------------------------------------------------------------------------- matching
+
+
+def _variants(token: str) -> Iterable[str]:
+    """The spellings a path mention may stand for: as written, without ``@``/``file://``/anchor/line/punctuation."""
+    seen: set[str] = set()
+    text = token
+    for prefix in ("file://", "@"):
+        text = text.removeprefix(prefix)
+    candidates = [text]
+    if "#" in text:
+        candidates.append(text.split("#", 1)[0])
+    for base in list(candidates):
+        stripped = base.rstrip(TRAILING_PUNCTUATION)
+        stripped = LINE_SUFFIX.sub("", stripped).rstrip(TRAILING_PUNCTUATION)
+        candidates.extend([stripped, base.strip("_"), stripped.strip("_")])
+    for candidate in candidates:
+        if candidate and candidate not in seen and not candidate.endswith("/"):
+            seen.add(candidate)
+            yield candidate
+
+
+@dataclass(slots=True)
+class _Source:
+    """What one instruction text mentions: resolved paths and bare names, plus raw text for names with spaces."""
+
+    resolved: set[str]
+    bare: set[str]
+    text: str
+    directory: str | None
+
+    @classmethod
+    def build(cls, path: str | None, text: str, cwd: str) -> _Source:
+        directory = posixpath.dirname(resolve_path(path, cwd)) if path else None
+        resolved: set[str] = set()
+        bare: set[str] = set()
+        for match in PATH_TOKEN.finditer(text):
+            for variant in _variants(match.group()):
+                if "/" not in variant:
+                    bare.add(variant)
+                    continue
+                resolved.add(resolve_path(variant, cwd))
+                if directory is not None and not variant.startswith(("/", "~")):
+                    resolved.add(resolve_path(variant, directory))
+        return cls(resolved, bare, text, directory)
+
+    def mentions(self, key: str) -> bool:
+        name = posixpath.basename(key)
+        if key in self.resolved or name in self.bare:
+            return True
+        if any(ch.isspace() for ch in key):  # names with spaces cannot be tokens: look for them literally
+            return _literal_mention(self.text, name)
+        return False
+
+
+def _literal_mention(text: str, name: str) -> bool:
+    """``name`` occurs in ``text`` not as part of a longer name or path."""
+    for match in re.finditer(re.escape(name), text):
+        before = text[match.start() - 1] if match.start() > 0 else " "
+        after = text[match.end()] if match.end() < len(text) else " "
+        after_next = text[match.end() + 1] if match.end() + 1 < len(text) else " "
+        if before.isalnum() or before in "_-./~@":
+            continue
+        if after.isalnum() or after in "_-/" or (after in "." and (after_next.isalnum() or after_next in "_-")):
+            continue
+        return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------------- branch scan
+
+
+def startup_interval(entries: Sequence[Entry]) -> tuple[int, int, bool] | None:
+    """(first user position, end position, closed) on the branch; None before any user message."""
+    users = [i for i, e in enumerate(entries) if e.role == "user"]
+    if not users:
+        return None
+    if len(users) == 1:
+        return users[0], len(entries), False
+    return users[0], users[1], True
+
+
+def _latest_edits(entries: Sequence[Entry]) -> dict[str, Entry]:
+    edits: dict[str, Entry] = {}
+    for entry in entries:
+        if entry.type == "context_edit" and isinstance(entry.raw.get("targetId"), str):
+            edits[entry.raw["targetId"]] = entry
+    return edits
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    position: int  # of the result entry on the branch
+    result: Entry
+    call: JsonDict
+    args: ReadArgs
+    key: str  # resolved path
+
+
+def _interval_reads(entries: Sequence[Entry], start: int, end: int, cwd: str) -> list[tuple[_Candidate, Any]]:
+    """Unambiguous, unedited read pairs in the interval with their judged output (failed ones included)."""
+    edits = _latest_edits(entries)
+    calls: dict[str, list[tuple[int, JsonDict]]] = {}
+    results: dict[str, list[tuple[int, Entry, JsonDict]]] = {}
+    for position in range(start, end):
+        entry = entries[position]
+        for message in entry_messages(entry):
+            for _, block in tool_call_blocks(message):
+                if isinstance(block.get("id"), str):
+                    calls.setdefault(block["id"], []).append((position, block))
+            if message.get("role") == "toolResult" and isinstance(message.get("toolCallId"), str):
+                results.setdefault(message["toolCallId"], []).append((position, entry, message))
+    out: list[tuple[_Candidate, Any]] = []
+    for call_id, found in calls.items():
+        paired = results.get(call_id, [])
+        if len(found) != 1 or len(paired) != 1:
+            continue
+        (call_position, block), (result_position, result_entry, message) = found[0], paired[0]
+        if block.get("name") != "read" or result_position < call_position:
+            continue
+        if message.get("toolName") not in (None, "read"):
+            continue
+        args = read_args(block.get("arguments"))
+        if args is None or entries[call_position].id in edits or result_entry.id in edits:
+            continue
+        candidate = _Candidate(result_position, result_entry, block, args, resolve_path(args.path, cwd))
+        out.append((candidate, parse_read_result(args, message)))
+    out.sort(key=lambda item: (item[0].position, str(item[0].call.get("id"))))
+    return out
+
+
+def _sources(
+    entries: Sequence[Entry],
+    end: int,
+    context_files: Sequence[ContextFile | str | os.PathLike[str]],
+    reads: list[tuple[_Candidate, Any]],
+    cwd: str,
+    session_fallback: bool,
+) -> list[_Source]:
+    """Instruction texts: the context files (or the recorded system prompt's), then AGENTS/CLAUDE files read."""
+    files: list[ContextFile] = []
+    for item in context_files:
+        loaded = item if isinstance(item, ContextFile) else load_context_file(item)
+        if loaded is not None:
+            files.append(loaded)
+    if not files and session_fallback:
+        files = context_files_from_session(entries[:end])
+    sources = [_Source.build(f.path, f.content, cwd) for f in files]
+    for candidate, output in reads:
+        if output.ok and posixpath.basename(candidate.key) in CONTEXT_FILE_NAMES:
+            sources.append(_Source.build(candidate.key, output.body, cwd))
+    return sources
+
+
+def select_startup_reads(
+    plan: CompactionPlan,
+    previous_state: JsonDict | None,
+    context_files: Sequence[ContextFile | str | os.PathLike[str]],
+    cwd: str,
+    *,
+    session_fallback: bool = True,
+) -> tuple[list[RetainedRead], JsonDict]:
+    """The startup reads this checkpoint retains, and the state to store with it (see the module docstring).
+
+    ``context_files`` normally comes from ``context_files_for``; a plain path in it is read as a user-given file.
+    ``session_fallback=False`` turns off the recorded system prompt as a source when ``context_files`` is empty.
+    """
+    previous = parse_state(previous_state)
+    kept: list[RetainedRead] = previous[0] if previous is not None else []
+    if previous is not None and not previous[1]:
+        return list(kept), make_state(kept, False)
+    entries = plan.projection.branch.entries
+    interval = startup_interval(entries)
+    if interval is None:
+        return list(kept), make_state(kept, True)
+    first_user, end, second_user_exists = interval
+    tail = {id(pe.entry) for pe in plan.kept_entries()}
+    reads = _interval_reads(entries, first_user + 1, end, cwd)
+    sources = _sources(entries, end, context_files, reads, cwd, session_fallback)
+    have = {r.key for r in kept}
+    added: list[RetainedRead] = []
+    for candidate, output in reads:
+        call_id = str(candidate.call.get("id"))
+        if not output.ok or (candidate.result.id, call_id) in have or id(candidate.result) in tail:
+            continue
+        if not any(source.mentions(candidate.key) for source in sources):
+            continue
+        added.append(
+            RetainedRead(
+                entry_id=candidate.result.id,
+                tool_call_id=call_id,
+                path=candidate.args.path,
+                display_path=make_display_path(candidate.args.path, cwd),
+                offset=candidate.args.offset,
+                limit=candidate.args.limit,
+                text=output.text,
+                notice=output.notice,
+                complete=output.completeness == "full",
+            )
+        )
+        have.add((candidate.result.id, call_id))
+    interval_in_tail = any(id(entries[i]) in tail for i in range(first_user + 1, end))
+    closed = second_user_exists and not interval_in_tail
+    selected = kept + added
+    return selected, make_state(selected, not closed)
