@@ -41,7 +41,6 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "__version__",
     "Branch",
     "CheckOptions",
     "CheckResult",
@@ -54,6 +53,7 @@ __all__ = [
     "Projection",
     "Session",
     "SessionSummary",
+    "__version__",
     "analyze",
     "build_projection",
     "check_session",
