@@ -91,3 +91,41 @@ def test_keyboard_interrupt_in_a_worker_reaches_the_caller(server: HTTPServer, a
             sleep=interrupted,
         )
     await_workers()
+
+
+def test_ctrl_c_while_waiting_is_not_held_up_by_slow_requests(server: HTTPServer, await_workers) -> None:
+    import signal
+
+    release = threading.Event()
+    arrived = threading.Semaphore(0)
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def slow(_: WRequest) -> WResponse:
+        arrived.release()
+        release.wait(10)
+        return _answer("too late")
+
+    def press_ctrl_c() -> None:
+        arrived.acquire(timeout=10)
+        arrived.acquire(timeout=10)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    server.expect_request("/v1/chat/completions").respond_with_handler(slow)
+    model = resolve_model("openai/gpt-4.1-mini", base_url=server.url_for("/v1"))
+    presser = threading.Thread(target=press_ctrl_c)
+    presser.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            complete_many(
+                [Request([Message.user("a")], max_tokens=8), Request([Message.user("b")], max_tokens=8)],
+                model=model,
+                api_key=KEY,
+            )
+        # The interrupt reached the caller while both requests were still waiting on the server.
+        assert not release.is_set()
+        assert sum(t.name.startswith("picompact-llm-") and t.is_alive() for t in threading.enumerate()) == 2
+    finally:
+        release.set()
+        presser.join()
+        await_workers()
