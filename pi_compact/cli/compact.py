@@ -1,0 +1,265 @@
+"""``picompact compact``: write a checkpoint Pi loads on resume (or preview it, or write a compacted copy).
+
+Test hooks (environment variables, for reproducible subprocess tests; not meant for everyday use):
+``PICOMPACT_FIXED_TIME`` (an ISO timestamp used as the entry time) and ``PICOMPACT_ID_SEED`` (any string: entry ids
+are then derived from it). ``PICOMPACT_LOCK_TIMEOUT`` sets how many seconds to wait for another picompact holding
+the session's lock (default 10).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pi_compact.cli.app import app
+from pi_compact.cli.common import Output, check_nonneg, handle_errors, report_diagnostics, resolve_session_path
+from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ModelOpt, ReserveOpt, SessionArg
+from pi_compact.errors import ExitCode, UsageError
+
+FIXED_TIME_ENV = "PICOMPACT_FIXED_TIME"
+ID_SEED_ENV = "PICOMPACT_ID_SEED"
+LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
+
+
+def _verbatim(params: dict[str, Any]) -> Any:
+    from pi_compact.compact import verbatim_mode
+
+    return verbatim_mode(cap_tokens=params["cap"], no_cap=params["no_cap"], context_files=params["context_files"])
+
+
+# --mode NAME -> a factory taking the parsed flags and returning a mode (see pi_compact.compact).
+MODES: dict[str, Callable[[dict[str, Any]], Any]] = {"verbatim": _verbatim}
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,}"
+
+
+def _trimmed_text(trimmed: Any) -> str:
+    if not trimmed:
+        return "no"
+    if trimmed is True:
+        return "yes"
+    if isinstance(trimmed, int):
+        return f"yes ({trimmed} removed or shortened)"
+    if isinstance(trimmed, (list, tuple)):
+        return f"yes ({len(trimmed)} spans)"
+    return f"yes ({trimmed})"
+
+
+def summary_line(data: dict[str, Any]) -> str:
+    """One line with the numbers that matter: before, parts after, after, % freed, cap trimming."""
+    stats = data["stats"]
+    verb = {
+        "written": "compacted",
+        "rewritten": "compacted",
+        "copied": "wrote a compacted copy of",
+        "dry-run": "dry run, nothing written: would compact",
+    }.get(data["status"], data["status"])
+    parts = f"checkpoint {_fmt(stats['checkpoint_tokens'])} + kept tail {_fmt(stats['kept_tokens'])}"
+    if stats["reminder_tokens"]:
+        parts += f" + re-orientation {_fmt(stats['reminder_tokens'])}"
+    if stats["system_tokens"]:
+        parts += f" + system {_fmt(stats['system_tokens'])}"
+    where = data["session"] + (f" to {data['output']}" if data["status"] == "copied" and data["output"] != "-" else "")
+    return (
+        f"{verb} {where}: {_fmt(stats['tokens_before'])} -> {_fmt(stats['tokens_after'])} tokens "
+        f"({stats['freed_percent']:.0f}% freed; {parts}); cap trimming: {_trimmed_text(data['trimmed'])}"
+    )
+
+
+def _clock_and_ids() -> tuple[Any, Any]:
+    from pi_compact.checkpoint.entry import fixed_clock, random_id, seeded_ids, system_clock
+
+    clock = system_clock
+    fixed = os.environ.get(FIXED_TIME_ENV, "").strip()
+    if fixed:
+        try:
+            clock = fixed_clock(fixed)
+        except ValueError:
+            raise UsageError(f"{FIXED_TIME_ENV} is not an ISO timestamp: {fixed!r}") from None
+    seed = os.environ.get(ID_SEED_ENV)
+    return clock, (seeded_ids(seed) if seed else random_id)
+
+
+def _lock_timeout() -> float:
+    from pi_compact.session.write import DEFAULT_LOCK_TIMEOUT
+
+    value = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
+    if not value:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise UsageError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds (got {value!r})") from None
+    if seconds < 0:
+        raise UsageError(f"{LOCK_TIMEOUT_ENV} must not be negative (got {value!r})")
+    return seconds
+
+
+def _check_flags(
+    *,
+    mode: str,
+    dry_run: bool,
+    output: str | None,
+    cap: int | None,
+    no_cap: bool,
+    json_output: bool,
+) -> None:
+    """Flag combinations that make no sense are usage errors naming the flags."""
+    if mode not in MODES:
+        raise UsageError(f"--mode must be one of {', '.join(sorted(MODES))} (got {mode!r})")
+    if dry_run and output is not None:
+        raise UsageError("--dry-run and --output clash: --output already leaves the session untouched")
+    if cap is not None and no_cap:
+        raise UsageError("--cap and --no-cap clash: give one of them")
+    if json_output and output == "-":
+        raise UsageError("--json and --output - clash: both would write to stdout")
+    if output is not None and output != "-" and not output.strip():
+        raise UsageError("--output needs a file name (or - for stdout)")
+
+
+@app.command()
+@handle_errors
+def compact(
+    session: Path | None = SessionArg,
+    mode: str = typer.Option("verbatim", "--mode", help="How to build the checkpoint: verbatim (no model)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the checkpoint (with --json: the entries) and change nothing."
+    ),
+    output: str | None = typer.Option(
+        None,
+        "--output",
+        "-o",
+        metavar="FILE|-",
+        help="Write a compacted copy to FILE (- for stdout); SESSION is untouched.",
+    ),
+    cap: int | None = typer.Option(
+        None, "--cap", metavar="N", help="Checkpoint budget in tokens (default: keepRecentTokens / 2)."
+    ),
+    no_cap: bool = typer.Option(False, "--no-cap", help="No budget: keep every compacted span whole."),
+    context_file: list[Path] | None = typer.Option(
+        None,
+        "--context-file",
+        metavar="PATH",
+        help="An extra AGENTS.md-like file whose named files are kept as startup reads (repeatable).",
+    ),
+    if_needed: bool = typer.Option(
+        False, "--if-needed", help="Only compact when the context is over Pi's threshold; else exit 0."
+    ),
+    leaf: str | None = LeafOpt,
+    context_window: int | None = ContextWindowOpt,
+    model: str | None = ModelOpt,
+    reserve_tokens: int | None = ReserveOpt,
+    keep_recent_tokens: int | None = KeepOpt,
+    no_backup: bool = typer.Option(
+        False, "--no-backup", help="When a v1/v2 file is migrated and rewritten, keep no SESSION.bak."
+    ),
+    repair: bool = typer.Option(
+        False, "--repair", help="Write even after a torn last line (it stays in place, a line Pi skips)."
+    ),
+    json_output: bool = JsonOpt,
+) -> None:
+    """Compact the session: append a checkpoint Pi loads on resume, plus a re-orientation message.
+
+    The compaction entry's parent is the branch leaf (the last entry, or --leaf). Pi resumes on the last entry
+    of the file, so after `compact --leaf ID` Pi continues on the new checkpoint, on that branch.
+    Exit codes: 0 done (or not needed with --if-needed), 2 usage error or nothing to compact, 3 the file kept
+    changing underneath or stayed locked (nothing written), 130 interrupted (nothing written).
+    """
+    from pi_compact.check import CheckOptions
+    from pi_compact.compact import CompactOptions, compact_session
+
+    out = Output(json_output)
+    _check_flags(
+        mode=mode,
+        dry_run=dry_run,
+        output=output,
+        cap=cap,
+        no_cap=no_cap,
+        json_output=json_output,
+    )
+    check_nonneg("--cap", cap)
+    check_nonneg("--context-window", context_window)
+    check_nonneg("--reserve-tokens", reserve_tokens)
+    check_nonneg("--keep-recent-tokens", keep_recent_tokens)
+    if context_window is not None and model is not None:
+        out.warn("--context-window given: --model then only selects per-model settings overrides")
+    for f in context_file or []:
+        if not f.is_file():
+            raise UsageError("--context-file: no such file", path=str(f))
+    path = resolve_session_path(session)
+    clock, new_id = _clock_and_ids()
+    params = {
+        "cap": cap,
+        "no_cap": no_cap,
+        "context_files": [str(f) for f in context_file or []],
+        "model": model,
+    }
+    chosen = MODES[mode](params)
+    options = CompactOptions(
+        check=CheckOptions(
+            context_window=context_window,
+            model=model,
+            reserve_tokens=reserve_tokens,
+            keep_recent_tokens=keep_recent_tokens,
+            leaf_id=leaf,
+        ),
+        dry_run=dry_run,
+        output=output,
+        if_needed=if_needed,
+        backup=not no_backup,
+        repair=repair,
+        clock=clock,
+        new_id=new_id,
+        lock_timeout=_lock_timeout(),
+    )
+    result = compact_session(path, chosen, options)
+    try:
+        _report(out, result, json_output=json_output, dry_run=dry_run)
+    except KeyboardInterrupt:
+        if result.written or result.status == "copied":
+            sys.stderr.write("picompact: interrupted after the compaction was written\n")
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+
+
+def _report(out: Output, result: Any, *, json_output: bool, dry_run: bool) -> None:
+    data = result.to_json()
+    report_diagnostics(out, result.check.diagnostics, result.path)
+    for warning in result.check.warnings:
+        out.warn(warning)
+    if result.status == "not-needed":
+        check = result.check
+        why = (
+            "auto-compaction is disabled in settings"
+            if not check.enabled
+            else f"{check.plan.context.tokens:,} context tokens, threshold {check.threshold:,}"
+        )
+        out.note(f"not needed ({why}); nothing written")
+        if json_output:
+            out.json(data)
+        return
+    for warning in result.warnings:
+        out.warn(warning)
+    if json_output:
+        out.json(data)
+    elif dry_run:
+        out.text(result.checkpoint.summary)
+        if result.checkpoint.reminder is not None:
+            out.text("")
+            out.text("----- re-orientation message (a hidden custom_message Pi places after the kept tail) -----")
+            out.text(result.checkpoint.reminder)
+    write = result.write
+    if write is not None and write.added_newline:
+        out.note("the file ended without a newline: added it before the new entries (as Pi would)")
+    if write is not None and write.repaired_torn_line:
+        out.note("left the torn last line in place (Pi skips it) and appended after it")
+    if write is not None and write.migrated_from is not None and result.status == "rewritten":
+        kept = f"; the original is kept as {write.backup}" if write.backup else "; no backup kept (--no-backup)"
+        out.note(f"migrated the v{write.migrated_from} file to v3 and rewrote it, as Pi does on open{kept}")
+    out.note(summary_line(data))
