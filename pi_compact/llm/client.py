@@ -202,7 +202,7 @@ def complete(
     status: int | None = None
     attempts = 0
     with _client(model, key, timeout) as client:
-        for attempt in range(max_retries + 1):
+        for attempt in range(max(max_retries, 0) + 1):
             if cancel is not None and cancel.is_set():
                 break
             attempts = attempt + 1
@@ -225,12 +225,12 @@ def complete(
                     )
                 failure = f"HTTP {status}: {text}"
                 wait = parse_retry_after(response.headers)
-            if attempt == max_retries or (cancel is not None and cancel.is_set()):
+            if attempt >= max_retries or (cancel is not None and cancel.is_set()):
                 break
             sleep(wait if wait is not None else backoff_delay(attempt))
-    tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
     if not failure:
-        failure = "cancelled"
+        raise ProviderRequestError(f"{model.ref}: request cancelled", attempts=0)
+    tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
     raise ProviderRequestError(f"{model.ref}: {failure} (gave up after {tries})", status=status, attempts=attempts)
 
 
