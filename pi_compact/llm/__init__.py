@@ -1,4 +1,16 @@
-"""LLM provider client: model resolution, API keys, and completions over two wire protocols."""
+"""LLM provider client: model resolution, API keys, and completions over two wire protocols.
+
+A tool-calling loop::
+
+    model = choose_model(session_model, cli_model, os.environ, base_url=cli_base_url)
+    messages = [Message.user(question)]
+    while True:
+        response = complete(Request(messages, system=prompt, tools=tools, max_tokens=2000), model=model)
+        if not response.tool_calls:
+            break
+        messages.append(response.to_message())
+        messages += [Message.tool_result(call, run_tool(call)) for call in response.tool_calls]
+"""
 
 from pi_compact.llm.client import ProviderRequestError, complete, complete_many
 from pi_compact.llm.keys import Secret, find_api_key, has_api_key, require_api_key
