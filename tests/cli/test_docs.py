@@ -1,0 +1,48 @@
+"""Every command has help text and a README section; `--help` and `--version` work."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import typer.main
+
+from pi_compact.cli import app
+from tests.conftest import run
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def command_names() -> list[str]:
+    group = typer.main.get_command(app)
+    return sorted(group.commands)  # type: ignore[attr-defined]
+
+
+def test_every_command_has_help_text() -> None:
+    names = command_names()
+    assert {"check", "sessions"} <= set(names)
+    for name in names:
+        result = run(name, "--help")
+        assert result.code == 0, (name, result.stderr)
+        assert "Usage:" in result.stdout
+        group = typer.main.get_command(app)
+        assert group.commands[name].help, f"{name} has no help text"  # type: ignore[attr-defined]
+
+
+def test_every_command_has_a_readme_section() -> None:
+    headings = [line for line in README.splitlines() if line.startswith("### ")]
+    for name in command_names():
+        assert any(re.search(rf"\b{name}\b", h) for h in headings), f"README has no section for {name}"
+
+
+def test_top_level_help_and_version() -> None:
+    result = run("--help")
+    assert result.code == 0
+    for name in command_names():
+        assert name in result.stdout
+    version = run("--version")
+    assert version.code == 0 and version.stdout.startswith("picompact ")
+
+
+def test_readme_names_the_two_setup_commands() -> None:
+    assert "make demo" in README and "make test" in README
