@@ -11,7 +11,7 @@ Lengths are JavaScript lengths (UTF-16 units), the unit of Pi's chars/4 estimate
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pi_compact.checkpoint.spans import Span, TrimState, item_units, render_span
@@ -20,6 +20,7 @@ from pi_compact.tokens import js_len
 SPAN_SEPARATOR = "\n\n"
 LONG_USER_CHARS = 800  # a user message longer than this may be shortened in step 2
 STUB_CHARS = 400  # what a shortened user message keeps
+MIN_STUB_CHARS = 60  # the shortest stub worth keeping when the last resort reaches a user message
 MIN_CONVERSATION_CHARS = 500  # the conversation part never gets a smaller budget than this
 
 
@@ -33,70 +34,104 @@ class CapResult:
     fits: bool
 
 
-def user_stub(text: str) -> str:
+def user_stub(text: str, keep: int = STUB_CHARS) -> str:
     """A marked prefix of a long user message, cut at whitespace when one is near the limit."""
-    prefix = text[:STUB_CHARS]
+    prefix = text[:keep]
     space = max(prefix.rfind(" "), prefix.rfind("\n"))
-    if space >= STUB_CHARS * 3 // 4:
+    if space >= keep * 3 // 4:
         prefix = prefix[:space]
     prefix = prefix.rstrip()
     return f"{prefix}… [user message shortened by the size cap: {len(prefix)} of {len(text)} characters shown]"
 
 
+Step = tuple[int, tuple[int, int] | int, str | None]  # (span index, unit to remove | item to shorten, stub)
+
+
 class _Fitter:
-    """Applies removals in a fixed order and re-measures only the spans touched, and only when the cheap running
-    estimate says the budget may be reached, so the work stays near-linear on long sessions."""
+    """Applies a prefix of an ordered list of changes and measures the result.
+
+    The shortest prefix that fits is found by bisection (the length falls almost monotonically as changes are
+    applied; only a new gap marker adds a few characters), so a handful of renders suffice on long sessions.
+    """
 
     def __init__(self, spans: Sequence[Span], budget: int) -> None:
         self.spans = spans
         self.budget = budget
         self.states = [TrimState() for _ in spans]
         self.lengths = [js_len(render_span(span)) for span in spans]
-        self.touched: set[int] = set()
-        self.pending_gain = 0
+        self.separators = js_len(SPAN_SEPARATOR) * max(len(spans) - 1, 0)
+        self.applied = 0  # how many changes the last successful run applied
 
-    @property
+    def _apply(self, steps: Sequence[Step]) -> tuple[list[TrimState], int]:
+        states = list(self.states)
+        touched: set[int] = set()
+        for si, target, stub in steps:
+            if si not in touched:
+                touched.add(si)
+                states[si] = TrimState(set(states[si].removed), dict(states[si].short))
+            if stub is None and isinstance(target, tuple):
+                states[si].removed.add(target)
+            elif stub is not None and isinstance(target, int):
+                states[si].short[target] = stub
+        lengths = list(self.lengths)
+        for si in touched:
+            lengths[si] = js_len(render_span(self.spans[si], states[si]))
+        return states, sum(lengths) + self.separators
+
     def total(self) -> int:
-        return sum(self.lengths) + js_len(SPAN_SEPARATOR) * max(len(self.spans) - 1, 0)
+        return sum(self.lengths) + self.separators
 
-    def over(self) -> int:
-        return self.total - self.budget
+    def _commit(self, states: list[TrimState]) -> None:
+        self.states = states
+        self.lengths = [js_len(render_span(span, state)) for span, state in zip(self.spans, states, strict=True)]
 
-    def measure(self) -> None:
-        for si in self.touched:
-            self.lengths[si] = js_len(render_span(self.spans[si], self.states[si]))
-        self.touched.clear()
-        self.pending_gain = 0
-
-    def run(self, steps: Iterable[tuple[int, Callable[[TrimState], int]]]) -> bool:
-        """Apply ``steps`` (span index, change returning the characters it saves) until the budget is met."""
-        if self.over() <= 0:
+    def run(self, steps: Sequence[Step]) -> bool:
+        """Apply the shortest prefix of ``steps`` that meets the budget (all of them if none does)."""
+        if self.total() <= self.budget:
             return True
-        for si, change in steps:
-            self.pending_gain += change(self.states[si])
-            self.touched.add(si)
-            if self.pending_gain >= self.over():
-                self.measure()
-                if self.over() <= 0:
-                    return True
-        self.measure()
-        return self.over() <= 0
+        states, total = self._apply(steps)
+        if total > self.budget:
+            self._commit(states)
+            return False
+        low, high = 0, len(steps)  # steps[:high] fits, steps[:low] does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self._apply(steps[:middle])[1] <= self.budget:
+                high = middle
+            else:
+                low = middle
+        self._commit(self._apply(steps[:high])[0])
+        self.applied = high
+        return True
 
+    def refit_last_user(self, steps: Sequence[Step]) -> None:
+        """If the last change removed a user message, keep the longest stub of it that still fits instead."""
+        if not self.applied:
+            return
+        si, target, _ = steps[self.applied - 1]
+        if not isinstance(target, tuple) or target[1] >= 0:
+            return
+        index = target[0]
+        text = self.spans[si].items[index].text
 
-def _remove(unit: tuple[int, int], gain: int) -> Callable[[TrimState], int]:
-    def change(state: TrimState) -> int:
-        state.removed.add(unit)
-        return gain
+        def attempt(keep: int) -> list[TrimState] | None:
+            states = list(self.states)
+            state = TrimState(set(states[si].removed) - {target}, {**states[si].short, index: user_stub(text, keep)})
+            states[si] = state
+            total = self.total() - self.lengths[si] + js_len(render_span(self.spans[si], state))
+            return states if total <= self.budget else None
 
-    return change
-
-
-def _shorten(index: int, stub: str, gain: int) -> Callable[[TrimState], int]:
-    def change(state: TrimState) -> int:
-        state.short[index] = stub
-        return gain
-
-    return change
+        best: list[TrimState] | None = None
+        low, high = MIN_STUB_CHARS - 1, min(len(text), STUB_CHARS)
+        while high > low:
+            middle = (low + high + 1) // 2
+            found = attempt(middle)
+            if found is not None:
+                best, low = found, middle
+            else:
+                high = middle - 1
+        if best is not None:
+            self._commit(best)
 
 
 def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
@@ -106,31 +141,38 @@ def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
         return CapResult(text, tuple(False for _ in spans), js_len(text), True)
     fitter = _Fitter(spans, max(budget, MIN_CONVERSATION_CHARS))
 
-    def non_user() -> Iterable[tuple[int, Callable[[TrimState], int]]]:
-        for si, span in enumerate(spans):
-            for i, item in enumerate(span.items):
-                if item.kind == "user":
-                    continue
-                for unit, line in zip(item_units(i, item), item.text.split("\n"), strict=True):
-                    yield si, _remove(unit, js_len(line) + 1)
+    def non_user() -> list[Step]:
+        return [
+            (si, unit, None)
+            for si, span in enumerate(spans)
+            for i, item in enumerate(span.items)
+            if item.kind != "user"
+            for unit in item_units(i, item)
+        ]
 
-    def long_users() -> Iterable[tuple[int, Callable[[TrimState], int]]]:
-        for si, span in enumerate(spans):
-            for i, item in enumerate(span.items):
-                if item.kind == "user" and len(item.text) > LONG_USER_CHARS:
-                    stub = user_stub(item.text)
-                    yield si, _shorten(i, stub, js_len(item.text) - js_len(stub))
+    def long_users() -> list[Step]:
+        return [
+            (si, i, user_stub(item.text))
+            for si, span in enumerate(spans)
+            for i, item in enumerate(span.items)
+            if item.kind == "user" and len(item.text) > LONG_USER_CHARS
+        ]
 
-    def remaining() -> Iterable[tuple[int, Callable[[TrimState], int]]]:
-        for si, span in enumerate(spans):
-            state = fitter.states[si]
-            for i, item in enumerate(span.items):
-                for unit in item_units(i, item):
-                    if unit not in state.removed:
-                        text = state.short.get(i, item.text) if unit[1] < 0 else ""
-                        yield si, _remove(unit, js_len(text) + 1)
+    def remaining() -> list[Step]:
+        return [
+            (si, unit, None)
+            for si, span in enumerate(spans)
+            for i, item in enumerate(span.items)
+            for unit in item_units(i, item)
+            if unit not in fitter.states[si].removed
+        ]
 
-    fits = fitter.run(non_user()) or fitter.run(long_users()) or fitter.run(remaining())
+    fits = fitter.run(non_user()) or fitter.run(long_users())
+    if not fits:
+        last_resort = remaining()
+        fits = fitter.run(last_resort)
+        if fits:
+            fitter.refit_last_user(last_resort)
     rendered = [render_span(span, state) for span, state in zip(spans, fitter.states, strict=True)]
     text = SPAN_SEPARATOR.join(rendered)
     return CapResult(text, tuple(state.changed for state in fitter.states), js_len(text), fits)
