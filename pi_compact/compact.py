@@ -329,10 +329,19 @@ def compaction_stats(check: CheckResult, entries: list[JsonDict]) -> CompactStat
     )
 
 
+def no_gain_message(stats: CompactStats) -> str:
+    return (
+        f"this compaction would not shrink the context ({stats.tokens_before:,} -> {stats.tokens_after:,} tokens: "
+        "the checkpoint is bigger than what it replaces); try a smaller --keep-recent-tokens or --cap"
+    )
+
+
 def gain_warnings(stats: CompactStats, keep_recent_tokens: int) -> list[str]:
     """Say so when the compaction would hardly help: Pi would compact again at once."""
     out: list[str] = []
-    if stats.freed_percent < LOW_GAIN_PERCENT:
+    if stats.freed_tokens <= 0:
+        out.append(no_gain_message(stats))
+    elif stats.freed_percent < LOW_GAIN_PERCENT:
         out.append(
             f"this compaction frees only {stats.freed_percent:.0f}% of the context "
             f"({stats.tokens_before:,} -> {stats.tokens_after:,} tokens), so it would fire again soon; "
@@ -405,6 +414,8 @@ def compact_session(
             output=opts.output,
             mode=name,
         )
+        if stats.freed_tokens <= 0 and not opts.dry_run:
+            raise NothingToCompactError(f"nothing written: {no_gain_message(stats)}", path=str(p))
         try:
             if session.torn_last_line and not opts.repair:
                 if opts.dry_run:

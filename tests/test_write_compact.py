@@ -1,0 +1,242 @@
+"""Compaction orchestration (``pi_compact.compact``) with a stand-in mode: plan, build, write, retry, report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from pi_compact.check import CheckOptions
+from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
+from pi_compact.compact import CompactOptions, compact_session, default_cap, verbatim_mode
+from pi_compact.errors import ConcurrentWriteError, ExitCode, NothingToCompactError, SessionError, UsageError
+from pi_compact.projection import build_projection, context_tokens
+from pi_compact.session import get_branch, load_session
+from tests.conftest import PI_FIXTURES
+from tests.sessionkit import simple_session
+
+WHEN = "2026-02-03T04:05:06.007Z"
+
+
+@dataclass(frozen=True)
+class StandInCheckpoint:
+    """Shaped like the verbatim module's Checkpoint (no from_hook / usage: the mode adapter supplies them)."""
+
+    summary: str
+    details: dict[str, Any]
+    reminder: str | None
+    tokens: int = 0
+    trimmed: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+def stand_in(plan, ctx):
+    text = f"CHECKPOINT of {len(plan.messages_to_summarize)} messages"
+    return StandInCheckpoint(text, {"n": len(plan.messages_to_summarize)}, "REORIENT: re-read files first")
+
+
+def _options(**kw) -> CompactOptions:
+    base = {"clock": fixed_clock(WHEN), "new_id": seeded_ids("t"), "check": CheckOptions(keep_recent_tokens=300)}
+    base.update(kw)
+    return CompactOptions(**base)
+
+
+def _big(tmp_path: Path, name: str = "s.jsonl") -> Path:
+    return simple_session(turns=6, size=400).write(tmp_path / name)
+
+
+def test_written_session_projects_as_summary_then_kept_tail_then_reorientation(tmp_path):
+    path = _big(tmp_path)
+    before = path.read_bytes()
+    result = compact_session(path, stand_in, _options())
+    assert result.status == "written"
+    assert path.read_bytes().startswith(before)
+    session = load_session(path)
+    compaction, reminder = session.entries[-2:]
+    assert compaction.type == "compaction" and reminder.type == "custom_message"
+    assert compaction.raw["fromHook"] is True
+    assert compaction.raw["tokensBefore"] == result.check.plan.context.tokens
+    assert compaction.raw["firstKeptEntryId"] == result.check.plan.first_kept.id
+    projection = build_projection(get_branch(session))
+    kinds = [pe.entry.id for pe in projection.entries if pe.messages]
+    kept = [pe.entry.id for pe in result.check.plan.kept_entries() if pe.messages]
+    assert kinds == [compaction.id, *kept, reminder.id]
+    roles = [m["role"] for m in projection.messages]
+    assert roles[0] == "compactionSummary" and roles[-1] == "custom"
+    assert projection.messages[0]["summary"].startswith("CHECKPOINT of ")
+
+
+def test_reported_tokens_after_are_what_check_says_on_the_compacted_file(tmp_path):
+    path = _big(tmp_path)
+    result = compact_session(path, stand_in, _options())
+    after = context_tokens(build_projection(get_branch(load_session(path))))
+    stats = result.stats
+    assert stats.tokens_after == after.tokens
+    assert stats.tokens_before == result.check.plan.context.tokens
+    assert stats.checkpoint_tokens + stats.reminder_tokens + stats.system_tokens + stats.kept_tokens == after.tokens
+    assert stats.freed_tokens == stats.tokens_before - stats.tokens_after
+
+
+def test_an_append_while_planning_makes_it_reread_replan_and_retry_once(tmp_path):
+    path = _big(tmp_path)
+    foreign = simple_session(turns=7, size=400)  # one more turn, same ids for the shared part
+    extra = foreign.entries[len(simple_session(turns=6, size=400).entries) :]
+    calls = []
+
+    def appending_mode(plan, ctx):
+        if not calls:
+            with open(path, "ab") as f:  # Pi writes its next turn while we plan
+                f.write(b"".join(foreign.lines()[-len(extra) :][i] + b"\n" for i in range(len(extra))))
+        calls.append(ctx.session.leaf.id)
+        return stand_in(plan, ctx)
+
+    result = compact_session(path, appending_mode, _options())
+    assert result.status == "written" and result.attempts == 2
+    assert calls[1] == extra[-1]["id"]
+    session = load_session(path)
+    assert session.entries[-2].parent_id == extra[-1]["id"]  # the compaction follows Pi's new entries
+    assert [e.id for e in session.entries[-2 - len(extra) : -2]] == [e["id"] for e in extra]
+
+
+def test_a_session_that_keeps_changing_gives_exit_3_and_none_of_our_lines(tmp_path):
+    path = _big(tmp_path)
+    counter = iter(range(1000))
+
+    def always_appending(plan, ctx):
+        n = next(counter)
+        label = {"type": "label", "id": f"beef{n:04d}", "parentId": ctx.session.leaf.id, "timestamp": "t"}
+        with open(path, "ab") as f:
+            f.write(orjson.dumps({**label, "targetId": "x", "label": "l"}) + b"\n")
+        return stand_in(plan, ctx)
+
+    with pytest.raises(ConcurrentWriteError) as info:
+        compact_session(path, always_appending, _options())
+    assert info.value.exit_code == ExitCode.EXTERNAL
+    session = load_session(path)
+    assert not [e for e in session.entries if e.type in ("compaction", "custom_message")]
+    assert [e.id for e in session.entries[-2:]] == ["beef0000", "beef0001"]
+
+
+def test_nothing_to_compact_is_exit_2_with_the_reason_and_no_write(tmp_path):
+    path = _big(tmp_path)
+    before = path.read_bytes()
+    with pytest.raises(NothingToCompactError) as info:
+        compact_session(path, stand_in, _options(check=CheckOptions()))  # keepRecentTokens 20000 keeps it all
+    assert info.value.exit_code == ExitCode.USAGE
+    assert "keepRecentTokens" in str(info.value)
+    assert path.read_bytes() == before
+    compact_session(path, stand_in, _options())
+    with pytest.raises(NothingToCompactError, match=r"already a compaction|nothing"):
+        compact_session(path, stand_in, _options())
+
+
+def test_if_needed_writes_only_above_the_threshold(tmp_path):
+    path = _big(tmp_path)
+    before = path.read_bytes()
+    result = compact_session(path, stand_in, _options(if_needed=True))  # 200k window: far below
+    assert result.status == "not-needed" and not result.entries
+    assert path.read_bytes() == before
+    tokens = result.check.plan.context.tokens
+    small = CheckOptions(keep_recent_tokens=300, context_window=tokens + 100, reserve_tokens=200)
+    result = compact_session(path, stand_in, _options(if_needed=True, check=small))
+    assert result.status == "written"
+
+
+def test_dry_run_and_output_leave_the_session_untouched(tmp_path):
+    path = _big(tmp_path)
+    before = path.read_bytes()
+    dry = compact_session(path, stand_in, _options(dry_run=True))
+    assert dry.status == "dry-run" and len(dry.entries) == 2 and dry.write is None
+    out = tmp_path / "copy.jsonl"
+    copied = compact_session(path, stand_in, _options(output=str(out)))
+    assert copied.status == "copied"
+    assert path.read_bytes() == before
+    assert out.read_bytes() == before + "".join(dry.lines).encode()  # same clock and ids: same bytes
+    with pytest.raises(UsageError, match="--dry-run and --output"):
+        compact_session(path, stand_in, _options(dry_run=True, output=str(out)))
+
+
+def test_same_session_flags_clock_and_ids_give_identical_bytes(tmp_path):
+    a, b = _big(tmp_path, "a.jsonl"), _big(tmp_path, "b.jsonl")
+    compact_session(a, stand_in, _options())
+    compact_session(b, stand_in, _options())
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_v2_session_is_migrated_rewritten_and_backed_up(tmp_path):
+    path = tmp_path / "v2.jsonl"
+    original = (PI_FIXTURES / "gen-v2-legacy-101.jsonl").read_bytes()
+    path.write_bytes(original)
+    result = compact_session(path, stand_in, _options(check=CheckOptions(keep_recent_tokens=2000)))
+    assert result.status == "rewritten"
+    assert result.write.backup.read_bytes() == original
+    session = load_session(path)
+    assert session.original_version == 3
+    assert [e.type for e in session.entries[-2:]] == ["compaction", "custom_message"]
+    path.write_bytes(original)
+    result = compact_session(path, stand_in, _options(backup=False, check=CheckOptions(keep_recent_tokens=2000)))
+    assert result.write.backup is None
+
+
+def test_torn_last_line_refused_unless_repair_and_only_warned_in_a_dry_run(tmp_path):
+    path = _big(tmp_path)
+    torn = path.read_bytes() + b'{"type":"message","id":"dead'
+    path.write_bytes(torn)
+    with pytest.raises(SessionError, match="--repair"):
+        compact_session(path, stand_in, _options())
+    assert path.read_bytes() == torn
+    dry = compact_session(path, stand_in, _options(dry_run=True))
+    assert any("--repair" in w for w in dry.warnings)
+    compact_session(path, stand_in, _options(repair=True))
+    data = path.read_bytes()
+    assert data.startswith(torn + b"\n")
+    assert load_session(path).entries[-1].type == "custom_message"
+
+
+def test_leaf_on_another_branch_extends_that_branch_and_becomes_pis_leaf(tmp_path):
+    sb = simple_session(turns=6, size=400)
+    main_tip = sb.leaf
+    sb.user("a side question " + "z" * 300, parent=sb.entries[8]["id"])
+    sb.assistant("side answer")
+    path = sb.write(tmp_path / "s.jsonl")
+    compact_session(path, stand_in, _options(check=CheckOptions(keep_recent_tokens=300, leaf_id=main_tip)))
+    session = load_session(path)
+    compaction = session.entries[-2]
+    assert compaction.parent_id == main_tip
+    branch = get_branch(session)  # Pi resumes on the last entry of the file: our re-orientation message
+    assert branch.leaf.type == "custom_message"
+    assert main_tip in [e.id for e in branch.entries]
+
+
+def test_low_gain_is_warned_with_the_reason(tmp_path):
+    path = simple_session(turns=6, size=400, usage=False).write(tmp_path / "s.jsonl")
+    keep = 1100  # keeps most of the ~1.4k-token context
+    result = compact_session(path, stand_in, _options(dry_run=True, check=CheckOptions(keep_recent_tokens=keep)))
+    assert result.stats.freed_percent < 20
+    assert any("fire again soon" in w and "--keep-recent-tokens" in w for w in result.warnings)
+    result = compact_session(path, stand_in, _options(dry_run=True))
+    assert not any("fire again soon" in w for w in result.warnings)
+
+
+def test_verbatim_mode_default_cap_is_half_of_keep_recent_tokens(tmp_path, monkeypatch):
+    import pi_compact.checkpoint.verbatim as verbatim
+
+    seen = []
+
+    def fake_build(plan, options):
+        seen.append(options)
+        return StandInCheckpoint("S", {}, "R")
+
+    monkeypatch.setattr(verbatim, "build_verbatim_checkpoint", fake_build)
+    path = _big(tmp_path)
+    compact_session(path, verbatim_mode(), _options(dry_run=True))
+    compact_session(path, verbatim_mode(cap_tokens=77), _options(dry_run=True))
+    compact_session(path, verbatim_mode(no_cap=True), _options(dry_run=True))
+    assert [o.cap_tokens for o in seen] == [default_cap(300), 77, None]
+    assert default_cap(20000) == 10000
+    assert seen[0].session_path == str(path)
+    with pytest.raises(UsageError, match="--cap and --no-cap"):
+        verbatim_mode(cap_tokens=5, no_cap=True)
