@@ -1,0 +1,394 @@
+"""``picompact list``, ``grep``, ``show`` and ``context``: read the raw history, and the context Pi sends.
+
+Thin wrappers over ``pi_compact.lookup``; everything here is about printing. Human output is coloured on a
+terminal and plain (grep-like, one record a line) in a pipe; ``--json`` is stable (grep: JSON Lines).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pi_compact.cli.app import app
+from pi_compact.cli.common import Output, handle_errors, quiet_broken_pipe, report_diagnostics, resolve_session_path
+from pi_compact.cli.options import JsonOpt, LeafOpt, SessionArg
+from pi_compact.errors import ExitCode, UsageError
+
+SCHEMA_VERSION = 1
+
+AllBranchesOpt = typer.Option(
+    False, "--all-branches", help="Also entries off the current branch, each labelled with the leaf of its branch."
+)
+RoleOpt = typer.Option(
+    None, "--role", help="Only these roles or entry types (user, assistant, toolResult, compaction, ...; repeatable)."
+)
+CursorOpt = typer.Option(None, "--cursor", help="Continue where the previous page ended (printed with each page).")
+
+_RESET = "\x1b[0m"
+_STYLES = {
+    "heading": "\x1b[1;35m",
+    "id": "\x1b[35m",
+    "number": "\x1b[32m",
+    "section": "\x1b[36m",
+    "match": "\x1b[1;31m",
+    "dim": "\x1b[2m",
+}
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F]}
+
+
+class _Printer:
+    """Human output: ANSI colours only on a terminal; control characters made visible there."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self.color = out.color
+
+    def style(self, text: str, name: str) -> str:
+        return f"{_STYLES[name]}{text}{_RESET}" if self.color else text
+
+    def clean(self, text: str) -> str:
+        from pi_compact.render.transcript import safe_text
+
+        text = safe_text(text)
+        return text.translate(_CONTROL) if self.out.stdout_isatty else text
+
+    def write(self, line: str) -> None:
+        sys.stdout.write(line + "\n")
+
+
+def _load(session: Path | None, out: Output, leaf: str | None, all_branches: bool) -> Any:
+    from pi_compact.render.transcript import build_transcript
+    from pi_compact.session.load import load_session
+
+    path = resolve_session_path(session)
+    loaded = load_session(path)
+    report_diagnostics(out, loaded.diagnostics, path)
+    return build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
+
+
+def _split_args(args: list[str], what: str) -> tuple[Path | None, str]:
+    """``[SESSION] THING``: one argument is THING, two are SESSION and THING."""
+    if len(args) == 1:
+        return None, args[0]
+    if len(args) == 2:
+        return Path(args[0]), args[1]
+    raise UsageError(f"expected [SESSION] {what}, got {len(args)} arguments")
+
+
+def _next_command(cursor: str) -> str:
+    """This command line again, with ``--cursor`` set to the next page."""
+    argv = list(sys.argv[1:])
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg == "--cursor":
+            skip = True
+            continue
+        if arg.startswith("--cursor="):
+            continue
+        kept.append(arg)
+    return shlex.join(["picompact", *kept, "--cursor", cursor])
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@app.command("list")
+@handle_errors
+def list_command(
+    session: Path | None = SessionArg,
+    leaf: str | None = LeafOpt,
+    all_branches: bool = AllBranchesOpt,
+    role: list[str] | None = RoleOpt,
+    since: str | None = typer.Option(None, "--since", help="Only entries at or after TIME (ISO time, or 30m/2h/7d)."),
+    limit: int | None = typer.Option(None, "--limit", help="Entries per page (default 50)."),
+    cursor: str | None = CursorOpt,
+    json_output: bool = JsonOpt,
+) -> None:
+    """List the entries of the raw branch: id, type/role, timestamp, size, a one-line preview.
+
+    JSON: {"schema_version": 1, "entries": [{"id", "type", "role", "timestamp", "preview", "size" (bytes of the
+    JSON line), "line" (in the file), "branch" (leaf id of its branch), "on_branch"}], "total" (entries passing
+    the filters), "next_cursor" (null on the last page)}.
+    """
+    from pi_compact.lookup.search import list_entries
+
+    out = Output(json_output)
+    transcript = _load(session, out, leaf, all_branches)
+    page = list_entries(transcript, roles=role, since=since, limit=limit, cursor=cursor)
+    with quiet_broken_pipe():
+        if json_output:
+            out.json({"schema_version": SCHEMA_VERSION, **page.to_json()})
+            return
+        printer = _Printer(out)
+        for info in page.entries:
+            kind = info.role or info.type
+            branch = ""
+            if all_branches:
+                branch = "current  " if info.on_branch else f"{info.branch or '?':<8} "
+            printer.write(
+                f"{printer.style(info.id, 'id')}  {kind:<17} {info.timestamp or '-':<24} "
+                f"{_size(info.size):>9}  {branch}{printer.clean(info.preview)}"
+            )
+        sys.stdout.flush()
+        if page.next_cursor:
+            out.note(f"showing {len(page.entries)} of {page.total}; next page: {_next_command(page.next_cursor)}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+_GREP_HELP = """Search the raw branch with a regular expression, line by line.
+
+The branch is rendered as text: an "ENTRY <id> <role> <time>" header per entry, then sections [thinking],
+[text], [toolCall] (arguments as "name: value"), [toolResult] (the output in full), [bash], [summary], ...
+Each matching line is printed with the entry and section it belongs to (from the renderer's index, never
+from the text). Exit 0 when something matched, 1 when nothing did, 2 on error.
+
+Plain output (in a pipe): ENTRY_ID:SECTION:LINE:TEXT for a match, ENTRY_ID-SECTION-LINE-TEXT for a context
+line, "--" between groups; LINE counts lines within the entry, as `show` numbers them. With --all-branches
+an entry off the current branch is written ENTRY_ID@LEAF (the leaf of its branch).
+
+--json writes JSON Lines: {"type": "match", "version": 1, "data": {...}} per match, then one
+{"type": "summary", "version": 1, "data": {...}}. match data: entry_id, entry_type, role, timestamp, branch
+(leaf id), on_branch, line_number, section, text (a window of at most 400 characters around the first match
+when the line is longer), offset (where text starts in the line), length (of the full line), truncated,
+submatches [{start, end}] (character offsets in text), before and after (context lines, each with
+line_number, section, text, offset, length, truncated). summary data: pattern, matches (on this page),
+entries_searched, complete, stopped_by (max_count or max_chars), next_cursor.
+
+Pages hold at most --max-count matches (default 50) and about 20,000 characters; the next page is
+printed as a command with --cursor.
+"""
+
+
+@app.command(help=_GREP_HELP)
+@handle_errors
+def grep(
+    args: list[str] = typer.Argument(..., metavar="[SESSION] PATTERN", show_default=False),
+    ignore_case: bool = typer.Option(False, "-i", "--ignore-case", help="Case-insensitive match."),
+    fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="PATTERN is a literal string."),
+    context: int = typer.Option(0, "-C", "--context", help="Show N lines around each match (within its entry)."),
+    role: list[str] | None = RoleOpt,
+    section: list[str] | None = typer.Option(
+        None, "--section", help="Only lines in these sections: thinking, text, toolCall, toolResult, ... (repeatable)."
+    ),
+    max_count: int | None = typer.Option(None, "--max-count", "-m", help="Matches per page (default 50)."),
+    cursor: str | None = CursorOpt,
+    leaf: str | None = LeafOpt,
+    all_branches: bool = AllBranchesOpt,
+    regex_timeout: float = typer.Option(
+        2.0, "--regex-timeout", help="Seconds the pattern may spend on one line before grep gives up (exit 2)."
+    ),
+    json_output: bool = JsonOpt,
+) -> None:
+    from pi_compact.lookup.search import DEFAULT_LIMITS
+    from pi_compact.lookup.search import grep as grep_transcript
+
+    out = Output(json_output)
+    session, pattern = _split_args(args, "PATTERN")
+    if regex_timeout <= 0:
+        raise UsageError(f"--regex-timeout must be positive (got {regex_timeout})")
+    limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout)
+    transcript = _load(session, out, leaf, all_branches)
+    page = grep_transcript(
+        transcript,
+        pattern,
+        ignore_case=ignore_case,
+        fixed=fixed,
+        context=context,
+        roles=role,
+        sections=section,
+        max_count=max_count,
+        cursor=cursor,
+        limits=limits,
+    )
+    with quiet_broken_pipe():
+        if json_output:
+            for record in page.json_lines():
+                out.jsonl(record)
+            sys.stdout.flush()
+        else:
+            _print_grep(_Printer(out), page, context > 0)
+            if page.next_cursor:
+                out.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(page.next_cursor)}")
+    raise typer.Exit(int(ExitCode.OK) if page.matches else int(ExitCode.NO))
+
+
+def _highlight(printer: _Printer, line: Any) -> str:
+    text = line.text
+    if not printer.color or not line.submatches:
+        body = printer.clean(text)
+    else:
+        parts: list[str] = []
+        at = 0
+        for start, end in line.submatches:
+            if start < at:
+                continue
+            parts.append(printer.clean(text[at:start]))
+            parts.append(printer.style(printer.clean(text[start:end]), "match"))
+            at = end
+        parts.append(printer.clean(text[at:]))
+        body = "".join(parts)
+    if line.offset > 0:
+        body = "…" + body
+    if line.offset + len(text) < line.length:
+        body += "…"
+    return body
+
+
+def _print_grep(printer: _Printer, page: Any, with_context: bool) -> None:
+    last_entry: str | None = None
+    last_line = -1
+    for match in page.matches:
+        entry = match.entry_id if match.on_branch else f"{match.entry_id}@{match.branch or '?'}"
+        lines = [*((c, False) for c in match.before), (match.line, True), *((c, False) for c in match.after)]
+        first_number = lines[0][0].number
+        contiguous = entry == last_entry and first_number == last_line + 1
+        if printer.color:
+            if entry != last_entry:
+                if last_entry is not None:
+                    printer.write("")
+                where = "" if match.on_branch else f"  (off the current branch; leaf {match.branch})"
+                stamp = f" {match.timestamp}" if match.timestamp else ""
+                heading = f"ENTRY {match.entry_id} {match.role or match.entry_type}{stamp}{where}"
+                printer.write(printer.style(heading, "heading"))
+            elif with_context and not contiguous:
+                printer.write(printer.style("--", "dim"))
+            for line, is_match in lines:
+                sep = ":" if is_match else "-"
+                number = printer.style(str(line.number), "number")
+                section = printer.style(line.section, "section")
+                printer.write(f"{number}{sep}{section}{sep}{_highlight(printer, line)}")
+        else:
+            if with_context and last_entry is not None and not contiguous:
+                printer.write("--")
+            for line, is_match in lines:
+                sep = ":" if is_match else "-"
+                printer.write(f"{entry}{sep}{line.section}{sep}{line.number}{sep}{_highlight(printer, line)}")
+        last_entry = entry
+        last_line = lines[-1][0].number
+    sys.stdout.flush()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@app.command()
+@handle_errors
+def show(
+    args: list[str] = typer.Argument(..., metavar="[SESSION] ENTRY_ID", show_default=False),
+    page: int | None = typer.Option(None, "--page", help="Page N of a long entry (pages of 20,000 characters)."),
+    cursor: str | None = CursorOpt,
+    raw: bool = typer.Option(False, "--raw", help="The entry's exact JSON line from the file, unrendered."),
+    leaf: str | None = LeafOpt,
+    json_output: bool = JsonOpt,
+) -> None:
+    """Show one entry in full, rendered as grep sees it (or its raw JSON line with --raw).
+
+    ENTRY_ID may be any entry of the file (a unique prefix of 4+ characters works); an unknown id exits 2 and
+    names the nearest ids. Long entries are paged; a line longer than a page is split across pages.
+
+    JSON: {"schema_version": 1, "entry": {id, type, role, timestamp, preview, size, line, branch, on_branch},
+    "page", "pages", "total_lines", "total_chars", "lines": [{line_number, section, text, offset, length}],
+    "next_cursor"}.
+    """
+    from pi_compact.lookup.search import entry_raw, show_entry
+
+    out = Output(json_output)
+    session, entry_id = _split_args(args, "ENTRY_ID")
+    if raw and (page is not None or cursor is not None):
+        raise UsageError("--raw prints the whole line: it cannot be combined with --page or --cursor")
+    transcript = _load(session, out, leaf, True)
+    with quiet_broken_pipe():
+        if raw:
+            data = entry_raw(transcript, entry_id)
+            sys.stdout.buffer.write(data + b"\n")
+            sys.stdout.buffer.flush()
+            return
+        result = show_entry(transcript, entry_id, page=page, cursor=cursor)
+        if json_output:
+            out.json({"schema_version": SCHEMA_VERSION, **result.to_json()})
+            return
+        printer = _Printer(out)
+        if not result.entry.on_branch:
+            out.note(f"entry {result.entry.id} is off the current branch (its branch ends at {result.entry.branch})")
+        for line in result.lines:
+            text = printer.clean(line.text)
+            if line.number == 1 and line.offset == 0 and line.section == "header":
+                text = printer.style(text, "heading")
+            printer.write(text)
+        sys.stdout.flush()
+        if result.pages > 1:
+            more = f"; next: {_next_command(result.next_cursor)}" if result.next_cursor else ""
+            out.note(f"page {result.page} of {result.pages} ({result.total_chars:,} characters){more}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@app.command()
+@handle_errors
+def context(
+    session: Path | None = SessionArg,
+    leaf: str | None = LeafOpt,
+    json_output: bool = JsonOpt,
+) -> None:
+    """What the model sees now: Pi's context after compactions and context edits, message by message.
+
+    Each message with its position, entry id, role and estimated tokens (Pi's chars/4 rule), the compaction
+    boundary marked, and the totals: the sum of the estimates and Pi's context-token figure.
+
+    JSON: {"schema_version": 1, "leaf_id", "branch_length", "compaction_id", "first_kept_entry_id",
+    "messages": [{position (-1: omitted by a context edit), entry_id, entry_type, role, tokens, segment
+    (summary | kept | new | history), edit (omitted | replaced | null), edit_id, preview}], "message_count",
+    "estimated_tokens", "context_tokens", "context_tokens_method", "context_tokens_source"}.
+    """
+    from pi_compact.lookup.context import SEGMENT_TITLES, build_context_view
+    from pi_compact.session.load import load_session
+
+    out = Output(json_output)
+    path = resolve_session_path(session)
+    loaded = load_session(path)
+    report_diagnostics(out, loaded.diagnostics, path)
+    view = build_context_view(loaded, leaf_id=leaf)
+    with quiet_broken_pipe():
+        if json_output:
+            out.json({"schema_version": SCHEMA_VERSION, **view.to_json()})
+            return
+        printer = _Printer(out)
+        segment = None
+        for message in view.messages:
+            if message.segment != segment:
+                segment = message.segment
+                title = SEGMENT_TITLES[segment]
+                if segment == "summary":
+                    title += f" (entry {view.compaction_id}; it replaces everything before {view.first_kept_id})"
+                printer.write(printer.style(f"── {title} ──", "heading"))
+            position = "-" if message.position < 0 else str(message.position)
+            edit = f" [{message.edit} by {message.edit_id}]" if message.edit else ""
+            printer.write(
+                f"{position:>5}  {printer.style(message.entry_id, 'id')}  {message.role:<17} "
+                f"{message.tokens:>8,}  {printer.clean(message.preview)}{edit}"
+            )
+        count = sum(1 for m in view.messages if m.position >= 0)
+        printer.write(
+            f"{count} messages, ~{view.estimated_tokens:,} tokens estimated; "
+            f"context tokens {view.context_tokens:,} [{view.context_tokens_source}]"
+        )
+        sys.stdout.flush()

@@ -1,0 +1,229 @@
+"""Find the entries whose raw JSON line can contain a match, without rendering anything.
+
+grep renders entries and matches rendered lines; rendering everything is the slow part on a big session. So it
+first searches the file's bytes for a literal that every match must contain, and renders fully only the entries
+where it occurs (the others get their few decorated lines checked, see ``render.transcript``).
+
+This must never lose a match, and JSON escaping is where it could: the rendered text ``a"b`` is ``a\\"b`` in the
+file, ``é`` may be ``\\u00e9``, and a writer may escape any character as ``\\uXXXX``. So:
+
+* literals are taken only from simple patterns (``-F``, plain text, ``a|b|c``, a literal run before the first
+  group or class); anything else is searched without prefiltering;
+* each character is searched in every JSON encoding it can have (itself, ``\\uXXXX`` in either hex case, or a
+  short escape); with ``-i`` also in every case the regex module folds it to (``k`` also matches U+212A);
+* plain ``bytes.find`` is used when a census of the file shows no escaped printable ASCII, the common case
+  (JavaScript's JSON.stringify never writes one).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Characters outside ASCII that the regex module's IGNORECASE (simple case folding) matches for an ASCII letter.
+# tests/lookup/test_prefilter.py checks this table against every code point.
+CASE_EXTRA: dict[str, str] = {"i": "\u0130", "k": "\u212a", "s": "\u017f"}
+_SHORT_ESCAPES: dict[str, bytes] = {
+    '"': b'\\"',
+    "\\": b"\\\\",
+    "/": b"\\/",
+    "\b": b"\\b",
+    "\f": b"\\f",
+    "\n": b"\\n",
+    "\r": b"\\r",
+    "\t": b"\\t",
+}
+_META = frozenset(".^$*+?{}[]\\|()")
+_CUT = frozenset("([{")
+_QUANT_DROP = frozenset("*?{")
+_CENSUS = re.compile(rb"\\(?:u00[2-7][0-9a-fA-F]|/)")
+_PLAIN_ASCII = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\", "/"}
+
+
+def _tokens(pattern: str) -> list[tuple[bool, str]] | None:
+    """(is_literal, char) tokens; an escape of a letter, digit or non-ASCII char is a non-literal."""
+    out: list[tuple[bool, str]] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 >= len(pattern):
+                return None
+            nxt = pattern[i + 1]
+            literal = nxt.isascii() and not nxt.isalnum() and (nxt.isprintable() or nxt == " ")
+            out.append((literal, nxt if literal else "\\" + nxt))
+            i += 2
+            continue
+        out.append((ch not in _META, ch))
+        i += 1
+    return out
+
+
+def _runs(tokens: list[tuple[bool, str]], cut_at_brace: bool) -> list[str]:
+    """Literal runs that every match of this token sequence contains."""
+    runs: list[str] = []
+    current: list[str] = []
+
+    def close() -> None:
+        if current:
+            runs.append("".join(current))
+            current.clear()
+
+    for i, (literal, ch) in enumerate(tokens):
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if not literal:
+            close()
+            continue
+        if nxt is not None and not nxt[0] and nxt[1] in _QUANT_DROP:
+            close()  # the character may be absent (a*, a?, a{0})
+        elif nxt is not None and not nxt[0] and nxt[1] == "+":
+            current.append(ch)
+            close()
+        elif nxt is None and cut_at_brace:
+            close()  # the sequence was cut at "{": this character is its operand
+        else:
+            current.append(ch)
+    close()
+    return runs
+
+
+def required_literals(pattern: str, *, fixed: bool = False) -> list[str] | None:
+    """Strings one of which every match contains, or None when the pattern is not simple enough to tell."""
+    if fixed:
+        return [pattern] if pattern and "\n" not in pattern else None
+    if "(?" in pattern:
+        return None  # inline flags or lookarounds may change what the literals mean
+    tokens = _tokens(pattern)
+    if tokens is None:
+        return None
+    bars = [i for i, (lit, ch) in enumerate(tokens) if not lit and ch == "|"]
+    first_cut = next((i for i, (lit, ch) in enumerate(tokens) if not lit and ch in _CUT), None)
+    if first_cut is not None:
+        if bars:
+            return None
+        alternatives = [(tokens[:first_cut], tokens[first_cut][1] == "{")]
+    else:
+        alternatives = []
+        start = 0
+        for bar in [*bars, len(tokens)]:
+            alternatives.append((tokens[start:bar], False))
+            start = bar + 1
+    literals: list[str] = []
+    for alt, cut_at_brace in alternatives:
+        runs = [r for r in _runs(alt, cut_at_brace) if "\n" not in r]
+        if not runs:
+            return None
+        best = max(runs, key=len)
+        if best not in literals:
+            literals.append(best)
+    return literals
+
+
+def _hex_forms(code: int) -> bytes:
+    """A bytes-regex fragment matching ``\\uXXXX`` for this UTF-16 code unit in any hex case."""
+    out = b"\\\\u"
+    for digit in f"{code:04x}":
+        out += f"[{digit}{digit.upper()}]".encode() if digit.isalpha() else digit.encode()
+    return out
+
+
+def _char_forms(ch: str) -> list[bytes]:
+    """Every way one character can be written inside a JSON string, as bytes-regex fragments."""
+    forms = [re.escape(ch.encode("utf-8"))]
+    code = ord(ch)
+    if code > 0xFFFF:
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        forms.append(_hex_forms(high) + _hex_forms(low))
+    else:
+        forms.append(_hex_forms(code))
+    if ch in _SHORT_ESCAPES:
+        forms.append(re.escape(_SHORT_ESCAPES[ch]))
+    return forms
+
+
+@dataclass(frozen=True, slots=True)
+class Census:
+    """Which unusual JSON escapes a file uses at all: escaped printable ASCII (``\\u0041``) and ``\\/``."""
+
+    escaped_ascii: frozenset[str]
+    escaped_slash: bool
+
+    def plain(self, ch: str) -> bool:
+        """True when this character can only appear in the file as itself."""
+        if ch in self.escaped_ascii:
+            return False
+        if ch == "/":
+            return not self.escaped_slash
+        return ch in _PLAIN_ASCII
+
+
+def take_census(data: bytes) -> Census:
+    escaped: set[str] = set()
+    slash = False
+    for found in set(_CENSUS.findall(data)):
+        if found == b"\\/":
+            slash = True
+        else:
+            escaped.add(chr(int(found[2:], 16)))
+    return Census(frozenset(escaped), slash)
+
+
+def _present(data: bytes, ch: str) -> bool:
+    """Whether a character occurs in the file at all, raw or as a ``\\u`` escape."""
+    if data.find(ch.encode("utf-8")) >= 0:
+        return True
+    return re.search(_hex_forms(ord(ch)), data) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class RawFilter:
+    """Searches raw file bytes for any of the required literals, in any JSON encoding they can have."""
+
+    plain: tuple[bytes, ...]  # literals searched with bytes.find
+    pattern: Any = None  # or one compiled bytes regex (regex module)
+
+    def find_from(self, data: bytes, start: int) -> int:
+        """The offset of the first occurrence at or after ``start``, or -1."""
+        if self.pattern is not None:
+            found = self.pattern.search(data, start)
+            return found.start() if found else -1
+        best = -1
+        for literal in self.plain:
+            at = data.find(literal, start)
+            if at >= 0 and (best < 0 or at < best):
+                best = at
+        return best
+
+
+def build_raw_filter(literals: list[str], data: bytes, *, ignore_case: bool, census: Census) -> RawFilter | None:
+    """A filter for these literals in ``data``, or None if one of them cannot be searched for soundly."""
+    chars = {ch for literal in literals for ch in literal}
+    if ignore_case and not all(ch.isascii() for ch in chars):
+        return None  # non-ASCII case folding is not modelled: search without prefilter
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in chars):
+        return None
+    if not ignore_case and all(census.plain(ch) for ch in chars):
+        return RawFilter(tuple(lit.encode() for lit in literals))
+    extras: dict[str, str] = {}
+    if ignore_case:
+        for ch in chars:
+            extra = CASE_EXTRA.get(ch.lower())
+            if extra is not None and extra not in extras.values() and _present(data, extra):
+                extras[ch.lower()] = extra
+    alternatives: list[bytes] = []
+    for literal in literals:
+        parts: list[bytes] = []
+        for ch in literal:
+            forms = [re.escape(ch.encode())]  # with IGNORECASE this also covers the other ASCII case
+            cases = sorted({ch, ch.lower(), ch.upper()}) if ignore_case else [ch]
+            escaped = [form for case in cases if not census.plain(case) for form in _char_forms(case)[1:]]
+            if ignore_case and ch.lower() in extras:
+                escaped.extend(_char_forms(extras[ch.lower()]))
+            forms.extend(f for f in dict.fromkeys(escaped) if f not in forms)
+            parts.append(forms[0] if len(forms) == 1 else b"(?:" + b"|".join(forms) + b")")
+        alternatives.append(b"".join(parts))
+    import regex  # finds the literal parts of such a pattern much faster than re does
+
+    flags = regex.IGNORECASE if ignore_case else 0  # on bytes: ASCII letters only, the extras are listed above
+    return RawFilter((), regex.compile(b"|".join(alternatives), flags))

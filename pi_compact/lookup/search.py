@@ -1,0 +1,796 @@
+"""list_entries, grep and show_entry: bounded, paginated lookups over the raw branch.
+
+These are the three tools a person (``picompact list/grep/show``) and a model (``picompact lookup``) use to
+recover what compaction hid. All three take a Transcript (or a Branch/Session), never print, and return frozen
+dataclasses with ``to_json()``. Every result is bounded (see ``Limits``) and carries a cursor that resumes exactly
+where it stopped; following pages is cheap because positions are entry and line indices, not offsets to rescan.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pi_compact.errors import CursorError, NotFoundError, PatternError, SessionError, UsageError
+from pi_compact.lookup.cursor import Cursor, decode_cursor, query_digest
+from pi_compact.lookup.prefilter import RawFilter, build_raw_filter, required_literals, take_census
+from pi_compact.render.transcript import (
+    SECTIONS,
+    RenderedEntry,
+    Transcript,
+    as_transcript,
+    entry_label,
+    preview,
+    render_entry,
+    safe_text,
+)
+from pi_compact.session.model import Entry, JsonDict, Session
+from pi_compact.session.tree import Branch
+
+MESSAGE_ROLES = (
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "custom",
+    "branchSummary",
+    "compactionSummary",
+    "system",
+)
+ENTRY_TYPES = (
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+    "usage",
+    "context_edit",
+)
+GREP_SCHEMA_VERSION = 1
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+Source = Transcript | Branch | Session
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Default bounds on every result; the CLI documents them and the lookup model gets the same."""
+
+    list_limit: int = 50  # entries per list page
+    preview_chars: int = 100  # characters per list preview
+    grep_max_count: int = 50  # matching lines per grep page
+    grep_max_chars: int = 20_000  # characters of matched and context lines per grep page
+    line_chars: int = 400  # characters shown of one long line (a window around the first match)
+    max_context: int = 20  # largest -C accepted
+    show_chars: int = 20_000  # characters per show page
+    regex_timeout: float = 2.0  # seconds one regex may spend on one line
+
+
+DEFAULT_LIMITS = Limits()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shared pieces
+
+
+@dataclass(frozen=True, slots=True)
+class EntryInfo:
+    """What list shows for one entry, and what grep/show say about the entry a line came from."""
+
+    id: str
+    type: str
+    role: str | None
+    timestamp: str | None
+    preview: str
+    size: int  # bytes of the entry's JSON line in the file
+    line: int  # physical line in the file
+    branch: str | None  # leaf id of the branch the entry is on
+    on_branch: bool  # on the current branch (the one from the chosen leaf)
+
+    def to_json(self) -> JsonDict:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "preview": self.preview,
+            "size": self.size,
+            "line": self.line,
+            "branch": self.branch,
+            "on_branch": self.on_branch,
+        }
+
+
+def entry_info(transcript: Transcript, entry: Entry, preview_chars: int = DEFAULT_LIMITS.preview_chars) -> EntryInfo:
+    return EntryInfo(
+        id=entry_label(entry),
+        type=entry.type,
+        role=entry.role,
+        timestamp=entry.timestamp,
+        preview=preview(entry, preview_chars),
+        size=entry.length,
+        line=entry.line,
+        branch=transcript.branch_leaf(entry),
+        on_branch=transcript.on_branch(entry),
+    )
+
+
+def _clean(text: str) -> str:
+    return safe_text(text)
+
+
+def parse_time(text: str, now: datetime | None = None) -> datetime:
+    """An ISO date/time (naive means UTC) or an age like ``90m``, ``2h``, ``3d``, ``1w`` before ``now``."""
+    value = text.strip()
+    match = re.fullmatch(r"(\d+)\s*([smhdw])", value)
+    if match:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
+        return (now or datetime.now(UTC)) - timedelta(**{unit: int(match.group(1))})
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--since {text!r}: use an ISO time (2025-11-20T10:00) or an age (30m, 2h, 7d)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _entry_time(entry: Entry) -> datetime | None:
+    ts = entry.timestamp
+    if ts is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def check_roles(transcript: Transcript, roles: Iterable[str] | None) -> frozenset[str] | None:
+    """Roles (message roles or entry types) to keep; a name nobody uses is a usage error, not an empty page."""
+    if roles is None:
+        return None
+    wanted = frozenset(r.strip() for role in roles for r in role.split(",") if r.strip())
+    if not wanted:
+        return None
+    known = set(MESSAGE_ROLES) | set(ENTRY_TYPES)
+    known |= {e.type for e in transcript.session.entries} | {e.role for e in transcript.session.entries if e.role}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise UsageError(f"unknown role {', '.join(unknown)} (roles: {', '.join(MESSAGE_ROLES)}; or an entry type)")
+    return wanted
+
+
+def _role_ok(entry: Entry, roles: frozenset[str] | None) -> bool:
+    return roles is None or entry.type in roles or (entry.role is not None and entry.role in roles)
+
+
+def _positive(name: str, value: int) -> int:
+    if value < 1:
+        raise UsageError(f"{name} must be at least 1 (got {value})")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# list
+
+
+@dataclass(frozen=True, slots=True)
+class EntryPage:
+    entries: tuple[EntryInfo, ...]
+    total: int  # entries in the scope that pass the filters
+    next_cursor: str | None
+
+    def to_json(self) -> JsonDict:
+        return {
+            "entries": [e.to_json() for e in self.entries],
+            "total": self.total,
+            "next_cursor": self.next_cursor,
+        }
+
+
+def list_entries(
+    source: Source,
+    *,
+    roles: Iterable[str] | None = None,
+    since: datetime | str | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    now: datetime | None = None,
+) -> EntryPage:
+    """Entries of the transcript in order (ids, roles, timestamps, previews, sizes), one page at a time."""
+    transcript = as_transcript(source)
+    wanted = check_roles(transcript, roles)
+    since_at = parse_time(since, now) if isinstance(since, str) else since
+    if since_at is not None and since_at.tzinfo is None:
+        since_at = since_at.replace(tzinfo=UTC)
+    page_size = _positive("--limit", limit if limit is not None else limits.list_limit)
+    query = query_digest({"roles": sorted(wanted or ()), "since": since_at.isoformat() if since_at else None})
+    start = 0
+    if cursor:
+        start = decode_cursor(
+            cursor, kind="list", query=query, fingerprint=transcript.fingerprint(), size=len(transcript)
+        )[0]
+
+    def keep(entry: Entry) -> bool:
+        if not _role_ok(entry, wanted):
+            return False
+        if since_at is None:
+            return True
+        at = _entry_time(entry)
+        return at is not None and at >= since_at
+
+    selected = [i for i, e in enumerate(transcript.entries) if keep(e)]
+    page = [i for i in selected if i >= start][: page_size + 1]
+    more = len(page) > page_size
+    page = page[:page_size]
+    entries = tuple(entry_info(transcript, transcript.entries[i], limits.preview_chars) for i in page)
+    next_cursor = Cursor("list", query, transcript.fingerprint(), (page[-1] + 1,)).encode() if more else None
+    return EntryPage(entries, len(selected), next_cursor)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# grep
+
+
+@dataclass(frozen=True, slots=True)
+class GrepLine:
+    """One rendered line (a match or its context), attributed by the index."""
+
+    number: int  # 1-based line within the entry's rendering (as ``show`` numbers it)
+    section: str
+    text: str  # the line, or a window of it when it is longer than Limits.line_chars
+    offset: int  # where ``text`` starts in the full line (characters)
+    length: int  # characters in the full line
+    submatches: tuple[tuple[int, int], ...] = ()  # (start, end) in ``text``
+
+    @property
+    def truncated(self) -> bool:
+        return self.offset > 0 or self.offset + len(self.text) < self.length
+
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
+            "line_number": self.number,
+            "section": self.section,
+            "text": _clean(self.text),
+            "offset": self.offset,
+            "length": self.length,
+            "truncated": self.truncated,
+        }
+        if self.submatches:
+            out["submatches"] = [{"start": s, "end": e} for s, e in self.submatches]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class GrepMatch:
+    entry_id: str
+    entry_type: str
+    role: str | None
+    timestamp: str | None
+    branch: str | None
+    on_branch: bool
+    line: GrepLine
+    before: tuple[GrepLine, ...] = ()
+    after: tuple[GrepLine, ...] = ()
+
+    def to_json(self) -> JsonDict:
+        return {
+            "entry_id": self.entry_id,
+            "entry_type": self.entry_type,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "branch": self.branch,
+            "on_branch": self.on_branch,
+            **self.line.to_json(),
+            "before": [c.to_json() for c in self.before],
+            "after": [c.to_json() for c in self.after],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GrepPage:
+    pattern: str
+    matches: tuple[GrepMatch, ...]
+    next_cursor: str | None
+    entries_searched: int  # entries looked at for this page
+    stopped_by: str | None  # "max_count" or "max_chars" when there is a next page
+    prefiltered: bool  # raw bytes were searched first (an implementation detail, for benchmarks)
+
+    def to_json(self) -> JsonDict:
+        return {
+            "pattern": self.pattern,
+            "matches": len(self.matches),
+            "entries_searched": self.entries_searched,
+            "complete": self.next_cursor is None,
+            "stopped_by": self.stopped_by,
+            "next_cursor": self.next_cursor,
+        }
+
+    def json_lines(self) -> Iterator[JsonDict]:
+        """The ``--json`` stream: one envelope per match, then a summary (schema in the README)."""
+        for match in self.matches:
+            yield {"type": "match", "version": GREP_SCHEMA_VERSION, "data": match.to_json()}
+        yield {"type": "summary", "version": GREP_SCHEMA_VERSION, "data": self.to_json()}
+
+
+def compile_pattern(pattern: str, *, ignore_case: bool = False, fixed: bool = False, multiline: bool = False) -> Any:
+    """A compiled ``regex`` pattern, or PatternError saying where it is wrong."""
+    import regex
+
+    source = regex.escape(pattern) if fixed else pattern
+    flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0) | (regex.MULTILINE if multiline else 0)
+    try:
+        return regex.compile(source, flags)
+    except regex.error as exc:
+        where = f" at position {exc.pos}" if exc.pos is not None else ""
+        raise PatternError(f"invalid regular expression {pattern!r}{where}: {exc.msg}") from None
+    except (OverflowError, RecursionError, ValueError) as exc:
+        raise PatternError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+_NOT_JOINABLE = re.compile(r"\\[AZzG]|\(\?|[*+?}]\+")
+
+
+def joinable(pattern: str, *, fixed: bool = False) -> bool:
+    """Whether a line that matches implies a match somewhere in those lines joined with "\\n" (MULTILINE).
+
+    True unless the pattern anchors to the string (``\\A \\Z \\z \\G``), uses inline flags or lookarounds
+    (``(?``), or possessive quantifiers, which could behave differently next to a newline."""
+    return fixed or _NOT_JOINABLE.search(pattern) is None
+
+
+class _Searcher:
+    """Matches one pattern against rendered lines, turning a runaway regex into PatternError.
+
+    ``regex``'s timeout costs a few microseconds per call, so whole entries (their lines joined) are searched
+    first when that is equivalent (see ``joinable``), and single lines only within entries that match."""
+
+    def __init__(self, pattern: str, ignore_case: bool, fixed: bool, timeout: float) -> None:
+        self.compiled = compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)
+        self.joined = (
+            compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed, multiline=True)
+            if joinable(pattern, fixed=fixed)
+            else None
+        )
+        self.pattern = pattern
+        self.timeout = timeout
+
+    def _timed_out(self) -> PatternError:
+        return PatternError(
+            f"regular expression {self.pattern!r} took more than {self.timeout:g}s on one line "
+            "(catastrophic backtracking?): simplify it, or use -F for a fixed string"
+        )
+
+    def search(self, text: str, pos: int = 0) -> Any:
+        try:
+            return self.compiled.search(text, pos, timeout=self.timeout)
+        except TimeoutError:
+            raise self._timed_out() from None
+
+    def search_joined(self, text: str, pos: int = 0) -> Any:
+        try:
+            return self.joined.search(text, pos, timeout=self.timeout)
+        except TimeoutError:
+            raise self._timed_out() from None
+
+    def entry_may_match(self, lines: tuple[str, ...]) -> bool:
+        """A cheap whole-entry test: False only if no line can match."""
+        if self.joined is None or len(lines) < 2:
+            return True
+        return self.search_joined("\n".join(lines)) is not None
+
+    def spans(self, text: str, first: Any, stop: int) -> list[tuple[int, int]]:
+        """Match spans starting at ``first`` and before ``stop``."""
+        out: list[tuple[int, int]] = []
+        try:
+            for found in self.compiled.finditer(text, first.start(), timeout=self.timeout):
+                if found.start() >= stop:
+                    break
+                out.append(found.span())
+        except TimeoutError:
+            raise self._timed_out() from None
+        return out
+
+
+def _window(text: str, number: int, section: str, width: int, spans: list[tuple[int, int]] | None) -> GrepLine:
+    """The line, or a window of ``width`` characters around its first match."""
+    if len(text) <= width:
+        return GrepLine(number, section, text, 0, len(text), tuple(spans or ()))
+    start = 0
+    if spans:
+        first_start, first_end = spans[0]
+        start = max(0, min(first_start - width // 4, len(text) - width))
+        if first_end > start + width:
+            start = first_start
+    end = start + width
+    shown = tuple((max(s, start) - start, min(e, end) - start) for s, e in spans or () if s < end and e >= start)
+    return GrepLine(number, section, text[start:end], start, len(text), shown)
+
+
+_BLOCK = 256
+
+
+class _Candidates:
+    """Which entries can match: a raw-bytes prefilter plus a check of the others' decorated lines.
+
+    An entry whose raw line lacks every required literal can still match in a decorated line (a header, a
+    marker, ``key: value``); those are rendered alone, a block of entries at a time, and searched together."""
+
+    def __init__(self, transcript: Transcript, searcher: _Searcher, pattern: str, ignore_case: bool, fixed: bool):
+        self.transcript = transcript
+        self.searcher = searcher
+        self.data: bytes | None = None
+        self.filter: RawFilter | None = None
+        self.next_hit = -1
+        self.blocks: dict[int, set[int]] = {}
+        literals = required_literals(pattern, fixed=fixed)
+        if literals is None:
+            return
+        data = transcript.raw_bytes()
+        if data is None:
+            return
+        census = transcript.census if transcript.census is not None else take_census(data)
+        transcript.census = census
+        self.filter = build_raw_filter(literals, data, ignore_case=ignore_case, census=census)
+        self.data = data if self.filter is not None else None
+
+    @property
+    def active(self) -> bool:
+        return self.filter is not None
+
+    def raw_hit(self, entry: Entry) -> bool:
+        assert self.filter is not None and self.data is not None
+        start, end = entry.offset, entry.offset + entry.length
+        if self.next_hit < start:
+            self.next_hit = self.filter.find_from(self.data, start)
+            if self.next_hit < 0:
+                self.next_hit = len(self.data) + 1
+        return self.next_hit < end
+
+    def may_match(self, pos: int, entry: Entry) -> bool:
+        """False only when no rendered line of the entry can match."""
+        if not self.active or self.raw_hit(entry):
+            return True
+        block = pos // _BLOCK
+        if block not in self.blocks:
+            self.blocks[block] = self._decorated_matches(
+                block * _BLOCK, min((block + 1) * _BLOCK, len(self.transcript))
+            )
+        return pos in self.blocks[block]
+
+    def _decorated_matches(self, first: int, last: int) -> set[int]:
+        entries = self.transcript.entries
+        rendered = [render_entry(entries[i], decorated_only=True).lines for i in range(first, last)]
+        if self.searcher.joined is None:
+            return {first + k for k, lines in enumerate(rendered) if any(self.searcher.search(x) for x in lines)}
+        starts: list[int] = []
+        size = 0
+        for lines in rendered:
+            starts.append(size)
+            size += sum(len(x) for x in lines) + len(lines)
+        text = "\n".join("\n".join(lines) for lines in rendered)
+        found: set[int] = set()
+        at = 0
+        while at < len(text):
+            hit = self.searcher.search_joined(text, at)
+            if hit is None:
+                break
+            k = bisect_right(starts, hit.start()) - 1
+            found.add(first + k)
+            if k + 1 >= len(starts):
+                break
+            at = starts[k + 1]
+        return found
+
+
+def grep(
+    source: Source,
+    pattern: str,
+    *,
+    ignore_case: bool = False,
+    fixed: bool = False,
+    context: int = 0,
+    roles: Iterable[str] | None = None,
+    sections: Iterable[str] | None = None,
+    max_count: int | None = None,
+    max_chars: int | None = None,
+    cursor: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> GrepPage:
+    """Lines of the rendered transcript matching ``pattern``, each with its entry, section and context lines.
+
+    Matching is per line (a match never spans lines). Context lines stay within the match's entry and are not
+    repeated between adjacent matches on a page. A page holds at most ``max_count`` matches and about
+    ``max_chars`` characters (always at least one match); ``next_cursor`` resumes at the first match not shown.
+    """
+    transcript = as_transcript(source)
+    wanted = check_roles(transcript, roles)
+    wanted_sections = _check_sections(sections)
+    if context < 0 or context > limits.max_context:
+        raise UsageError(f"-C must be between 0 and {limits.max_context} (got {context})")
+    page_size = _positive("--max-count", max_count if max_count is not None else limits.grep_max_count)
+    char_budget = _positive("--max-chars", max_chars if max_chars is not None else limits.grep_max_chars)
+    searcher = _Searcher(pattern, ignore_case, fixed, limits.regex_timeout)
+    query = query_digest(
+        {
+            "pattern": pattern,
+            "i": ignore_case,
+            "F": fixed,
+            "roles": sorted(wanted or ()),
+            "sections": sorted(wanted_sections or ()),
+        }
+    )
+    fingerprint = transcript.fingerprint()
+    start_entry, start_line = 0, 0
+    if cursor:
+        position = decode_cursor(cursor, kind="grep", query=query, fingerprint=fingerprint, size=len(transcript))
+        if len(position) != 2:
+            raise PatternError("malformed grep cursor")  # pragma: no cover - decode checks the shape
+        start_entry, start_line = position
+
+    candidates = _Candidates(transcript, searcher, pattern, ignore_case, fixed)
+    matches: list[GrepMatch] = []
+    used_chars = 0
+    searched = 0
+    stopped_by: str | None = None
+    next_position: tuple[int, int] | None = None
+
+    for pos in range(start_entry, len(transcript.entries)):
+        entry = transcript.entries[pos]
+        if not _role_ok(entry, wanted):
+            continue
+        searched += 1
+        if not candidates.may_match(pos, entry):
+            continue
+        rendered = transcript.render(entry)
+        if not searcher.entry_may_match(rendered.lines):
+            continue
+        first_line = start_line if pos == start_entry else 0
+        found = _matching_lines(rendered, searcher, wanted_sections, first_line)
+        pending = next(found, None)
+        last_shown = first_line - 1
+        while pending is not None:
+            index, first = pending
+            if len(matches) >= page_size or (matches and used_chars >= char_budget):
+                stopped_by = "max_count" if len(matches) >= page_size else "max_chars"
+                next_position = (pos, index)
+                break
+            following = next(found, None)
+            match, cost = _build_match(
+                transcript, rendered, searcher, index, first, context, last_shown, following, limits.line_chars
+            )
+            if matches and used_chars + cost > char_budget:
+                stopped_by = "max_chars"
+                next_position = (pos, index)
+                break
+            matches.append(match)
+            used_chars += cost
+            last_shown = index + len(match.after)
+            pending = following
+        if next_position is not None:
+            break
+
+    next_cursor = Cursor("grep", query, fingerprint, next_position).encode() if next_position else None
+    return GrepPage(pattern, tuple(matches), next_cursor, searched, stopped_by, candidates.active)
+
+
+def _check_sections(sections: Iterable[str] | None) -> frozenset[str] | None:
+    if sections is None:
+        return None
+    wanted = frozenset(s.strip() for section in sections for s in section.split(",") if s.strip())
+    unknown = sorted(wanted - set(SECTIONS))
+    if unknown:
+        raise UsageError(f"unknown section {', '.join(unknown)} (sections: {', '.join(SECTIONS)})")
+    return wanted or None
+
+
+def _matching_lines(
+    rendered: RenderedEntry, searcher: _Searcher, sections: frozenset[str] | None, start: int
+) -> Iterator[tuple[int, Any]]:
+    for index in range(start, len(rendered.lines)):
+        if sections is not None and rendered.sections[index] not in sections:
+            continue
+        found = searcher.search(rendered.lines[index])
+        if found is not None:
+            yield index, found
+
+
+def _build_match(
+    transcript: Transcript,
+    rendered: RenderedEntry,
+    searcher: _Searcher,
+    index: int,
+    first: Any,
+    context: int,
+    last_shown: int,
+    following: tuple[int, Any] | None,
+    width: int,
+) -> tuple[GrepMatch, int]:
+    lines, sections = rendered.lines, rendered.sections
+    text = lines[index]
+    stop = first.start() + width + 1 if len(text) > width else len(text) + 1
+    line = _window(text, index + 1, sections[index], width, searcher.spans(text, first, stop))
+    before_start = max(index - context, last_shown + 1, 0)
+    after_end = min(index + context, len(lines) - 1)
+    if following is not None:
+        after_end = min(after_end, following[0] - 1)
+    before = tuple(_window(lines[i], i + 1, sections[i], width, None) for i in range(before_start, index))
+    after = tuple(_window(lines[i], i + 1, sections[i], width, None) for i in range(index + 1, after_end + 1))
+    entry = rendered.entry
+    match = GrepMatch(
+        entry_label(entry),
+        entry.type,
+        entry.role,
+        entry.timestamp,
+        transcript.branch_leaf(entry),
+        transcript.on_branch(entry),
+        line,
+        before,
+        after,
+    )
+    cost = len(line.text) + sum(len(c.text) for c in before) + sum(len(c.text) for c in after)
+    return match, cost
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# show
+
+
+@dataclass(frozen=True, slots=True)
+class ShowLine:
+    number: int  # 1-based line within the entry's rendering
+    section: str
+    text: str  # the line, or the part of it on this page
+    offset: int  # where ``text`` starts in the full line (a line longer than a page is split)
+    length: int  # characters in the full line
+
+    def to_json(self) -> JsonDict:
+        return {
+            "line_number": self.number,
+            "section": self.section,
+            "text": _clean(self.text),
+            "offset": self.offset,
+            "length": self.length,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ShowPage:
+    entry: EntryInfo
+    lines: tuple[ShowLine, ...]
+    page: int  # 1-based
+    pages: int
+    total_lines: int
+    total_chars: int
+    next_cursor: str | None
+
+    def to_json(self) -> JsonDict:
+        return {
+            "entry": self.entry.to_json(),
+            "page": self.page,
+            "pages": self.pages,
+            "total_lines": self.total_lines,
+            "total_chars": self.total_chars,
+            "lines": [line.to_json() for line in self.lines],
+            "next_cursor": self.next_cursor,
+        }
+
+
+Chunk = tuple[int, int, int]  # line index, start and end character of the part of the line on a page
+
+
+def _fill_page(lines: tuple[str, ...], start: tuple[int, int], budget: int) -> tuple[list[Chunk], tuple[int, int]]:
+    """The parts of lines on a page that starts at ``start``, and where the next page starts.
+
+    A page takes whole lines while they fit in ``budget`` characters (a newline counts one); a line longer than a
+    whole page is split across pages."""
+    chunks: list[Chunk] = []
+    remaining = budget
+    line, col = start
+    while line < len(lines):
+        rest = len(lines[line]) - col
+        if rest + 1 <= remaining:
+            chunks.append((line, col, len(lines[line])))
+            remaining -= rest + 1
+            line, col = line + 1, 0
+            continue
+        if not chunks:
+            chunks.append((line, col, col + remaining))
+            col += remaining
+            if col >= len(lines[line]):
+                line, col = line + 1, 0
+        break
+    return chunks, (line, col)
+
+
+def _page_starts(lines: tuple[str, ...], budget: int) -> list[tuple[int, int]]:
+    starts = [(0, 0)]
+    while True:
+        _, nxt = _fill_page(lines, starts[-1], budget)
+        if nxt[0] >= len(lines):
+            return starts
+        starts.append(nxt)
+
+
+def resolve_in_scope(transcript: Transcript, entry_id: str) -> Entry:
+    """The entry with this id (or unique prefix) in the transcript, or NotFoundError naming the nearest ids."""
+    found = transcript.find(entry_id)
+    if found is not None:
+        return found
+    where = str(transcript.session.path or "<session>")
+    elsewhere = transcript.session.by_id.get(entry_id)
+    if elsewhere is not None:
+        raise NotFoundError(
+            f"entry {entry_id} is not on the current branch (it leads to leaf "
+            f"{transcript.branch_leaf(elsewhere) or '?'}): use --all-branches",
+            path=where,
+        )
+    ids = [entry_label(e) for e in transcript.entries]
+    near = [i for i in ids if len(entry_id) >= 4 and i.startswith(entry_id[:4])]
+    near += [i for i in difflib.get_close_matches(entry_id, ids, n=3, cutoff=0.5) if i not in near]
+    hint = f" (did you mean {', '.join(near[:3])}?)" if near else ""
+    raise NotFoundError(f"no entry with id {entry_id!r}{hint}", path=where)
+
+
+def show_entry(
+    source: Source,
+    entry_id: str,
+    *,
+    page: int | None = None,
+    cursor: str | None = None,
+    max_chars: int | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> ShowPage:
+    """One entry rendered in full, a page (``limits.show_chars`` characters) at a time."""
+    transcript = as_transcript(source)
+    entry = resolve_in_scope(transcript, entry_id)
+    budget = _positive("--max-chars", max_chars if max_chars is not None else limits.show_chars)
+    rendered = transcript.render(entry)
+    lines, sections = rendered.lines, rendered.sections
+    starts = _page_starts(lines, budget)
+    query = query_digest({"id": entry_label(entry)})
+    if cursor and page is not None:
+        raise UsageError("--page and --cursor both say where to start: give one")
+    start = starts[0]
+    if cursor:
+        position = decode_cursor(
+            cursor, kind="show", query=query, fingerprint=transcript.fingerprint(), size=len(lines)
+        )
+        start = (position[0], position[1] if len(position) > 1 else 0)
+        if start[0] >= len(lines) or start[1] > len(lines[start[0]]):
+            raise CursorError("malformed cursor: position past the end of the entry")
+    elif page is not None:
+        if page < 1 or page > len(starts):
+            raise UsageError(f"--page {page}: entry {entry_label(entry)} has {len(starts)} page(s)")
+        start = starts[page - 1]
+    number = sum(1 for s in starts if s <= start)
+    chunks, (line, col) = _fill_page(lines, start, budget)
+    out = tuple(ShowLine(i + 1, sections[i], lines[i][a:b], a, len(lines[i])) for i, a, b in chunks)
+    next_cursor = None
+    if line < len(lines):
+        next_cursor = Cursor("show", query, transcript.fingerprint(), (line, col)).encode()
+    info = entry_info(transcript, entry, limits.preview_chars)
+    return ShowPage(info, out, number, len(starts), len(lines), rendered.chars, next_cursor)
+
+
+def entry_raw(source: Source, entry_id: str) -> bytes:
+    """The entry's line exactly as stored in the file (without the newline)."""
+    transcript = as_transcript(source)
+    entry = resolve_in_scope(transcript, entry_id)
+    data = transcript.entry_bytes(entry)
+    if data is None:
+        raise SessionError(
+            "cannot read the raw line: the file changed since it was loaded, or the session was not loaded from a file",
+            path=str(transcript.session.path or "<session>"),
+            line=entry.line,
+        )
+    return data
