@@ -138,28 +138,40 @@ def _variants(token: str) -> Iterable[str]:
     for base in list(candidates):
         stripped = base.rstrip(TRAILING_PUNCTUATION)
         stripped = LINE_SUFFIX.sub("", stripped).rstrip(TRAILING_PUNCTUATION)
-        candidates.extend([stripped, base.strip("_"), stripped.strip("_")])
+        candidates.append(stripped)
+        for word in (base, stripped):  # _emphasis_ in Markdown
+            if len(word) > 2 and word[0] == word[-1] == "_" and word[1] != "_":
+                candidates.append(word[1:-1])
     for candidate in candidates:
         if candidate and candidate not in seen and not candidate.endswith("/"):
             seen.add(candidate)
             yield candidate
 
 
+@dataclass(frozen=True, slots=True)
+class _Mention:
+    """One path-like token of an instruction text: where it is, and the files it can name."""
+
+    start: int
+    bare: frozenset[str]  # spellings without a slash: compared with basenames
+    resolved: frozenset[str]  # spellings with a slash, resolved against cwd and the instruction file's directory
+
+
 @dataclass(slots=True)
 class _Source:
-    """What one instruction text mentions: resolved paths and bare names, plus raw text for names with spaces."""
+    """One instruction text (a context file, or an AGENTS/CLAUDE file read in the interval) and its mentions."""
 
-    resolved: set[str]
-    bare: set[str]
     text: str
     directory: str | None
+    mentions: list[_Mention]
 
     @classmethod
     def build(cls, path: str | None, text: str, cwd: str) -> _Source:
         directory = posixpath.dirname(resolve_path(path, cwd)) if path else None
-        resolved: set[str] = set()
-        bare: set[str] = set()
+        mentions: list[_Mention] = []
         for match in PATH_TOKEN.finditer(text):
+            bare: set[str] = set()
+            resolved: set[str] = set()
             for variant in _variants(match.group()):
                 if "/" not in variant:
                     bare.add(variant)
@@ -167,26 +179,47 @@ class _Source:
                 resolved.add(resolve_path(variant, cwd))
                 if directory is not None and not variant.startswith(("/", "~")):
                     resolved.add(resolve_path(variant, directory))
-        return cls(resolved, bare, text, directory)
+            if bare or resolved:
+                mentions.append(_Mention(match.start(), frozenset(bare), frozenset(resolved)))
+        return cls(text, directory, mentions)
 
-    def mentions(self, key: str) -> bool:
+    def names(self, key: str, cwd: str, longer: Sequence[str] = ()) -> bool:
+        """Whether the text names the file ``key``. ``longer``: names with spaces of other files, whose last word
+        is not a mention of its own (``Notes.md`` inside ``Design Notes.md``)."""
         name = posixpath.basename(key)
-        if key in self.resolved or name in self.bare:
-            return True
-        if any(ch.isspace() for ch in key):  # names with spaces cannot be tokens: look for them literally
-            return _literal_mention(self.text, name)
+        for mention in self.mentions:
+            if key not in mention.resolved and name not in mention.bare:
+                continue
+            if not any(self._inside(mention.start, other) for other in longer):
+                return True
+        if any(ch.isspace() for ch in key):  # a name with spaces is never one token: look for it literally
+            forms = {key, name, make_display_path(key, cwd)}
+            if self.directory is not None:
+                forms.add(make_display_path(key, self.directory))
+            return any(_literal_mention(self.text, form) for form in forms)
+        return False
+
+    def _inside(self, start: int, longer: str) -> bool:
+        """The token at ``start`` is the end of ``longer`` as written in the text."""
+        for split in range(1, len(longer)):
+            if longer[split - 1].isspace() and self.text.startswith(longer[split:], start):
+                prefix = longer[:split]
+                return self.text[max(0, start - len(prefix)) : start] == prefix
         return False
 
 
-def _literal_mention(text: str, name: str) -> bool:
-    """``name`` occurs in ``text`` not as part of a longer name or path."""
-    for match in re.finditer(re.escape(name), text):
-        before = text[match.start() - 1] if match.start() > 0 else " "
+def _literal_mention(text: str, form: str) -> bool:
+    """``form`` occurs in ``text`` not as part of a longer name or path (``./form`` is fine)."""
+    for match in re.finditer(re.escape(form), text):
+        start = match.start()
+        if start >= 2 and text[start - 2 : start] == "./":
+            start -= 2
+        before = text[start - 1] if start > 0 else " "
         after = text[match.end()] if match.end() < len(text) else " "
         after_next = text[match.end() + 1] if match.end() + 1 < len(text) else " "
-        if before.isalnum() or before in "_-./~@":
+        if before.isalnum() or before in "_-.~/":
             continue
-        if after.isalnum() or after in "_-/" or (after in "." and (after_next.isalnum() or after_next in "_-")):
+        if after.isalnum() or after in "_-/" or (after == "." and (after_next.isalnum() or after_next in "_-")):
             continue
         return True
     return False
@@ -302,13 +335,22 @@ def select_startup_reads(
     tail = {id(pe.entry) for pe in plan.kept_entries()}
     reads = _interval_reads(entries, first_user + 1, end, cwd)
     sources = _sources(entries, end, context_files, reads, cwd, session_fallback)
+    spaced = {
+        form
+        for candidate, output in reads
+        if output.ok
+        for form in (posixpath.basename(candidate.key), make_display_path(candidate.key, cwd))
+        if any(ch.isspace() for ch in form)
+    }
     have = {r.key for r in kept}
     added: list[RetainedRead] = []
     for candidate, output in reads:
         call_id = str(candidate.call.get("id"))
         if not output.ok or (candidate.result.id, call_id) in have or id(candidate.result) in tail:
             continue
-        if not any(source.mentions(candidate.key) for source in sources):
+        own = {posixpath.basename(candidate.key), make_display_path(candidate.key, cwd)}
+        longer = sorted(spaced - own)
+        if not any(source.names(candidate.key, cwd, longer) for source in sources):
             continue
         added.append(
             RetainedRead(
