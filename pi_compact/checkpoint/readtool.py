@@ -17,6 +17,7 @@ the file that was read: they judge the recorded output only.
 
 from __future__ import annotations
 
+import ntpath
 import posixpath
 import re
 from dataclasses import dataclass
@@ -47,11 +48,15 @@ MUTATING_TOOLS = frozenset({"write", "edit"})
 # ---------------------------------------------------------------------------------------------------- paths
 
 
+WINDOWS_PATH = re.compile(r"\A(?:[A-Za-z]:[\\/]|\\\\)")
+
+
 def resolve_path(path: str, base: str) -> str:
     """Where Pi's file tools put ``path`` for ``base`` (resolveToCwd), done lexically: no filesystem access.
 
     ``@`` prefixes are dropped and unusual spaces become plain ones, as Pi does. ``~`` paths stay as written: they
-    depend on the home directory of the machine that ran the session, which is not known here.
+    depend on the home directory of the machine that ran the session, which is not known here. A Windows session
+    (drive-letter or UNC cwd) resolves with Windows rules and compares without case, like Pi there.
     """
     text = UNICODE_SPACES.sub(" ", path)
     if text.startswith("@"):
@@ -60,24 +65,32 @@ def resolve_path(path: str, base: str) -> str:
         text = text[len("file://") :]
     if text == "~" or text.startswith("~/"):
         return posixpath.normpath(text)
+    if WINDOWS_PATH.match(base or "") or WINDOWS_PATH.match(text):
+        return ntpath.normpath(ntpath.join(base, text)).lower()
     if not text.startswith("/"):
         text = posixpath.join(base or "/", text)
     return posixpath.normpath(text)
 
 
+def is_windows_key(key: str) -> bool:
+    """A key from ``resolve_path`` for a Windows session (lower-cased, backslashes)."""
+    return bool(WINDOWS_PATH.match(key))
+
+
+def key_basename(key: str) -> str:
+    return ntpath.basename(key) if is_windows_key(key) else posixpath.basename(key)
+
+
+def key_dirname(key: str) -> str:
+    return ntpath.dirname(key) if is_windows_key(key) else posixpath.dirname(key)
+
+
 def display_path(path: str, cwd: str) -> str:
-    """The path as checkpoints show it: relative to the session cwd where it lies under it, else absolute."""
-    if not path:
-        return path
-    resolved = resolve_path(path, cwd)
-    if cwd and not resolved.startswith("~"):
-        root = posixpath.normpath(cwd)
-        if resolved == root:
-            return "."
-        prefix = root if root.endswith("/") else root + "/"
-        if resolved.startswith(prefix):
-            return resolved[len(prefix) :]
-    return resolved
+    """The path as checkpoints show it (the same rule as tool signatures): relative to the session cwd where it
+    lies under it, else as written."""
+    from pi_compact.checkpoint.signatures import relative_path
+
+    return relative_path(path, cwd)
 
 
 # ---------------------------------------------------------------------------------------------------- calls

@@ -25,7 +25,6 @@ checkpoint, or an older one without it) the selection starts from the raw branch
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,9 @@ from pi_compact.checkpoint.context_files import (
 )
 from pi_compact.checkpoint.readtool import (
     ReadArgs,
+    is_windows_key,
+    key_basename,
+    key_dirname,
     parse_read_result,
     read_args,
     resolve_path,
@@ -56,6 +58,7 @@ STATE_VERSION = 1
 # Characters that cannot be part of a path mention: whitespace, quotes, brackets, markup and list punctuation.
 PATH_TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;|*=\u201c\u201d\u2018\u2019\u00ab\u00bb]+")
 TRAILING_PUNCTUATION = ".:,;!?"
+INSTRUCTION_NAMES_FOLDED = frozenset(n.lower() for n in CONTEXT_FILE_NAMES)
 LINE_SUFFIX = re.compile(r":\d+(?::\d+)?\Z")
 
 
@@ -156,6 +159,11 @@ class _Mention:
     bare: frozenset[str]  # spellings without a slash: compared with basenames
     resolved: frozenset[str]  # spellings with a slash, resolved against cwd and the instruction file's directory
 
+    def names(self, key: str, name: str, fold: bool) -> bool:
+        if key in self.resolved:
+            return True
+        return name in ({b.lower() for b in self.bare} if fold else self.bare)
+
 
 @dataclass(slots=True)
 class _Source:
@@ -167,13 +175,13 @@ class _Source:
 
     @classmethod
     def build(cls, path: str | None, text: str, cwd: str) -> _Source:
-        directory = posixpath.dirname(resolve_path(path, cwd)) if path else None
+        directory = key_dirname(resolve_path(path, cwd)) if path else None
         mentions: list[_Mention] = []
         for match in PATH_TOKEN.finditer(text):
             bare: set[str] = set()
             resolved: set[str] = set()
             for variant in _variants(match.group()):
-                if "/" not in variant:
+                if "/" not in variant and "\\" not in variant:
                     bare.add(variant)
                     continue
                 resolved.add(resolve_path(variant, cwd))
@@ -186,9 +194,10 @@ class _Source:
     def names(self, key: str, cwd: str, longer: Sequence[str] = ()) -> bool:
         """Whether the text names the file ``key``. ``longer``: names with spaces of other files, whose last word
         is not a mention of its own (``Notes.md`` inside ``Design Notes.md``)."""
-        name = posixpath.basename(key)
+        name = key_basename(key)
+        fold = is_windows_key(key)
         for mention in self.mentions:
-            if key not in mention.resolved and name not in mention.bare:
+            if not mention.names(key, name, fold):
                 continue
             if not any(self._inside(mention.start, other) for other in longer):
                 return True
@@ -196,7 +205,7 @@ class _Source:
             forms = {key, name, make_display_path(key, cwd)}
             if self.directory is not None:
                 forms.add(make_display_path(key, self.directory))
-            return any(_literal_mention(self.text, form) for form in forms)
+            return any(_literal_mention(self.text, form, fold) for form in forms)
         return False
 
     def _inside(self, start: int, longer: str) -> bool:
@@ -208,9 +217,9 @@ class _Source:
         return False
 
 
-def _literal_mention(text: str, form: str) -> bool:
+def _literal_mention(text: str, form: str, fold: bool = False) -> bool:
     """``form`` occurs in ``text`` not as part of a longer name or path (``./form`` is fine)."""
-    for match in re.finditer(re.escape(form), text):
+    for match in re.finditer(re.escape(form), text, re.IGNORECASE if fold else 0):
         start = match.start()
         if start >= 2 and text[start - 2 : start] == "./":
             start -= 2
@@ -305,7 +314,9 @@ def _sources(
         files = context_files_from_session(entries[:end])
     sources = [_Source.build(f.path, f.content, cwd) for f in files]
     for candidate, output in reads:
-        if output.ok and posixpath.basename(candidate.key) in CONTEXT_FILE_NAMES:
+        name = key_basename(candidate.key)
+        names = INSTRUCTION_NAMES_FOLDED if is_windows_key(candidate.key) else CONTEXT_FILE_NAMES
+        if output.ok and name in names:
             sources.append(_Source.build(candidate.key, output.body, cwd))
     return sources
 
@@ -339,7 +350,7 @@ def select_startup_reads(
         form
         for candidate, output in reads
         if output.ok
-        for form in (posixpath.basename(candidate.key), make_display_path(candidate.key, cwd))
+        for form in (key_basename(candidate.key), make_display_path(candidate.key, cwd))
         if any(ch.isspace() for ch in form)
     }
     have = {r.key for r in kept}
@@ -348,7 +359,7 @@ def select_startup_reads(
         call_id = str(candidate.call.get("id"))
         if not output.ok or (candidate.result.id, call_id) in have or id(candidate.result) in tail:
             continue
-        own = {posixpath.basename(candidate.key), make_display_path(candidate.key, cwd)}
+        own = {key_basename(candidate.key), make_display_path(candidate.key, cwd)}
         longer = sorted(spaced - own)
         if not any(source.names(candidate.key, cwd, longer) for source in sources):
             continue

@@ -436,3 +436,14 @@ def test_v15_retained_read_from_elsewhere_is_order_uncertain_once_modified(tmp_p
     elsewhere = retained("ffffffff", "r9", True)  # not on this branch: its place relative to the edit is unknown
     assert label(plan, modified=True, retained=[elsewhere]) == STARTUP_ORDER_UNCERTAIN
     assert label(plan, "/repo/src/untouched.py", retained=[]) is None
+
+
+def test_v15_windows_session_paths_compare_like_pi_there(tmp_path: Path) -> None:
+    sb = SessionBuilder(cwd="C:\\Repo")
+    sb.user("start " + "x" * 200)
+    sb.assistant("ok " + "y" * 200)
+    tail = sb.user("continue")
+    read(sb, "r1", path="src\\app.py")
+    plan = plan_from(sb, tmp_path, tail)
+    annotations = annotate_file_lists(plan, ["C:/repo/SRC/App.py"], [], "C:\\Repo")
+    assert annotations.label("C:/repo/SRC/App.py") == FULL_READ

@@ -138,7 +138,7 @@ def test_v17_reference_relative_to_the_instruction_file(repo: Path) -> None:
     files = agents(repo, "See [the guide](docs/guide.md#start).")  # repo/AGENTS.md: means repo/docs/guide.md
     sb, second = first_turn(app, "../docs/guide.md", "../docs/other.md")
     reads, _ = select_startup_reads(plan_from(sb, repo.parent / "s.jsonl", second), None, files, str(app))
-    assert [(r.path, r.display_path) for r in reads] == [("../docs/guide.md", f"{repo}/docs/guide.md")]
+    assert [(r.path, r.display_path) for r in reads] == [("../docs/guide.md", "../docs/guide.md")]
 
 
 def test_v17_basename_selects_every_same_named_file(repo: Path) -> None:
@@ -421,3 +421,18 @@ def test_v19_older_checkpoint_without_state_starts_from_the_raw_branch(repo: Pat
     sb.assistant("ok")
     reads, state = select_startup_reads(plan_from(sb, repo.parent / "s.jsonl", cut), None, files, str(repo))
     assert [r.path for r in reads] == ["guide.md"] and state["open"] is False
+
+
+def test_v17_windows_session_matches_without_case(tmp_path: Path) -> None:
+    cwd = "C:\\Work\\Repo"
+    files = [ContextFile("C:\\Work\\Repo\\AGENTS.md", "Read docs\\Guide.md and readme.md.", "session")]
+    sb = SessionBuilder(cwd=cwd)
+    sb.user("set up")
+    read(sb, "r1", "C:\\Work\\Repo\\docs\\guide.md")
+    read(sb, "r2", "README.md")
+    read(sb, "r3", "docs\\other.md")
+    sb.assistant("ready " + "y" * 100)
+    second = sb.user("now work")
+    sb.assistant("ok")
+    reads, _ = select_startup_reads(plan_from(sb, tmp_path / "s.jsonl", second), None, files, cwd)
+    assert [r.tool_call_id for r in reads] == ["r1", "r2"]
