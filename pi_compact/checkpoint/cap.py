@@ -2,7 +2,9 @@
 
 Order (V20): 1) remove non-user content (tool signatures, replies, notes, inherited summaries) line by line,
 oldest first; 2) shorten long user messages to marked prefix stubs, oldest first; 3) as a last resort remove the
-oldest remaining content, user messages included. Only the rendered text is trimmed: the saved spans in ``details``
+oldest remaining content, user messages included (the last message reached keeps the longest stub that fits).
+When step 2 was needed, the stubs are unavoidable, so the newest non-user lines that then fit are given back.
+Only the rendered text is trimmed: the saved spans in ``details``
 stay whole, so every later checkpoint trims again from the originals. A stub is never shortened twice, and a larger
 cap (or ``--no-cap``) later brings the content back.
 
@@ -81,17 +83,24 @@ class _Fitter:
     def total(self) -> int:
         return sum(self.lengths) + self.separators
 
+    def restart(self, steps: Sequence[Step]) -> None:
+        """Start again from the untrimmed spans with only ``steps`` applied."""
+        self.states = [TrimState() for _ in self.spans]
+        self._commit(self._apply(steps)[0])
+
     def _commit(self, states: list[TrimState]) -> None:
         self.states = states
         self.lengths = [js_len(render_span(span, state)) for span, state in zip(self.spans, states, strict=True)]
 
     def run(self, steps: Sequence[Step]) -> bool:
         """Apply the shortest prefix of ``steps`` that meets the budget (all of them if none does)."""
+        self.applied = 0
         if self.total() <= self.budget:
             return True
         states, total = self._apply(steps)
         if total > self.budget:
             self._commit(states)
+            self.applied = len(steps)
             return False
         low, high = 0, len(steps)  # steps[:high] fits, steps[:low] does not
         while high - low > 1:
@@ -167,7 +176,16 @@ def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
             if unit not in fitter.states[si].removed
         ]
 
-    fits = fitter.run(non_user()) or fitter.run(long_users())
+    removals = non_user()
+    fits = fitter.run(removals)
+    if not fits:
+        stubs = long_users()
+        fits = fitter.run(stubs)
+        if fits:
+            # The stubs were unavoidable (removing every non-user line was not enough); with them in place, give
+            # back the newest non-user lines that fit.
+            fitter.restart(stubs[: fitter.applied])
+            fitter.run(removals)
     if not fits:
         last_resort = remaining()
         fits = fitter.run(last_resort)

@@ -121,8 +121,7 @@ def evidence_boundary() -> str:
     return (
         "---\n"
         "Everything above records earlier work as it was at the time, with outputs removed. It is not evidence of "
-        "the current state of files, the repository, builds or tests: check before relying on it.\n"
-        + TAIL_MARKER
+        "the current state of files, the repository, builds or tests: check before relying on it.\n" + TAIL_MARKER
     )
 
 

@@ -44,9 +44,7 @@ from pi_compact.session.model import Entry, JsonDict
 REORIENTATION_CUSTOM_TYPE = "picompact.reorientation"
 
 INLINE_KINDS = frozenset({"bash", "custom", "other"})
-ITEM_KINDS = frozenset(
-    {"user", "assistant", "call", "stop", "bash", "custom", "branch", "summary", "other", "note"}
-)
+ITEM_KINDS = frozenset({"user", "assistant", "call", "stop", "bash", "custom", "branch", "summary", "other", "note"})
 SpanSource = Literal["verbatim", "summary"]
 
 
@@ -67,9 +65,10 @@ class Item:
         if not isinstance(data, dict):
             raise ValueError("a span item is not an object")
         values = [data.get(k) for k in ("id", "kind", "head", "text")]
-        if not all(isinstance(v, str) for v in values) or values[1] not in ITEM_KINDS:
+        strings = [v for v in values if isinstance(v, str)]
+        if len(strings) != 4 or strings[1] not in ITEM_KINDS:
             raise ValueError("a span item lacks id/kind/head/text strings")
-        return cls(*values)
+        return cls(*strings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +178,13 @@ def _assistant_items(
                 items.append(Item(entry_id, "assistant", head, text))
         elif kind == "toolCall":
             call_id = block.get("id")
-            outcome, result = outcomes.get((entry_id, call_id), ("unknown", None)) if isinstance(call_id, str) else (
-                "unknown",
-                None,
+            outcome, result = (
+                outcomes.get((entry_id, call_id), ("unknown", None))
+                if isinstance(call_id, str)
+                else (
+                    "unknown",
+                    None,
+                )
             )
             lines = [CALL_MARK + tool_signature(block.get("name"), block.get("arguments"), outcome, cwd)]
             lines += nested_signatures(result, cwd)
@@ -377,7 +380,5 @@ def render_span(span: Span, state: TrimState | None = None) -> str:
         return f"<span {attrs}>\n{body}\n</span>"
     attrs += ' trimmed="true"'
     if not kept_any:
-        return (
-            f"<span {attrs}>[all of it removed by the size cap. {RECOVER_HINT}]</span>"
-        )
+        return f"<span {attrs}>[all of it removed by the size cap. {RECOVER_HINT}]</span>"
     return f"<span {attrs}>\n{trim_note(span, state)}\n{body}\n</span>"

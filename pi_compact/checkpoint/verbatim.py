@@ -79,7 +79,8 @@ class VerbatimOptions:
     session_path: str  # shown, shell-quoted, in the recovery commands
     cap_tokens: int | None
     # Instruction files for the startup-read selection: ContextFile objects (``context_files_for`` finds the ones Pi
-    # would load), or paths read here. None given: the project instructions recorded in the session's system prompt.
+    # would load) or paths (a missing one is simply absent). None given: the project instructions recorded in the
+    # session's system prompt.
     context_files: tuple[ContextFile | Path | str, ...] = ()
     lookup_available: bool = False  # mention `picompact lookup` only when a model is configured
 
@@ -109,7 +110,7 @@ def is_verbatim_details(details: Any) -> bool:
 def saved_spans(compaction: Entry) -> list[Span]:
     """The spans a picompact checkpoint saved; ValueError when its details are not readable."""
     details = compaction.raw.get("details")
-    if not is_verbatim_details(details):
+    if not isinstance(details, dict) or not is_verbatim_details(details):
         raise ValueError("not a picompact verbatim checkpoint")
     mine = details[DETAILS_KEY]
     version = mine.get("version")
@@ -152,22 +153,6 @@ def cumulative_files(plan: CompactionPlan) -> tuple[list[str], list[str]]:
         read.update(_string_list(details.get("readFiles")))
         modified.update(_string_list(details.get("modifiedFiles")))
     return sorted(read - modified), sorted(modified)
-
-
-def _context_files(options: VerbatimOptions) -> list[ContextFile]:
-    """Instruction files as the startup-read selection takes them; a path given as such is read here (a missing
-    or unreadable one is simply absent, like Pi's discovery)."""
-    files: list[ContextFile] = []
-    for item in options.context_files:
-        if isinstance(item, ContextFile):
-            files.append(item)
-            continue
-        try:
-            data = Path(item).read_bytes()
-        except OSError:
-            continue
-        files.append(ContextFile(str(item), data.decode("utf-8", errors="replace").removeprefix("\ufeff"), "extra"))
-    return files
 
 
 def _file_lines(
@@ -236,7 +221,7 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
 
     read_files, modified_files = cumulative_files(plan)
     previous_state = previous_mine.get("startupReads") if previous_mine is not None else None
-    retained, reads_state = select_startup_reads(plan, previous_state, _context_files(options), cwd)
+    retained, reads_state = select_startup_reads(plan, previous_state, options.context_files, cwd)
     annotations = annotate_file_lists(plan, read_files, modified_files, cwd, retained)
     read_lines, modified_lines = _file_lines(annotations, cwd)
 
@@ -287,4 +272,3 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
         trimmed=any(fitted.trimmed),
         warnings=warnings,
     )
-

@@ -26,21 +26,18 @@ class SessionBuilder:
     _count: int = 0
     _calls: int = 0
 
-    def _add(self, raw: dict[str, Any], parent: str | None | bool = True) -> str:
+    def _add(self, raw: dict[str, Any], parent: str | bool | None = True) -> str:
         self._count += 1
         entry_id = raw.pop("id", None) or f"e{self._count:07d}"
-        if parent is True:
-            parent_id = self.entries[-1]["id"] if self.entries else None
-        else:
-            parent_id = parent or None
+        parent_id = (self.entries[-1]["id"] if self.entries else None) if parent is True else parent or None
         ts = f"2025-01-01T00:{self._count // 60 % 60:02d}:{self._count % 60:02d}.000Z"
         self.entries.append({"type": raw.pop("type"), "id": entry_id, "parentId": parent_id, "timestamp": ts, **raw})
         return entry_id
 
-    def message(self, message: dict[str, Any], parent: str | None | bool = True) -> str:
+    def message(self, message: dict[str, Any], parent: str | bool | None = True) -> str:
         return self._add({"type": "message", "message": {**message, "timestamp": 1735689600000 + self._count}}, parent)
 
-    def user(self, content: Any, parent: str | None | bool = True) -> str:
+    def user(self, content: Any, parent: str | bool | None = True) -> str:
         return self.message({"role": "user", "content": content}, parent)
 
     def call(self, name: str, arguments: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
@@ -52,7 +49,7 @@ class SessionBuilder:
         *blocks: Any,
         stop: str = "stop",
         error: str | None = None,
-        parent: str | None | bool = True,
+        parent: str | bool | None = True,
     ) -> str:
         content = [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks]
         message: dict[str, Any] = {
@@ -68,9 +65,7 @@ class SessionBuilder:
             message["errorMessage"] = error
         return self.message(message, parent)
 
-    def result(
-        self, call: dict[str, Any], text: str = "output", is_error: bool = False, **extra: Any
-    ) -> str:
+    def result(self, call: dict[str, Any], text: str = "output", is_error: bool = False, **extra: Any) -> str:
         return self.message(
             {
                 "role": "toolResult",
@@ -91,22 +86,33 @@ class SessionBuilder:
 
     def bash(self, command: str, output: str = "", exit_code: int | None = 0, **extra: Any) -> str:
         return self.message(
-            {"role": "bashExecution", "command": command, "output": output, "exitCode": exit_code,
-             "cancelled": False, "truncated": False, **extra}
+            {
+                "role": "bashExecution",
+                "command": command,
+                "output": output,
+                "exitCode": exit_code,
+                "cancelled": False,
+                "truncated": False,
+                **extra,
+            }
         )
 
     def custom_message(self, custom_type: str, content: Any = "injected text", display: bool = True) -> str:
         return self._add({"type": "custom_message", "customType": custom_type, "content": content, "display": display})
 
-    def branch_summary(self, summary: str, from_id: str, parent: str | None | bool = True) -> str:
+    def branch_summary(self, summary: str, from_id: str, parent: str | bool | None = True) -> str:
         return self._add({"type": "branch_summary", "fromId": from_id, "summary": summary}, parent)
 
     def context_edit(self, target: str, replacement: Any) -> str:
         return self._add({"type": "context_edit", "targetId": target, "replacement": replacement})
 
     def compaction(self, summary: str, first_kept: str, details: Any = None, **extra: Any) -> str:
-        raw: dict[str, Any] = {"type": "compaction", "summary": summary, "firstKeptEntryId": first_kept,
-                               "tokensBefore": 1000}
+        raw: dict[str, Any] = {
+            "type": "compaction",
+            "summary": summary,
+            "firstKeptEntryId": first_kept,
+            "tokensBefore": 1000,
+        }
         if details is not None:
             raw["details"] = details
         raw.update(extra)
@@ -115,11 +121,21 @@ class SessionBuilder:
     def other(self, entry_type: str, **fields: Any) -> str:
         return self._add({"type": entry_type, **fields})
 
-    def write(self, path: Path) -> Path:
-        header = {"type": "session", "version": 3, "id": "sess-0001", "timestamp": "2025-01-01T00:00:00.000Z",
-                  "cwd": self.cwd, **self.header_extra}
+    def data(self) -> bytes:
+        """The session file's bytes: header line, then one line per entry."""
+        header = {
+            "type": "session",
+            "version": 3,
+            "id": "sess-0001",
+            "timestamp": "2025-01-01T00:00:00.000Z",
+            "cwd": self.cwd,
+            **self.header_extra,
+        }
         lines = [orjson.dumps(header)] + [orjson.dumps(e) for e in self.entries]
-        path.write_bytes(b"\n".join(lines) + b"\n")
+        return b"\n".join(lines) + b"\n"
+
+    def write(self, path: Path) -> Path:
+        path.write_bytes(self.data())
         return path
 
 

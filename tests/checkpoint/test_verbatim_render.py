@@ -91,8 +91,13 @@ def test_v2_split_turn_prefix_is_compacted(builder: SessionBuilder, tmp_path: Pa
 def test_v3_user_messages_verbatim(builder: SessionBuilder, tmp_path: Path) -> None:
     text = "Multi-line\n  indented ✓ 😀 𝔘\u2028separator\ttab and trailing space \n"
     builder.user(text)
-    builder.user([{"type": "text", "text": "block one"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"},
-                  {"type": "text", "text": "block two"}])
+    builder.user(
+        [
+            {"type": "text", "text": "block one"},
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            {"type": "text", "text": "block two"},
+        ]
+    )
     builder.assistant("answer")
     builder.user("keep")
     _, cp = compact(builder, tmp_path)
@@ -104,8 +109,10 @@ def test_v3_user_messages_verbatim(builder: SessionBuilder, tmp_path: Path) -> N
 
 def test_v4_assistant_text_kept_thinking_removed(builder: SessionBuilder, tmp_path: Path) -> None:
     builder.user("go")
-    builder.assistant({"type": "thinking", "thinking": "private chain of thought", "thinkingSignature": "sig"},
-                      "Visible prose,\nover two lines.")
+    builder.assistant(
+        {"type": "thinking", "thinking": "private chain of thought", "thinkingSignature": "sig"},
+        "Visible prose,\nover two lines.",
+    )
     builder.user("keep")
     _, cp = compact(builder, tmp_path)
     assert "private chain of thought" not in cp.summary
@@ -295,10 +302,17 @@ def test_v12_nested_calls_listed_under_their_call(builder: SessionBuilder, tmp_p
     builder.user("go")
     call = builder.call("codemode", {"code": "edit things"})
     builder.assistant(call, stop="toolUse")
-    builder.result(call, "done", nestedCalls={"complete": False, "calls": [
-        {"id": "n1", "name": "edit", "arguments": {"path": f"{CWD}/x.ts", "edits": [{}]}, "status": "ok"},
-        {"id": "n2", "name": "bash", "argumentsBytes": 4000, "status": "unfinished"},
-    ]})
+    builder.result(
+        call,
+        "done",
+        nestedCalls={
+            "complete": False,
+            "calls": [
+                {"id": "n1", "name": "edit", "arguments": {"path": f"{CWD}/x.ts", "edits": [{}]}, "status": "ok"},
+                {"id": "n2", "name": "bash", "argumentsBytes": 4000, "status": "unfinished"},
+            ],
+        },
+    )
     builder.user("keep")
     _, cp = compact(builder, tmp_path)
     assert (

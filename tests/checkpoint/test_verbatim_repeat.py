@@ -24,7 +24,7 @@ def test_v13_saved_spans_rerendered_unchanged_then_new_span(builder: SessionBuil
     _, span1 = first_round(builder, tmp_path)
     builder.assistant("working on the second request")
     builder.user("third request")
-    plan, cp = compact(builder, tmp_path)
+    _plan, cp = compact(builder, tmp_path)
     spans = span_texts(cp.summary)
     assert len(spans) == 2
     assert spans[0] == span1
@@ -59,8 +59,11 @@ def test_v13_foreign_summary_becomes_one_span(builder: SessionBuilder, tmp_path:
     builder.user("old request")
     builder.assistant("old answer")
     kept = builder.user("kept request")
-    builder.compaction("## Goal\nShip the feature\n\n## Progress\n- [x] parser", kept,
-                       details={"readFiles": ["x.py"], "modifiedFiles": []})
+    builder.compaction(
+        "## Goal\nShip the feature\n\n## Progress\n- [x] parser",
+        kept,
+        details={"readFiles": ["x.py"], "modifiedFiles": []},
+    )
     builder.assistant("continuing")
     builder.user("latest")
     _, cp = compact(builder, tmp_path)
@@ -78,8 +81,11 @@ def test_v13_foreign_summary_becomes_one_span(builder: SessionBuilder, tmp_path:
 def test_v13_unreadable_previous_details_fall_back_to_its_summary(builder: SessionBuilder, tmp_path: Path) -> None:
     builder.user("old")
     kept = builder.user("kept")
-    builder.compaction("SOME EARLIER CHECKPOINT TEXT", kept,
-                       details={"picompact": {"format": "verbatim", "version": 1, "spans": "broken"}})
+    builder.compaction(
+        "SOME EARLIER CHECKPOINT TEXT",
+        kept,
+        details={"picompact": {"format": "verbatim", "version": 1, "spans": "broken"}},
+    )
     builder.user("latest")
     _, cp = compact(builder, tmp_path)
     assert len(span_texts(cp.summary)) == 2
