@@ -125,7 +125,9 @@ def _shadowed_context_file(cwd: str) -> str | None:
     return os.path.join(main_root, os.path.basename(own.path)) if own is not None else None
 
 
-def context_files_for(cwd: str, agent_dir: Path | None = None, extra: Sequence[Path | str] = ()) -> list[ContextFile]:
+def context_files_for(
+    cwd: str, agent_dir: Path | None = None, extra: Sequence[str | os.PathLike[str]] = ()
+) -> list[ContextFile]:
     """The instruction files Pi would load for ``cwd`` that exist here, then ``extra`` (given by the user).
 
     ``agent_dir`` defaults to Pi's (``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``).
@@ -168,7 +170,7 @@ def context_files_for(cwd: str, agent_dir: Path | None = None, extra: Sequence[P
     return files
 
 
-def load_context_file(path: Path | str, origin: Origin = "extra") -> ContextFile | None:
+def load_context_file(path: str | os.PathLike[str], origin: Origin = "extra") -> ContextFile | None:
     """One instruction file named by the user, or None when it is missing or unreadable."""
     resolved = _resolve(os.fspath(path))
     if not os.path.isfile(resolved):

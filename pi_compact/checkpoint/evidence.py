@@ -249,9 +249,11 @@ def _collect_tail_snapshots(
                 completeness = "unknown"
             evidence.snapshot(resolve_path(args.path, cwd), _Snapshot("read", completeness, group, index, ident))
         elif name == "write":
-            args_dict = block.get("arguments")
-            path = mutation_path(name, args_dict)
-            if path is None or not isinstance(args_dict.get("content"), str) or result.get("isError") is True:
+            arguments = block.get("arguments")
+            path = mutation_path(name, arguments)
+            if path is None or not isinstance(arguments, dict) or not isinstance(arguments.get("content"), str):
+                continue
+            if result.get("isError") is True:
                 continue
             evidence.snapshot(resolve_path(path, cwd), _Snapshot("write", "full", group, index, ident))
 
