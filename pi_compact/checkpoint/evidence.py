@@ -15,7 +15,13 @@ being compacted and is never evidence. Retained startup reads count as evidence 
 - Calls in one assistant message may run concurrently: a snapshot with a same-path modification beside it gets
   ``…; order uncertain``.
 - Among snapshots still valid, a complete one wins over a later partial one (no modification lies between them).
+- A retained startup read keeps a positive label of its own (``full startup read retained``, ``partial startup
+  read retained``), and is invalidated like any snapshot (``startup read retained, then edited`` / ``; order
+  uncertain``) by modifications recorded after it anywhere on the branch.
 - A modified path with no evidence: ``no read-tool output in tail``. An unmodified one: no label.
+
+``FileListAnnotations`` holds both lists and the one-time header; ``dict(annotations)`` maps path → label and
+``to_json()`` is what ``--json`` output reports.
 
 Paths are compared after resolving them against cwd (``a.ts`` and ``/repo/a.ts`` are one file); a label applies to
 each listed spelling.
