@@ -88,6 +88,24 @@ def _runs(tokens: list[tuple[bool, str]], cut_at_brace: bool) -> list[str]:
     return runs
 
 
+def _top_level_bars(tokens: list[tuple[bool, str]]) -> list[int] | None:
+    """Positions of ``|`` outside groups; None when a character class makes that uncertain."""
+    bars: list[int] = []
+    depth = 0
+    for i, (literal, ch) in enumerate(tokens):
+        if literal:
+            continue
+        if ch == "[":
+            return None if any(not lit and c == "|" for lit, c in tokens) else bars
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            bars.append(i)
+    return bars
+
+
 def required_literals(pattern: str, *, fixed: bool = False) -> list[str] | None:
     """Strings one of which every match contains, or None when the pattern is not simple enough to tell."""
     if fixed:
@@ -97,7 +115,9 @@ def required_literals(pattern: str, *, fixed: bool = False) -> list[str] | None:
     tokens = _tokens(pattern)
     if tokens is None:
         return None
-    bars = [i for i, (lit, ch) in enumerate(tokens) if not lit and ch == "|"]
+    bars = _top_level_bars(tokens)
+    if bars is None:
+        return None
     first_cut = next((i for i, (lit, ch) in enumerate(tokens) if not lit and ch in _CUT), None)
     if first_cut is not None:
         if bars:
