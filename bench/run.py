@@ -347,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         if not runner.gnu_time:
             print("GNU /usr/bin/time not found: measuring memory with getrusage", file=sys.stderr)
 
+        load_before = os.getloadavg()[0]
         paths = {label: session_file(args.data_dir, label, args.seed, not args.no_generate) for label in sizes}
         results: dict[str, dict[str, Result]] = {}
         row_names: list[str] = []
@@ -367,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
                 startup[name] = runner.measure(cmd)
                 print(f"{'small':>6}  {name:<40} {startup[name].cell()}", file=sys.stderr)
         ver = versions(pc, shutil.which("rg"), env)
+        load_after = os.getloadavg()[0]
+        busy = max(load_before, load_after) > 0.5 * (os.cpu_count() or 1)
+        load = (f"load average {load_before:.2f} before, {load_after:.2f} after"
+                + (": other processes were running, timings are inflated" if busy else ""))
 
     header = ["benchmark"] + [f"{label} ({paths[label].stat().st_size / 2**20:.1f} MiB)" for label in sizes]
     rows = [[name] + [results[label][name].cell() if name in results[label] else "-" for label in sizes]
@@ -384,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         "## Machine", "",
         f"- {machine()}",
         f"- {ver}",
+        f"- {load}",
         f"- `python bench/run.py --sizes {','.join(sizes)} --repeat {args.repeat}{only}` on "
         f"{time.strftime('%Y-%m-%d')}; memory via {'GNU time' if runner.gnu_time else 'getrusage'}",
         "",
