@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import calendar
 import re
 import sys
 import time
@@ -120,7 +121,7 @@ class Generator:
         self.compactions = 0
         self.ids: set[str] = set()
         self.leaf: str | None = None
-        self.clock_ms = int(time.mktime((2025, 9, 1, 8, 0, 0, 0, 0, 0)) * 1000) + r.randint(0, 86_400_000 * 60)
+        self.clock_ms = calendar.timegm((2025, 9, 1, 8, 0, 0)) * 1000 + r.randint(0, 86_400_000 * 60)
         self.model = MODELS[0]
         self.thinking = "medium"
         self.sections: dict[str, str] = {}
@@ -584,6 +585,7 @@ class Generator:
         self.cached_tokens = 0
         self.read_files.clear()
         self.modified_files.clear()
+        self.final_edit = False
 
     # ---- driver
 

@@ -194,7 +194,8 @@ MODELS = (
     ("openai", "gpt-5.1-codex", "openai-responses", (1.25, 10.0, 0.125, 0.0)),
     ("google", "gemini-2.5-pro", "google-generative-ai", (1.25, 10.0, 0.31, 0.0)),
 )
-TOOL_DECLS = (
+ToolDecl = tuple[str, str, dict[str, str], list[str]]
+TOOL_DECLS: tuple[ToolDecl, ...] = (
     ("read", "Read a file's contents; images come back as attachments. Long files are cut, page with "
              "offset/limit.", {"path": "string", "offset": "number", "limit": "number"}, ["path"]),
     ("bash", "Run a shell command in the project directory; stdout and stderr are returned, long output is "
@@ -204,7 +205,7 @@ TOOL_DECLS = (
     ("write", "Create or overwrite a file with the given content.", {"path": "string", "content": "string"},
      ["path", "content"]),
 )
-LATE_TOOL_DECLS = (
+LATE_TOOL_DECLS: tuple[ToolDecl, ...] = (
     ("grep", "Search file contents with a regular expression.", {"pattern": "string", "path": "string"},
      ["pattern"]),
     ("ls", "List a directory.", {"path": "string"}, []),
