@@ -1,6 +1,6 @@
 """Benchmark picompact on generated sessions: wall time (best of N) and peak memory per command.
 
-    python bench/run.py [--sizes 10MB,100MB,500MB] [--repeat 3] [--only check,grep] > results.md
+    python bench/run.py [--sizes 10MB,100MB] [--repeat 3] [--only check,grep] > results.md
 
 Missing session files are generated first (bench/gen_session.py, same seed every time). Progress and a plain
 table go to stderr; the markdown report for bench/RESULTS.md goes to stdout. A command that exits with 2 or
@@ -313,7 +313,7 @@ def plain_table(header: list[str], rows: list[list[str]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="10MB,100MB,500MB", help="comma-separated sizes (default %(default)s)")
+    ap.add_argument("--sizes", default="10MB,100MB", help="comma-separated sizes (default %(default)s)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per command; the best time counts (default 3)")
     ap.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated subset of {','.join(GROUPS)}")
     ap.add_argument("--data-dir", type=Path, default=ROOT / "bench" / "data")
