@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --config-settings editable_mode=compat -e '.[test]'
 	touch $(STAMP)
 
 ## demo: check the bundled example session, then preview its verbatim checkpoint (nothing is written)
