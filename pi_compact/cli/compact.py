@@ -18,7 +18,7 @@ import typer
 
 from pi_compact.cli.app import app
 from pi_compact.cli.common import Output, check_nonneg, handle_errors, report_diagnostics, resolve_session_path
-from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ModelOpt, ReserveOpt, SessionArg
+from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ReserveOpt, SessionArg
 from pi_compact.errors import ExitCode, UsageError
 
 FIXED_TIME_ENV = "PICOMPACT_FIXED_TIME"
@@ -32,8 +32,14 @@ def _verbatim(params: dict[str, Any]) -> Any:
     return verbatim_mode(cap_tokens=params["cap"], no_cap=params["no_cap"], context_files=params["context_files"])
 
 
+def _summary(params: dict[str, Any]) -> Any:
+    from pi_compact.checkpoint.summary import summary_mode
+
+    return summary_mode(_summary_options(params), waiting=params.get("waiting"))
+
+
 # --mode NAME -> a factory taking the parsed flags and returning a mode (see pi_compact.compact).
-MODES: dict[str, Callable[[dict[str, Any]], Any]] = {"verbatim": _verbatim}
+MODES: dict[str, Callable[[dict[str, Any]], Any]] = {"verbatim": _verbatim, "summary": _summary}
 
 
 def _fmt(n: int) -> str:
@@ -128,7 +134,11 @@ def _check_flags(
 @handle_errors
 def compact(
     session: Path | None = SessionArg,
-    mode: str = typer.Option("verbatim", "--mode", help="How to build the checkpoint: verbatim (no model)."),
+    mode: str = typer.Option(
+        "verbatim",
+        "--mode",
+        help="How to build the checkpoint: verbatim (no model) or summary (Pi's structured summary, by a model).",
+    ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the checkpoint (with --json: the entries) and change nothing."
     ),
@@ -154,7 +164,13 @@ def compact(
     ),
     leaf: str | None = LeafOpt,
     context_window: int | None = ContextWindowOpt,
-    model: str | None = ModelOpt,
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        metavar="PROVIDER/ID",
+        help="The model whose window and settings overrides apply; with --mode summary also the model that writes "
+        "the summary (default: the session's model if it has an API key, else PICOMPACT_MODEL).",
+    ),
     reserve_tokens: int | None = ReserveOpt,
     keep_recent_tokens: int | None = KeepOpt,
     no_backup: bool = typer.Option(
@@ -163,14 +179,34 @@ def compact(
     repair: bool = typer.Option(
         False, "--repair", help="Write even after a torn last line (it stays in place, a line Pi skips)."
     ),
+    base_url: str | None = typer.Option(
+        None,
+        "--base-url",
+        metavar="URL",
+        help="--mode summary: the server to send requests to (OpenAI-compatible; Anthropic-style for anthropic/...).",
+    ),
+    instructions: str | None = typer.Option(
+        None, "--instructions", metavar="TEXT", help="--mode summary: what the summary should focus on."
+    ),
+    include_thinking: bool = typer.Option(
+        False, "--include-thinking", help="--mode summary: let the model read the assistant's thinking too."
+    ),
+    timeout: float | None = typer.Option(
+        None, "--timeout", metavar="S", help="--mode summary: seconds to wait for each answer (default 120)."
+    ),
     json_output: bool = JsonOpt,
 ) -> None:
     """Compact the session: append a checkpoint Pi loads on resume, plus a re-orientation message.
 
+    --mode summary asks a model for Pi's own structured summary instead (Goal, Constraints & Preferences, Progress,
+    Key Decisions, Next Steps, Critical Context, then the file lists), exactly as Pi compacts; no re-orientation
+    message. With --dry-run it sends nothing and prints the exact request(s), their size and a cost upper bound.
+
     The compaction entry's parent is the branch leaf (the last entry, or --leaf). Pi resumes on the last entry
     of the file, so after `compact --leaf ID` Pi continues on the new checkpoint, on that branch.
     Exit codes: 0 done (or not needed with --if-needed), 2 usage error or nothing to compact, 3 the file kept
-    changing underneath or stayed locked (nothing written), 130 interrupted (nothing written).
+    changing underneath or stayed locked, or the model failed or answered unusably (nothing written), 130
+    interrupted (nothing written).
     """
     from pi_compact.check import CheckOptions
     from pi_compact.compact import CompactOptions, compact_session
@@ -188,7 +224,17 @@ def compact(
     check_nonneg("--context-window", context_window)
     check_nonneg("--reserve-tokens", reserve_tokens)
     check_nonneg("--keep-recent-tokens", keep_recent_tokens)
-    if context_window is not None and model is not None:
+    _check_summary_flags(
+        mode,
+        cap=cap,
+        no_cap=no_cap,
+        context_file=bool(context_file),
+        base_url=base_url,
+        instructions=instructions,
+        include_thinking=include_thinking,
+        timeout=timeout,
+    )
+    if context_window is not None and model is not None and mode != "summary":
         out.warn("--context-window given: --model then only selects per-model settings overrides")
     for f in context_file or []:
         if not f.is_file():
@@ -200,6 +246,11 @@ def compact(
         "no_cap": no_cap,
         "context_files": [str(f) for f in context_file or []],
         "model": model,
+        "base_url": base_url,
+        "instructions": instructions,
+        "include_thinking": include_thinking,
+        "timeout": timeout,
+        "waiting": _waiting(out),
     }
     chosen = MODES[mode](params)
     options = CompactOptions(
@@ -219,9 +270,13 @@ def compact(
         new_id=new_id,
         lock_timeout=_lock_timeout(),
     )
+    if mode == "summary" and dry_run:
+        _summary_dry_run(out, path, options, _summary_options(params), json_output=json_output)
+        return
     result = compact_session(path, chosen, options)
     try:
         _report(out, result, json_output=json_output, dry_run=dry_run)
+        _summary_note(out, result)
     except KeyboardInterrupt:
         if result.written or result.status == "copied":
             sys.stderr.write("picompact: interrupted after the compaction was written\n")
@@ -263,3 +318,144 @@ def _report(out: Output, result: Any, *, json_output: bool, dry_run: bool) -> No
         kept = f"; the original is kept as {write.backup}" if write.backup else "; no backup kept (--no-backup)"
         out.note(f"migrated the v{write.migrated_from} file to v3 and rewrote it, as Pi does on open{kept}")
     out.note(summary_line(data))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --mode summary
+
+
+def _check_summary_flags(
+    mode: str,
+    *,
+    cap: int | None,
+    no_cap: bool,
+    context_file: bool,
+    base_url: str | None,
+    instructions: str | None,
+    include_thinking: bool,
+    timeout: float | None,
+) -> None:
+    """Flags of one mode given with the other are usage errors naming them."""
+    if mode == "summary":
+        verbatim_only = [
+            name
+            for name, given in (("--cap", cap is not None), ("--no-cap", no_cap), ("--context-file", context_file))
+            if given
+        ]
+        if verbatim_only:
+            raise UsageError(f"{', '.join(verbatim_only)} only apply to --mode verbatim, not --mode summary")
+    else:
+        summary_only = [
+            name
+            for name, given in (
+                ("--base-url", base_url is not None),
+                ("--instructions", instructions is not None),
+                ("--include-thinking", include_thinking),
+                ("--timeout", timeout is not None),
+            )
+            if given
+        ]
+        if summary_only:
+            raise UsageError(f"{', '.join(summary_only)} only apply to --mode summary")
+
+
+def _summary_options(params: dict[str, Any]) -> Any:
+    from pi_compact.checkpoint.summary import SummaryOptions
+
+    options = SummaryOptions(
+        model=params["model"],
+        base_url=params["base_url"],
+        instructions=params["instructions"],
+        include_thinking=params["include_thinking"],
+        timeout=params["timeout"] if params["timeout"] is not None else SummaryOptions.timeout,
+    )
+    options.validate()
+    return options
+
+
+def _waiting(out: Output) -> Callable[[str], Any]:
+    """A spinner with the elapsed time on stderr while the model writes (only on a terminal)."""
+    import contextlib
+
+    if not out.stderr_isatty:
+        return lambda _label: contextlib.nullcontext()
+
+    def waiting(label: str) -> Any:
+        import time
+
+        from rich.console import Console
+        from rich.text import Text
+
+        start = time.monotonic()
+
+        class Elapsed:
+            def __rich__(self) -> Text:
+                return Text(f"{label}… {time.monotonic() - start:.0f} s (Ctrl-C aborts, nothing is written)")
+
+        console = Console(stderr=True, no_color="NO_COLOR" in os.environ, highlight=False)
+        return console.status(Elapsed())
+
+    return waiting
+
+
+def _summary_dry_run(out: Output, path: Path, options: Any, summary_options: Any, *, json_output: bool) -> None:
+    """Print the exact request(s) and what they may cost; send nothing, write nothing."""
+    from pi_compact.check import check_session
+    from pi_compact.checkpoint.summary import preview_summary
+    from pi_compact.errors import NothingToCompactError
+
+    check = check_session(path, options.check)
+    report_diagnostics(out, check.diagnostics, path)
+    for warning in check.warnings:
+        out.warn(warning)
+    if options.if_needed and not check.should_compact:
+        out.note(f"not needed ({check.plan.context.tokens:,} context tokens, threshold {check.threshold:,})")
+        if json_output:
+            out.json({"schema_version": 1, "status": "not-needed", "mode": "summary", "session": str(path)})
+        return
+    if not check.plan.can_compact:
+        raise NothingToCompactError(f"nothing to compact: {check.plan.nothing_reason}", path=str(path))
+    preview = preview_summary(check, summary_options)
+    for warning in preview.warnings:
+        out.warn(warning)
+    if json_output:
+        out.json(preview.to_json())
+    else:
+        count = len(preview.requests)
+        for n, request in enumerate(preview.requests, 1):
+            kind = "turn prefix" if request.kind == "turn_prefix" else "history"
+            head = f"request {n} of {count} ({kind} summary, max {request.max_tokens:,} output tokens)"
+            if n > 1:
+                out.text("")
+            out.text(f"----- {head}: system prompt -----")
+            out.text(request.system)
+            out.text(f"----- {head}: user message -----")
+            out.text(request.user)
+    cl100k = [c for c in preview.cl100k if c is not None]
+    counted = f"; cl100k {sum(cl100k):,}" if len(cl100k) == len(preview.cl100k) else ""
+    cost = preview.cost_upper_bound
+    price = (
+        f"cost at most ${cost:.4f} (output priced at the full output limit: an upper bound)"
+        if cost is not None
+        else "cost unknown (no prices for this model)"
+    )
+    out.note(
+        f"dry run, nothing sent: {len(preview.requests)} request(s) to {preview.model.name} "
+        f"(window {preview.model.context_window:,}); input ~{preview.input_tokens:,} tokens (Pi's estimate{counted}); "
+        f"output limit {preview.max_output_tokens:,} tokens; {price}"
+    )
+
+
+def _summary_note(out: Output, result: Any) -> None:
+    """Which model wrote the summary and what it cost (stderr)."""
+    checkpoint = result.checkpoint
+    model = getattr(checkpoint, "model", "")
+    usage = getattr(checkpoint, "usage", None)
+    if not model or not isinstance(usage, dict):
+        return
+    requests = getattr(checkpoint, "requests", 1)
+    cost = usage.get("cost", {}).get("total", 0)
+    out.note(
+        f"summary by {model} in {requests} request{'s' if requests != 1 else ''}: {usage['input']:,} input + "
+        f"{usage['output']:,} output tokens (cache read {usage['cacheRead']:,}), ${cost:.4f}"
+    )
