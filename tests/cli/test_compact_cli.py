@@ -414,3 +414,19 @@ def test_killed_inside_the_lock_leaves_the_file_loading_and_unlocked(tmp_path):
     assert path.read_bytes() == before
     assert load_session(path).entries
     assert _compact(path).code == 0
+
+
+def test_without_session_argument_the_most_recent_session_of_the_directory_is_compacted(tmp_path):
+    from pi_compact.session.discovery import session_dir_for_cwd
+
+    project = tmp_path / "project"
+    project.mkdir()
+    sessions = session_dir_for_cwd(str(project))
+    sessions.mkdir(parents=True)
+    sb = simple_session(turns=6, size=400)
+    sb.header["cwd"] = str(project)
+    path = sb.write(sessions / "2026-01-01T00-00-00-000Z_0199aaaa-0000-7000-8000-000000000001.jsonl")
+    before = path.read_bytes()
+    result = run("compact", *KEEP, cwd=project, env=SEEDS)
+    assert result.code == 0, result.stderr
+    assert [e["type"] for e in _new_entries(path, before)] == ["compaction", "custom_message"]
