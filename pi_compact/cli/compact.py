@@ -343,7 +343,9 @@ def _check_summary_flags(
             if given
         ]
         if verbatim_only:
-            raise UsageError(f"{', '.join(verbatim_only)} only apply to --mode verbatim, not --mode summary")
+            raise UsageError(
+                f"{', '.join(verbatim_only)} {_apply(verbatim_only)} only to --mode verbatim, not --mode summary"
+            )
     else:
         summary_only = [
             name
@@ -356,7 +358,11 @@ def _check_summary_flags(
             if given
         ]
         if summary_only:
-            raise UsageError(f"{', '.join(summary_only)} only apply to --mode summary")
+            raise UsageError(f"{', '.join(summary_only)} {_apply(summary_only)} only to --mode summary")
+
+
+def _apply(flags: list[str]) -> str:
+    return "applies" if len(flags) == 1 else "apply"
 
 
 def _summary_options(params: dict[str, Any]) -> Any:
