@@ -13,6 +13,8 @@ Lengths are JavaScript lengths (UTF-16 units), the unit of Pi's chars/4 estimate
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,6 +26,7 @@ LONG_USER_CHARS = 800  # a user message longer than this may be shortened in ste
 STUB_CHARS = 400  # what a shortened user message keeps
 MIN_STUB_CHARS = 60  # the shortest stub worth keeping when the last resort reaches a user message
 MIN_CONVERSATION_CHARS = 500  # the conversation part never gets a smaller budget than this
+MARKER_CHARS = 60  # about what one "[… removed by the size cap: entries a..b …]" line costs
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,23 +52,48 @@ def user_stub(text: str, keep: int = STUB_CHARS) -> str:
 Step = tuple[int, tuple[int, int] | int, str | None]  # (span index, unit to remove | item to shorten, stub)
 
 
+@dataclass(frozen=True, slots=True)
+class _Trial:
+    """Trim states for every span, their rendered texts, and the total length."""
+
+    states: list[TrimState]
+    texts: list[str]
+    total: int
+
+
 class _Fitter:
     """Applies a prefix of an ordered list of changes and measures the result.
 
-    The shortest prefix that fits is found by bisection (the length falls almost monotonically as changes are
-    applied; only a new gap marker adds a few characters), so a handful of renders suffice on long sessions.
+    The length falls almost monotonically as changes are applied (only a new gap marker adds a few characters), so
+    the shortest prefix that fits is found with a handful of renders, even on long sessions.
     """
 
     def __init__(self, spans: Sequence[Span], budget: int) -> None:
         self.spans = spans
         self.budget = budget
-        self.states = [TrimState() for _ in spans]
-        self.lengths = [js_len(render_span(span)) for span in spans]
         self.separators = js_len(SPAN_SEPARATOR) * max(len(spans) - 1, 0)
+        texts = [render_span(span) for span in spans]
+        self.current = _Trial([TrimState() for _ in spans], texts, self._total(texts))
         self.applied = 0  # how many changes the last successful run applied
 
-    def _apply(self, steps: Sequence[Step]) -> tuple[list[TrimState], int]:
-        states = list(self.states)
+    def _total(self, texts: Sequence[str]) -> int:
+        return sum(js_len(text) for text in texts) + self.separators
+
+    @property
+    def states(self) -> list[TrimState]:
+        return self.current.states
+
+    @property
+    def texts(self) -> list[str]:
+        return self.current.texts
+
+    def total(self) -> int:
+        return self.current.total
+
+    def trial(self, steps: Sequence[Step], base: _Trial | None = None) -> _Trial:
+        """The result of applying ``steps`` on top of ``base`` (the current state by default)."""
+        base = base or self.current
+        states = list(base.states)
         touched: set[int] = set()
         for si, target, stub in steps:
             if si not in touched:
@@ -75,41 +103,69 @@ class _Fitter:
                 states[si].removed.add(target)
             elif stub is not None and isinstance(target, int):
                 states[si].short[target] = stub
-        lengths = list(self.lengths)
+        texts = list(base.texts)
         for si in touched:
-            lengths[si] = js_len(render_span(self.spans[si], states[si]))
-        return states, sum(lengths) + self.separators
-
-    def total(self) -> int:
-        return sum(self.lengths) + self.separators
+            texts[si] = render_span(self.spans[si], states[si])
+        return _Trial(states, texts, self._total(texts))
 
     def restart(self, steps: Sequence[Step]) -> None:
         """Start again from the untrimmed spans with only ``steps`` applied."""
-        self.states = [TrimState() for _ in self.spans]
-        self._commit(self._apply(steps)[0])
+        plain = [render_span(span) for span in self.spans]
+        self.current = self.trial(steps, _Trial([TrimState() for _ in self.spans], plain, self._total(plain)))
 
-    def _commit(self, states: list[TrimState]) -> None:
-        self.states = states
-        self.lengths = [js_len(render_span(span, state)) for span, state in zip(self.spans, states, strict=True)]
+    def run(self, steps: Sequence[Step], gains: Sequence[int]) -> bool:
+        """Apply the shortest prefix of ``steps`` that meets the budget (all of them if none does).
 
-    def run(self, steps: Sequence[Step]) -> bool:
-        """Apply the shortest prefix of ``steps`` that meets the budget (all of them if none does)."""
+        ``gains`` estimate what each step saves; the search starts where they say the budget is met, corrects itself
+        by the measured error, then bisects the small bracket left.
+        """
         self.applied = 0
         if self.total() <= self.budget:
             return True
-        states, total = self._apply(steps)
-        if total > self.budget:
-            self._commit(states)
-            self.applied = len(steps)
+        count = len(steps)
+        memo: dict[int, _Trial] = {}
+
+        def fits(k: int) -> bool:
+            if k not in memo:
+                memo[k] = self.trial(steps[:k])
+            return memo[k].total <= self.budget
+
+        if count == 0 or not fits(count):
+            if count:
+                self.current = memo[count]
+            self.applied = count
             return False
-        low, high = 0, len(steps)  # steps[:high] fits, steps[:low] does not
-        while high - low > 1:
+        saved = [0, *itertools.accumulate(gains)]  # saved[k]: estimated savings of steps[:k]
+
+        def estimate(target: int) -> int:
+            return min(max(bisect.bisect_left(saved, target), 1), count)
+
+        k = estimate(self.total() - self.budget)
+        for _ in range(4):  # secant steps: measure, correct the estimate by the error
+            fits(k)
+            nk = estimate(saved[k] + memo[k].total - self.budget)
+            if nk == k:
+                break
+            k = nk
+        high = min(j for j in memo if memo[j].total <= self.budget)
+        low = max([j for j in memo if j < high and memo[j].total > self.budget], default=0)
+        step = 1
+        while low == 0 and high > 1:  # no failing prefix measured below: gallop down to find one
+            probe = max(high - step, 1)
+            if not fits(probe):
+                low = probe
+            elif probe == 1:
+                high = 1
+                break
+            else:
+                high, step = probe, step * 2
+        while high - low > 1:  # steps[:low] does not fit (or low == 0), steps[:high] does
             middle = (low + high) // 2
-            if self._apply(steps[:middle])[1] <= self.budget:
+            if fits(middle):
                 high = middle
             else:
                 low = middle
-        self._commit(self._apply(steps[:high])[0])
+        self.current = memo[high]
         self.applied = high
         return True
 
@@ -122,25 +178,22 @@ class _Fitter:
             return
         index = target[0]
         text = self.spans[si].items[index].text
-
-        def attempt(keep: int) -> list[TrimState] | None:
-            states = list(self.states)
-            state = TrimState(set(states[si].removed) - {target}, {**states[si].short, index: user_stub(text, keep)})
+        without = self.current
+        keep = min(len(text), STUB_CHARS)
+        for _ in range(6):  # the stub's length follows ``keep`` almost one to one: correct by the overflow
+            if keep < MIN_STUB_CHARS:
+                return
+            state = TrimState(set(without.states[si].removed) - {target}, {**without.states[si].short})
+            state.short[index] = user_stub(text, keep)
+            states = list(without.states)
             states[si] = state
-            total = self.total() - self.lengths[si] + js_len(render_span(self.spans[si], state))
-            return states if total <= self.budget else None
-
-        best: list[TrimState] | None = None
-        low, high = MIN_STUB_CHARS - 1, min(len(text), STUB_CHARS)
-        while high > low:
-            middle = (low + high + 1) // 2
-            found = attempt(middle)
-            if found is not None:
-                best, low = found, middle
-            else:
-                high = middle - 1
-        if best is not None:
-            self._commit(best)
+            texts = list(without.texts)
+            texts[si] = render_span(self.spans[si], state)
+            total = self._total(texts)
+            if total <= self.budget:
+                self.current = _Trial(states, texts, total)
+                return
+            keep -= max(total - self.budget, 1)
 
 
 def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
@@ -176,21 +229,42 @@ def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
             if unit not in fitter.states[si].removed
         ]
 
+    def gains(steps: list[Step]) -> list[int]:
+        """What each step saves, estimated: the line or message it drops, its entry header when it is the item's
+        first unit, less a gap marker when it opens a gap after a kept user message."""
+        out = []
+        for si, target, stub in steps:
+            index = target if isinstance(target, int) else target[0]
+            items = spans[si].items
+            item = items[index]
+            if stub is not None:
+                out.append(js_len(item.text) - js_len(stub))
+                continue
+            line = target[1] if isinstance(target, tuple) else -1
+            text = item.text.split("\n")[line] if line >= 0 else fitter.states[si].short.get(index, item.text)
+            gain = js_len(text) + 1
+            if line <= 0:
+                gain += len(item.head) + len(item.entry) + 5
+                if index > 0 and items[index - 1].kind == "user" and line == 0:
+                    gain -= MARKER_CHARS
+            out.append(gain)
+        return out
+
     removals = non_user()
-    fits = fitter.run(removals)
+    removal_gains = gains(removals)
+    fits = fitter.run(removals, removal_gains)
     if not fits:
         stubs = long_users()
-        fits = fitter.run(stubs)
+        fits = fitter.run(stubs, gains(stubs))
         if fits:
             # The stubs were unavoidable (removing every non-user line was not enough); with them in place, give
             # back the newest non-user lines that fit.
             fitter.restart(stubs[: fitter.applied])
-            fitter.run(removals)
+            fitter.run(removals, removal_gains)
     if not fits:
         last_resort = remaining()
-        fits = fitter.run(last_resort)
+        fits = fitter.run(last_resort, gains(last_resort))
         if fits:
             fitter.refit_last_user(last_resort)
-    rendered = [render_span(span, state) for span, state in zip(spans, fitter.states, strict=True)]
-    text = SPAN_SEPARATOR.join(rendered)
+    text = SPAN_SEPARATOR.join(fitter.texts)
     return CapResult(text, tuple(state.changed for state in fitter.states), js_len(text), fits)

@@ -26,6 +26,7 @@ stub), ``branch`` (a branch summary, as prose), ``summary`` (an inherited compac
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -305,8 +306,8 @@ def _plural(n: int, word: str) -> str:
 
 def trim_note(span: Span, state: TrimState) -> str:
     """The recovery note of a span the cap changed."""
-    lines = sum(1 for i, j in state.removed if j >= 0)
-    users = sum(1 for i, j in state.removed if j < 0)
+    users = sum(1 for _, j in state.removed if j < 0)
+    lines = len(state.removed) - users
     shortened = sum(1 for i in state.short if (i, -1) not in state.removed)
     parts = []
     if lines:
@@ -322,25 +323,22 @@ def render_body(items: Sequence[Item], state: TrimState | None = None) -> tuple[
     """The span body and whether anything of it is left (False when the cap removed everything)."""
     removed = state.removed if state else set()
     short = state.short if state else {}
+    touched = Counter(i for i, _ in removed)  # removed units per item; untouched items are copied whole
     blocks: list[list[str]] = []
     prev_key: tuple[str, str] | None = None
     gap: list[str] | None = None  # [first entry, last entry] of the removed run being collected
     kept_any = False
 
-    def flush_gap() -> None:
-        nonlocal gap, prev_key
-        if gap is not None:
-            blocks.append([_marker(gap[0], gap[1])])
-            gap = None
-            prev_key = None
-
     for index, item in enumerate(items):
-        is_user = item.kind == "user"
-        lines = [short.get(index, item.text)] if is_user else item.text.split("\n")
+        if index not in touched:
+            pieces = [(short.get(index, item.text), False)]
+        elif item.kind == "user" or touched[index] == item.text.count("\n") + 1:
+            pieces = [(item.text, True)]  # removed whole
+        else:
+            pieces = [(line, (index, j) in removed) for j, line in enumerate(item.text.split("\n"))]
         shown_head = False
-        for j, line in enumerate(lines):
-            unit = (index, -1 if is_user else j)
-            if unit in removed:
+        for piece, is_removed in pieces:
+            if is_removed:
                 if gap is None:
                     gap = [item.entry, item.entry]
                 elif item.entry:
@@ -348,23 +346,22 @@ def render_body(items: Sequence[Item], state: TrimState | None = None) -> tuple[
                     gap[1] = item.entry
                 continue
             if gap is not None:
-                flush_gap()
-                shown_head = False
+                blocks.append([_marker(gap[0], gap[1])])
+                gap, prev_key, shown_head = None, None, False
             kept_any = True
             key = (item.entry, item.head)
-            if not item.head:
-                blocks.append([line])
-                prev_key = None
-            elif not shown_head and key != prev_key:
-                if item.kind in INLINE_KINDS:
-                    blocks.append([f"[{item.entry}] {item.head} {line}"])
-                else:
-                    blocks.append([f"[{item.entry}] {item.head}", line])
+            if shown_head or (item.head and key == prev_key):
+                blocks[-1].append(piece)
+            elif not item.head:
+                blocks.append([piece])
+            elif item.kind in INLINE_KINDS:
+                blocks.append([f"[{item.entry}] {item.head} {piece}"])
             else:
-                blocks[-1].append(line)
+                blocks.append([f"[{item.entry}] {item.head}", piece])
             shown_head = True
             prev_key = key if item.head else None
-    flush_gap()
+    if gap is not None:
+        blocks.append([_marker(gap[0], gap[1])])
     return "\n\n".join("\n".join(block) for block in blocks), kept_any
 
 
