@@ -61,7 +61,30 @@ class CheckResult:
             "last_entry_id": entries[-1].entry.id if entries else None,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def file_evidence(self, context_files: tuple[Path, ...] = ()) -> dict[str, Any] | None:
+        """The cumulative file lists a verbatim checkpoint would carry, each path annotated with the evidence the
+        kept tail (and any retained startup read) still holds. None when there is nothing to compact."""
+        if not self.plan.can_compact:
+            return None
+        from pi_compact.checkpoint.context_files import context_files_for
+        from pi_compact.checkpoint.evidence import annotate_file_lists
+        from pi_compact.checkpoint.startup_reads import select_startup_reads
+        from pi_compact.checkpoint.verbatim import cumulative_files, is_verbatim_details
+
+        cwd = self.session.cwd
+        read_files, modified_files = cumulative_files(self.plan)
+        previous = self.plan.previous_compaction
+        details = previous.raw.get("details") if previous is not None else None
+        state = details.get("startupReads") if is_verbatim_details(details) and isinstance(details, dict) else None
+        files = context_files_for(cwd, extra=list(context_files))
+        retained, _ = select_startup_reads(self.plan, state, files, cwd)
+        annotations = annotate_file_lists(self.plan, read_files, modified_files, cwd, retained)
+        return {
+            **annotations.to_json(),
+            "startupReads": [{"entryId": r.entry_id, "path": r.path, "displayPath": r.display_path} for r in retained],
+        }
+
+    def to_json(self, *, evidence: bool = True) -> dict[str, Any]:
         plan = self.plan
         ctx = plan.context
         split = plan.cut.is_split_turn and plan.can_compact
@@ -111,6 +134,7 @@ class CheckResult:
             "modified_files": plan.modified_files,
             "tokenizer": self.tokenizer,
             "context_tokens_cl100k": self.cl100k_tokens,
+            "file_evidence": self.file_evidence() if evidence else None,
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "warnings": self.warnings,
         }

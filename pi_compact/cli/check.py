@@ -130,7 +130,7 @@ def check(
             tokenizer=tokenizer,
         ),
     )
-    data = result.to_json()
+    data = result.to_json(evidence=json_output or files)
     report_diagnostics(out, result.diagnostics, path)
     for warning in result.warnings:
         out.warn(warning)
@@ -138,9 +138,10 @@ def check(
         out.json(data)
     else:
         render_rows(out, check_rows(data))
-        if files:
-            for p in data["read_files"]:
-                out.text(f"  read      {p}")
-            for p in data["modified_files"]:
-                out.text(f"  modified  {p}")
+        evidence = data.get("file_evidence")
+        if files and evidence:
+            for kind, key in (("read", "readFiles"), ("modified", "modifiedFiles")):
+                for item in evidence[key]:
+                    label = f"  ({item['label']})" if item["label"] else ""
+                    out.text(f"  {kind:<9} {item['displayPath']}{label}")
     raise typer.Exit(int(ExitCode.NO) if result.should_compact else int(ExitCode.OK))

@@ -1,0 +1,38 @@
+"""``check --json`` reports the evidence-annotated file lists a verbatim checkpoint would carry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import run
+from tests.sessionkit import SessionBuilder
+
+
+def test_check_json_reports_annotated_file_lists(tmp_path: Path) -> None:
+    sb = SessionBuilder(cwd="/repo")
+    sb.user("edit the config " + "x" * 4000)
+    sb.assistant(
+        "editing",
+        tool_calls=[("c1", "edit", {"path": "/repo/config.toml", "edits": [{"oldText": "a", "newText": "b"}]})],
+    )
+    sb.tool_result("c1", "edit", "ok")
+    sb.assistant("done " + "y" * 4000, usage=3000)
+    sb.user("now read the readme")
+    sb.assistant("reading", tool_calls=[("c2", "read", {"path": "/repo/README.md"})])
+    sb.tool_result("c2", "read", "# Title\nbody\n")
+    sb.assistant("read it", usage=5000)
+    path = sb.write(tmp_path / "s.jsonl")
+    result = run(
+        "check", path, "--context-window", "4000", "--reserve-tokens", "100", "--keep-recent-tokens", "50", "--json"
+    )
+    assert result.code == 1, result.stderr
+    data = result.json
+    assert data["modified_files"] == ["/repo/config.toml"]
+    evidence = data["file_evidence"]
+    labels = {item["displayPath"]: item["label"] for item in evidence["modifiedFiles"] + evidence["readFiles"]}
+    assert labels["config.toml"] == "no read-tool output in tail"
+    assert "unless annotated, no retained read-tool output identified" in evidence["header"]
+    files = run(
+        "check", path, "--context-window", "4000", "--reserve-tokens", "100", "--keep-recent-tokens", "50", "--files"
+    )
+    assert "config.toml  (no read-tool output in tail)" in files.stdout
