@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pi_compact.errors import ConcurrentWriteError, ExitCode, SessionError, UsageError
+from pi_compact.errors import ConcurrentWriteError, ExitCode, ExternalError, SessionError, UsageError
 from pi_compact.session import load_session
 from pi_compact.session.write import (
     LockTimeoutError,
@@ -282,3 +282,41 @@ def test_write_copy_of_a_v1_file_is_migrated(tmp_path):
     copy = load_session(dest)
     assert copy.original_version == 3
     assert [e.id for e in copy.entries] == [e.id for e in session.entries] + ["feed0001", "feed0002"]
+
+
+def test_rewrite_through_a_symlink_keeps_the_link(tmp_path):
+    real = tmp_path / "real" / "v2.jsonl"
+    real.parent.mkdir()
+    original = (PI_FIXTURES / "gen-v2-legacy-101.jsonl").read_bytes()
+    real.write_bytes(original)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    session = load_session(link)
+    result = rewrite_session(link, migrated_lines(session) + NEW, expected=session)
+    assert link.is_symlink()
+    assert load_session(real).entries[-1].id == "feed0002"
+    assert result.backup == real.with_name("v2.jsonl.bak")
+    assert result.backup.read_bytes() == original
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (PermissionError(13, "Permission denied"), SessionError),
+        (OSError(28, "No space left on device"), ExternalError),
+    ],
+)
+def test_a_copy_that_cannot_be_written_is_a_typed_error_and_leaves_nothing(tmp_path, monkeypatch, error, kind):
+    import pi_compact.session.write as write
+
+    path = _session_file(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    def failing_fchmod(fd, mode):
+        raise error
+
+    monkeypatch.setattr(write.os, "fchmod", failing_fchmod)
+    with pytest.raises(kind) as info:
+        write_copy(tmp_path / "copy.jsonl", load_session(path), NEW)
+    assert str(error.strerror).lower() in str(info.value).lower()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no temp file left behind

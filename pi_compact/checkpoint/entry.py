@@ -79,7 +79,10 @@ def seeded_ids(seed: str) -> IdGenerator:
 
 def serialize_entry(entry: JsonDict) -> str:
     """One session line: ``JSON.stringify(entry) + "\\n"``."""
-    return js_stringify(entry) + "\n"
+    text = js_stringify(entry)
+    if text is None:  # only for undefined-like values; a dict always serialises
+        raise ValueError("entry does not serialise to JSON")
+    return text + "\n"
 
 
 def serialize_entries(entries: list[JsonDict]) -> list[str]:

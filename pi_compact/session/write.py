@@ -316,7 +316,14 @@ def migrated_lines(session: Session) -> list[str]:
     """
     header = dict(session.header)
     header["version"] = 3
-    return [js_stringify(header) + "\n", *(js_stringify(e.raw) + "\n" for e in session.entries)]
+    return [_line(header), *(_line(e.raw) for e in session.entries)]
+
+
+def _line(value: dict[str, object]) -> str:
+    text = js_stringify(value)
+    if text is None:  # only for undefined-like values; a dict always serialises
+        raise ValueError("entry does not serialise to JSON")
+    return text + "\n"
 
 
 def _temp_beside(target: Path) -> tuple[int, Path]:
@@ -324,9 +331,19 @@ def _temp_beside(target: Path) -> tuple[int, Path]:
     return fd, Path(name)
 
 
+def _os_error(exc: OSError, target: Path) -> Exception:
+    """A failed write as a typed error: permissions are the user's to fix (exit 2), the rest external (exit 3)."""
+    if isinstance(exc, PermissionError):
+        return SessionError("permission denied: cannot write here", path=str(target))
+    return ExternalError(f"cannot write: {exc.strerror or exc}", path=str(target))
+
+
 def _write_temp(target: Path, data: bytes, mode: int | None, owner: tuple[int, int] | None) -> Path:
     """A fully written, synced temp file next to ``target`` with the given permissions."""
-    fd, tmp = _temp_beside(target)
+    try:
+        fd, tmp = _temp_beside(target)
+    except OSError as exc:
+        raise _os_error(exc, target) from None
     try:
         view = memoryview(data)
         while view:
@@ -338,10 +355,12 @@ def _write_temp(target: Path, data: bytes, mode: int | None, owner: tuple[int, i
             with contextlib.suppress(OSError):
                 os.fchown(fd, *owner)
         os.fsync(fd)
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, OSError):
+            raise _os_error(exc, target) from None
         raise
     os.close(fd)
     return tmp
@@ -381,7 +400,7 @@ def rewrite_session(
     The original stays as ``SESSION.bak`` unless ``backup`` is false; permissions and owner are kept. With
     ``expected``, the file must still be what was read (else SessionChangedError, nothing changed).
     """
-    p = Path(path)
+    p = Path(os.path.realpath(path))  # replace the real file, never a symlink pointing at it
     data = "".join(lines).encode("utf-8", "surrogatepass")
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -402,9 +421,12 @@ def rewrite_session(
             with _signals_deferred():
                 if expected is not None:
                     _check_unchanged(fd, p, expected)
-                if backup:
-                    saved = _make_backup(p)
-                os.replace(tmp, p)
+                try:
+                    if backup:
+                        saved = _make_backup(p)
+                    os.replace(tmp, p)
+                except OSError as exc:
+                    raise _os_error(exc, p) from None
                 tmp = None
             _fsync_dir(p.parent)
     finally:
@@ -450,7 +472,7 @@ def write_copy(
         stream.write(data)
         stream.flush()
         return WriteResult(Path("-"), len(data))
-    target = Path(dest)
+    target = Path(os.path.realpath(dest))
     source = session.path
     if source is not None and target.exists():
         with contextlib.suppress(OSError):
@@ -470,9 +492,11 @@ def write_copy(
     try:
         with _signals_deferred():
             os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, OSError):
+            raise _os_error(exc, target) from None
         raise
     _fsync_dir(target.parent)
     return WriteResult(target, len(data), migrated_from=session.original_version if session.needs_migration else None)
