@@ -7,6 +7,7 @@ from pi_compact.checkpoint.verbatim import (
     build_verbatim_checkpoint,
     is_verbatim_details,
     saved_spans,
+    stale_reminder_ids,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "build_verbatim_checkpoint",
     "is_verbatim_details",
     "saved_spans",
+    "stale_reminder_ids",
 ]

@@ -46,18 +46,23 @@ class Recovery:
         return rows
 
 
-def introduction(recovery: Recovery, cwd: str) -> str:
+def introduction(recovery: Recovery, cwd: str, has_startup_reads: bool = False) -> str:
     """What was removed and how to get it back, said once for the whole checkpoint."""
     width = max(len(cmd) for cmd, _ in recovery.commands())
     commands = "\n".join(f"  {cmd.ljust(width)}  # {why}" for cmd, why in recovery.commands())
     where = f" ({cwd})" if cwd else ""
+    outputs = (
+        "Every tool output is removed, except the startup reads retained after the conversation."
+        if has_startup_reads
+        else "Every tool output is removed."
+    )
     return f"""{TITLE}
 
 The earlier conversation was compacted mechanically; no model rewrote it. What remains and what was taken out:
 - User messages and assistant replies are kept word for word (the size cap may shorten old ones; see below).
 - Thinking is removed.
-- Every tool output is removed, except the startup reads retained after the conversation. Each tool call is one \
-line, `▸ name(arguments) → ok | error | unknown`: the label only tells whether the tool reported an error \
+- {outputs} Each tool call is one line, `▸ name(arguments) → ok | error | unknown`: the label only tells \
+whether the tool reported an error \
 (`unknown`: no result was recorded). It does not say that tests passed or that a change was right.
 - Arguments are abbreviated: `content=<N chars>` for written file contents, `edits=K` for edit lists, character \
 counts for oldText/newText, and a JSON prefix cut with `…` for anything else. Paths are relative to the working \

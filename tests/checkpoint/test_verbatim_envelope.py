@@ -6,7 +6,12 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from pi_compact.checkpoint import REORIENTATION_CUSTOM_TYPE, VerbatimOptions, build_verbatim_checkpoint
+from pi_compact.checkpoint import (
+    REORIENTATION_CUSTOM_TYPE,
+    VerbatimOptions,
+    build_verbatim_checkpoint,
+    stale_reminder_ids,
+)
 from pi_compact.checkpoint.context_files import ContextFile
 from pi_compact.checkpoint.envelope import TAIL_MARKER
 
@@ -116,3 +121,15 @@ def test_intro_explains_removals_once(builder: SessionBuilder, tmp_path: Path) -
         f"({CWD})",
     ):
         assert phrase in intro
+
+
+def test_v24_earlier_reminders_in_the_kept_tail_are_reported(builder: SessionBuilder, tmp_path: Path) -> None:
+    builder.user("first")
+    builder.assistant("ok")
+    builder.user("second " + "x" * 200)
+    old = builder.custom_message(REORIENTATION_CUSTOM_TYPE, "old reminder", display=False)
+    builder.assistant("continuing")
+    builder.user("third")
+    plan, _ = compact(builder, tmp_path, keep=20)
+    assert old in {pe.entry.id for pe in plan.kept_entries()}
+    assert stale_reminder_ids(plan) == [old]

@@ -32,7 +32,13 @@ SESSION_PATH = "/home/dev/.pi/agent/sessions/--home-dev-repo--/2025-01-01T00-00-
 
 def all_kinds(b: SessionBuilder) -> tuple[int, int | None]:
     """Every message kind, context edits, unrendered entry types, emoji and images."""
-    b.message({"role": "system", "content": "You are a coding assistant."})
+    b.message(
+        {
+            "role": "system",
+            "content": "You are a coding assistant.\n\n"
+            f'<project_instructions path="{CWD}/AGENTS.md">\nTax code lives in src/tax.ts.\n</project_instructions>',
+        }
+    )
     b.other("model_change", provider="anthropic", modelId="claude-sonnet-4-5")
     b.other("thinking_level_change", thinkingLevel="high")
     b.user("Bonjour 👋 — please fix the tax rounding in src/tax.ts.\nDetails follow:\n\t1. cents\n\t2. 🇫🇷 locale")
@@ -223,6 +229,7 @@ def test_golden_sessions_cover_what_they_claim(tmp_path: Path) -> None:
         '"hologram" message',
         "(the reply was aborted)",
         "👋",
+        '<read entry="e0000006" path="src/tax.ts" offset="1" limit="200">\nexport const tax = ...\n</read>',
     ):
         assert needle in kinds
     assert "secret plan" not in kinds and "an older reminder" not in kinds and "dropped from context" not in kinds
