@@ -97,10 +97,13 @@ def abbreviate_cwd(command: str, cwd: str) -> str:
     base = _norm_cwd(cwd)
     if not base or (base not in command and not is_windows_path(base)):
         return command
-    flags = re.IGNORECASE if is_windows_path(base) else 0
+    windows = is_windows_path(base)
+    body = re.escape(base)
+    if windows:  # either separator, any case: C:\\repo, c:/repo
+        body = "[\\\\/]".join(re.escape(part) for part in re.split(r"[\\/]", base))
     before = r"(?<![\w.\-/~\\])"
     after = r"(?=[/\\]|$|[^\w.\-])"
-    return re.sub(before + re.escape(base) + after, ".", command, flags=flags)
+    return re.sub(before + body + after, ".", command, flags=re.IGNORECASE if windows else 0)
 
 
 def display_path(path: str, cwd: str) -> str:

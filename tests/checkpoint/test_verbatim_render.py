@@ -193,6 +193,18 @@ def test_v8_shell_cwd_abbreviation(command: str, shown: str) -> None:
     assert abbreviate_cwd(command, "/repo") == shown
 
 
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("cd C:\\Users\\dev\\proj && cargo build", "cd . && cargo build"),
+        ("type c:/users/dev/proj/src/x.rs", "type ./src/x.rs"),
+        ("dir C:\\Users\\dev\\project", "dir C:\\Users\\dev\\project"),
+    ],
+)
+def test_v8_shell_cwd_abbreviation_windows(command: str, shown: str) -> None:
+    assert abbreviate_cwd(command, "C:\\Users\\dev\\proj") == shown
+
+
 def test_v8_bash_signature_shows_dot_but_raw_is_untouched(builder: SessionBuilder, tmp_path: Path) -> None:
     builder.user("go")
     builder.tool("bash", {"command": f"cd {CWD} && pytest {CWD}/tests -q"})
