@@ -18,7 +18,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pi_compact.checkpoint.spans import Span, TrimState, item_units, render_span
+from pi_compact.checkpoint.spans import Span, TrimState, item_units, render_span, unit_text
 from pi_compact.tokens import js_len
 
 SPAN_SEPARATOR = "\n\n"
@@ -241,7 +241,7 @@ def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
                 out.append(js_len(item.text) - js_len(stub))
                 continue
             line = target[1] if isinstance(target, tuple) else -1
-            text = item.text.split("\n")[line] if line >= 0 else fitter.states[si].short.get(index, item.text)
+            text = unit_text(item, (index, line)) if line >= 0 else fitter.states[si].short.get(index, item.text)
             gain = js_len(text) + 1
             if line <= 0:
                 gain += len(item.head) + len(item.entry) + 5

@@ -45,6 +45,7 @@ from pi_compact.session.model import Entry, JsonDict
 REORIENTATION_CUSTOM_TYPE = "picompact.reorientation"
 
 INLINE_KINDS = frozenset({"bash", "custom", "other"})
+LINE_KINDS = frozenset({"assistant", "branch", "summary"})  # prose the cap may trim line by line
 ITEM_KINDS = frozenset({"user", "assistant", "call", "stop", "bash", "custom", "branch", "summary", "other", "note"})
 SpanSource = Literal["verbatim", "summary"]
 
@@ -232,7 +233,7 @@ def message_items(
     return [Item(entry_id, "other", f"{json_cut(role)} message:", "content removed")]
 
 
-SPLIT_TURN_NOTE = "(This turn continues in the kept conversation after the checkpoint.)"
+SPLIT_TURN_NOTE = "(This turn continues after this span.)"
 
 
 def build_span(
@@ -285,9 +286,20 @@ class TrimState:
 
 
 def item_units(index: int, item: Item) -> list[tuple[int, int]]:
+    """What the cap removes one at a time: a user message whole ``(i, -1)``, prose line by line ``(i, j)``, any
+    other item whole ``(i, 0)`` (a call stays together with its nested calls)."""
     if item.kind == "user":
         return [(index, -1)]
-    return [(index, j) for j in range(item.text.count("\n") + 1)]
+    if item.kind in LINE_KINDS:
+        return [(index, j) for j in range(item.text.count("\n") + 1)]
+    return [(index, 0)]
+
+
+def unit_text(item: Item, unit: tuple[int, int]) -> str:
+    """The text one unit stands for."""
+    if unit[1] < 0 or item.kind not in LINE_KINDS:
+        return item.text
+    return item.text.split("\n")[unit[1]]
 
 
 RECOVER_HINT = "The originals are in the session file: recover them by entry id with the commands at the top"
@@ -307,7 +319,11 @@ def _plural(n: int, word: str) -> str:
 def trim_note(span: Span, state: TrimState) -> str:
     """The recovery note of a span the cap changed."""
     users = sum(1 for _, j in state.removed if j < 0)
-    lines = len(state.removed) - users
+    lines = sum(
+        1 if span.items[i].kind in LINE_KINDS else span.items[i].text.count("\n") + 1
+        for i, j in state.removed
+        if j >= 0
+    )
     shortened = sum(1 for i in state.short if (i, -1) not in state.removed)
     parts = []
     if lines:
@@ -332,7 +348,7 @@ def render_body(items: Sequence[Item], state: TrimState | None = None) -> tuple[
     for index, item in enumerate(items):
         if index not in touched:
             pieces = [(short.get(index, item.text), False)]
-        elif item.kind == "user" or touched[index] == item.text.count("\n") + 1:
+        elif item.kind not in LINE_KINDS or touched[index] == item.text.count("\n") + 1:
             pieces = [(item.text, True)]  # removed whole
         else:
             pieces = [(line, (index, j) in removed) for j, line in enumerate(item.text.split("\n"))]

@@ -161,3 +161,22 @@ def test_v22_fully_removed_span_still_says_so() -> None:
     assert "[b1] user:\n" + "b" * 100 in result.text
     assert "b" * 3000 not in result.text
     assert "of 3000 characters shown]" in result.text
+
+
+def test_v20_a_call_leaves_with_its_nested_calls_and_prose_goes_line_by_line() -> None:
+    prose = "\n".join(f"reply line {n} " + "with more words " * 4 for n in range(20))
+    call = '▸ codemode(code="x") → ok\n  ↳ edit(path=a.ts) → ok\n  ↳ read(path=b.ts) → ok'
+    items = (
+        Item("a1", "user", "user:", "question"),
+        Item("a2", "assistant", "assistant:", prose),
+        Item("a2", "call", "assistant:", call),
+        Item("a3", "user", "user:", "follow-up"),
+    )
+    full = fit_spans([span(1, *items)], None).chars
+    seen_partial_prose = False
+    for budget in range(full - 1, 150, -7):
+        text = fit_spans([span(1, *items)], budget).text
+        assert ("↳" in text) == ("▸ codemode" in text)  # never a nested line without its call
+        assert text.count("↳") in (0, 2)
+        seen_partial_prose |= "reply line 19" in text and "reply line 0 " not in text
+    assert seen_partial_prose

@@ -236,7 +236,7 @@ def test_golden_sessions_cover_what_they_claim(tmp_path: Path) -> None:
     assert "ABANDONED-BRANCH-TEXT" not in render("branches", tmp_path)
     windows = render("windows-split-turn", tmp_path).split("===== reminder", 1)[0]
     assert "read(path=src\\\\main.rs)" not in windows and "read(path=src\\main.rs) → ok" in windows
-    assert "continues in the kept conversation" in windows
+    assert "(This turn continues after this span.)" in windows
     assert 'trimmed="true"' in render("huge-paste-capped", tmp_path)
     assert render("repeated", tmp_path).count("<span compaction=") == 3
 

@@ -80,7 +80,7 @@ def test_v2_split_turn_prefix_is_compacted(builder: SessionBuilder, tmp_path: Pa
     span = only_span(cp.summary)
     assert "do the big job" in span
     assert "read(path=a.txt) → ok" in span
-    assert "(This turn continues in the kept conversation after the checkpoint.)" in span
+    assert span.endswith("(This turn continues after this span.)\n</span>")
     kept_ids = {pe.entry.id for pe in plan.kept_entries()}
     assert not any(f"[{i}]" in span for i in kept_ids)
 
