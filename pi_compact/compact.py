@@ -252,7 +252,7 @@ class CompactResult:
     def to_json(self) -> dict[str, Any]:
         plan = self.check.plan
         compaction = self.entries[0] if self.entries else None
-        reminder = self.entries[1] if len(self.entries) > 1 else None
+        reminder = next((e for e in self.entries if e["type"] == "custom_message"), None)
         write = self.write
         session = self.check.session
         return {
@@ -265,6 +265,7 @@ class CompactResult:
             "leaf_id": self.check.branch.leaf.id if self.check.branch.leaf else None,
             "compaction_id": compaction["id"] if compaction else None,
             "reminder_id": reminder["id"] if reminder else None,
+            "omitted_reminder_ids": [e["targetId"] for e in self.entries if e["type"] == "context_edit"],
             "first_kept_entry_id": compaction["firstKeptEntryId"] if compaction else None,
             "is_split_turn": bool(plan.cut.is_split_turn and plan.can_compact),
             "stats": self.stats.to_json() if self.stats else None,
@@ -355,6 +356,18 @@ def gain_warnings(stats: CompactStats, keep_recent_tokens: int) -> list[str]:
     return out
 
 
+def stale_reminders(plan: CompactionPlan) -> list[str]:
+    """Earlier re-orientation messages still visible in the kept tail: the new checkpoint replaces them."""
+    from pi_compact.checkpoint.entry import reorientation_type
+
+    kind = reorientation_type()
+    return [
+        pe.entry.id
+        for pe in plan.kept_entries()
+        if pe.entry.type == "custom_message" and pe.messages and pe.entry.raw.get("customType") == kind
+    ]
+
+
 def _mode_name(mode: Mode) -> str:
     return str(getattr(mode, "mode_name", getattr(mode, "__name__", "custom")))
 
@@ -397,6 +410,7 @@ def compact_session(
             clock=opts.clock,
             new_id=opts.new_id,
             projection=plan.projection,
+            omit_entry_ids=stale_reminders(plan),
         )
         lines = serialize_entries(entries)
         stats = compaction_stats(check, entries)

@@ -187,7 +187,7 @@ def test_timestamps_are_iso_with_milliseconds_and_z_like_pi(moment, expected):
 
 
 def test_serialised_entry_is_exactly_one_line_even_with_line_separators_in_the_text():
-    summary = "line one\nline two\r\n\u2028para\u2029 émoji 😀 \"quoted\" \\ tab\t"
+    summary = 'line one\nline two\r\n\u2028para\u2029 émoji 😀 "quoted" \\ tab\t'
     entries = _build(_session(simple_session(turns=2)), summary=summary, reminder="r\nr")
     lines = serialize_entries(entries)
     data = "".join(lines).encode()
@@ -196,3 +196,18 @@ def test_serialised_entry_is_exactly_one_line_even_with_line_separators_in_the_t
     # JSON.stringify: no spaces after separators, non-ASCII written as is.
     assert lines[0].startswith('{"type":"compaction","id":')
     assert "😀" in lines[0] and "é" in lines[0]
+
+
+def test_earlier_reminders_are_omitted_by_context_edits_chained_before_the_new_reminder():
+    session = _session(simple_session(turns=3))
+    targets = [session.entries[3].id, session.entries[5].id]
+    entries = _build(session, reminder="new reminder", omit_entry_ids=targets)
+    compaction, *edits, reminder = entries
+    assert [e["type"] for e in edits] == ["context_edit", "context_edit"]
+    assert [list(e) for e in edits] == [["type", "id", "parentId", "timestamp", "targetId", "replacement"]] * 2
+    assert [e["targetId"] for e in edits] == targets
+    assert all(e["replacement"] is None for e in edits)
+    assert edits[0]["parentId"] == compaction["id"] and edits[1]["parentId"] == edits[0]["id"]
+    assert reminder["parentId"] == edits[1]["id"]
+    assert reminder["details"] == {"compactionId": compaction["id"]}
+    assert len({e["id"] for e in entries}) == 4

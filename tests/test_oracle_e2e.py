@@ -194,3 +194,28 @@ def test_real_pi_resuming_the_compacted_file_sends_checkpoint_tail_reorientation
     mapped = [m["entry"]["id"] for m in messages[first + 1 : -2] if isinstance(m.get("entry"), dict)]
     assert mapped == [i for i in kept_ids if i in set(mapped)]  # Pi's order is our order
     assert mapped[0] == doc["first_kept_entry_id"]
+
+
+@needs_oracle
+def test_after_a_second_compaction_pi_sees_only_the_newest_reorientation_message(tmp_path):
+    path = simple_session(turns=8, size=4000).write(tmp_path / "s.jsonl")
+    first = run("compact", path, "--keep-recent-tokens", "3000", "--json", env=SEEDS)
+    assert first.code == 0, first.stderr
+    leaf = first.json["reminder_id"]
+    turn = [
+        {"type": "message", "id": "bbbb0001", "parentId": leaf, "timestamp": "2026-05-06T08:00:00.000Z",
+         "message": {"role": "user", "content": "next " + "n" * 2000, "timestamp": 5}},
+        {"type": "message", "id": "bbbb0002", "parentId": "bbbb0001", "timestamp": "2026-05-06T08:00:01.000Z",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "ok " + "m" * 2000}],
+                     "provider": "anthropic", "model": "claude-sonnet-4-5", "stopReason": "stop", "timestamp": 6}},
+    ]  # fmt: skip
+    with open(path, "ab") as f:
+        f.write(b"".join(orjson.dumps(e) + b"\n" for e in turn))
+    second = run("compact", path, "--keep-recent-tokens", "1500", "--json", env={**SEEDS, "PICOMPACT_ID_SEED": "2"})
+    assert second.code == 0, second.stderr
+    assert second.json["omitted_reminder_ids"] == [leaf]
+    pi = oracle("context", path, "--full")
+    reminders = [m for m in pi["messages"] if m.get("customType") == "picompact.reorientation"]
+    assert len(reminders) == 1 and pi["messages"][-1] is reminders[-1]
+    assert reminders[0]["content"] == second.json["entries"][-1]["content"]
+    assert pi["estimateProjectedContextTokens"]["tokens"] == second.json["stats"]["tokens_after"]

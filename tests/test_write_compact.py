@@ -240,3 +240,48 @@ def test_verbatim_mode_default_cap_is_half_of_keep_recent_tokens(tmp_path, monke
     assert seen[0].session_path == str(path)
     with pytest.raises(UsageError, match="--cap and --no-cap"):
         verbatim_mode(cap_tokens=5, no_cap=True)
+
+
+def _next_turn(path: Path, tag: str) -> None:
+    """Pi appends a new turn after the compaction (chained to the file's last entry)."""
+    leaf = load_session(path).leaf.id
+    user = {
+        "type": "message",
+        "id": f"{tag}0001",
+        "parentId": leaf,
+        "timestamp": "2026-02-03T05:00:00.000Z",
+        "message": {"role": "user", "content": "next " + "n" * 2000, "timestamp": 5},
+    }
+    reply = {
+        "type": "message",
+        "id": f"{tag}0002",
+        "parentId": f"{tag}0001",
+        "timestamp": "2026-02-03T05:00:01.000Z",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "ok " + "m" * 2000}],
+            "provider": "anthropic",
+            "model": "claude-sonnet-4-5",
+            "stopReason": "stop",
+            "timestamp": 6,
+        },
+    }
+    with open(path, "ab") as f:
+        f.write(orjson.dumps(user) + b"\n" + orjson.dumps(reply) + b"\n")
+
+
+def test_a_new_checkpoint_replaces_the_reminder_still_in_its_kept_tail(tmp_path):
+    """V24: only the newest re-orientation message stays in view; older ones are omitted, never accumulated."""
+    path = simple_session(turns=8, size=4000).write(tmp_path / "s.jsonl")
+    first = compact_session(path, stand_in, _options(check=CheckOptions(keep_recent_tokens=3000)))
+    old_reminder = first.to_json()["reminder_id"]
+    _next_turn(path, "bbbb")
+    second = compact_session(path, stand_in, _options(check=CheckOptions(keep_recent_tokens=1500)))
+    assert old_reminder in [pe.entry.id for pe in second.check.plan.kept_entries()]
+    doc = second.to_json()
+    assert doc["omitted_reminder_ids"] == [old_reminder]
+    projection = build_projection(get_branch(load_session(path)))
+    visible = [pe.entry.id for pe in projection.entries if pe.messages and pe.entry.type == "custom_message"]
+    assert visible == [doc["reminder_id"]]
+    assert next(pe for pe in projection.entries if pe.entry.id == old_reminder).omitted
+    assert second.stats.tokens_after == context_tokens(projection).tokens  # the omission is counted

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -111,14 +111,17 @@ def build_compaction_entries(
     new_id: IdGenerator = random_id,
     projection: Projection | None = None,
     reminder_type: str | None = None,
+    omit_entry_ids: Sequence[str] = (),
 ) -> list[JsonDict]:
     """The entries to append for one compaction, as Pi's ``appendCompaction`` would write them.
 
     ``parentId`` is the branch leaf (so ``--leaf`` on a side branch extends that branch). A ``None``
     ``first_kept_entry_id`` keeps nothing (Pi stores the compaction's own id). ``systemMessage`` is the system
     prompt and tools replayed from the branch's projection, stamped with the entry time, and present only when
-    there is one. With a ``reminder``, a hidden ``custom_message`` follows as a child of the compaction: Pi then
-    places it after the kept tail, where the model resumes.
+    there is one. ``omit_entry_ids`` (earlier re-orientation messages still in the kept tail) each get a
+    ``context_edit`` that omits them, chained after the compaction, so only the new reminder stays in view. With a
+    ``reminder``, a hidden ``custom_message`` comes last (a child of the compaction, or of the last edit): Pi places
+    it after the kept tail, where the model resumes.
     """
     moment = clock()
     timestamp = iso_timestamp(moment)
@@ -146,6 +149,19 @@ def build_compaction_entries(
     if system is not None:
         entry["systemMessage"] = {**system, "timestamp": epoch_ms(moment)}
     out = [entry]
+    for target in omit_entry_ids:
+        # Key order of Pi's appendContextEdit; a null replacement omits the target from the model's context.
+        out.append(
+            {
+                "type": "context_edit",
+                "id": new_id(taken),
+                "parentId": out[-1]["id"],
+                "timestamp": timestamp,
+                "targetId": target,
+                "replacement": None,
+            }
+        )
+        taken.add(out[-1]["id"])
     if reminder is not None:
         # Key order of Pi's appendCustomMessageEntry.
         out.append(
@@ -156,7 +172,7 @@ def build_compaction_entries(
                 "display": False,
                 "details": {"compactionId": compaction_id},
                 "id": new_id(taken),
-                "parentId": compaction_id,
+                "parentId": out[-1]["id"],
                 "timestamp": timestamp,
             }
         )
