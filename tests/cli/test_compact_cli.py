@@ -331,14 +331,13 @@ def test_nothing_to_compact_is_exit_2_with_the_reason(tmp_path):
 
 
 def test_a_compaction_that_would_not_shrink_the_context_is_refused(tmp_path):
-    path = _session(tmp_path)
-    assert _compact(path).code == 0
+    # A short conversation: the checkpoint's fixed parts are bigger than the history they would replace.
+    path = simple_session(turns=3, size=100, usage=False).write(tmp_path / "short.jsonl")
     before = path.read_bytes()
-    # Right after a compaction, the kept tail is all that is left: a checkpoint of it would be bigger.
-    again = _compact(path)
-    assert again.code == 2 and "would not shrink" in again.stderr
+    refused = run("compact", path, "--keep-recent-tokens", "100", env=SEEDS)
+    assert refused.code == 2 and "would not shrink" in refused.stderr
     assert path.read_bytes() == before
-    dry = _compact(path, "--dry-run", "--json")
+    dry = run("compact", path, "--keep-recent-tokens", "100", "--dry-run", "--json", env=SEEDS)
     assert dry.code == 0 and dry.json["stats"]["freed_tokens"] <= 0
     assert any("would not shrink" in w for w in dry.json["warnings"])
 
