@@ -1,14 +1,14 @@
 """Searching the raw history: list_entries, grep and show_entry (paginated and bounded), and the context view.
 
-    from pi_compact.session import load_session
-    from pi_compact.render import build_transcript
-    from pi_compact.lookup import grep
+from pi_compact.session import load_session
+from pi_compact.render import build_transcript
+from pi_compact.lookup import grep
 
-    transcript = build_transcript(load_session("session.jsonl"))
-    page = grep(transcript, r"TypeError: .*undefined", context=2)
-    for match in page.matches:
-        print(match.entry_id, match.line.section, match.line.text)
-    more = grep(transcript, r"TypeError: .*undefined", context=2, cursor=page.next_cursor)
+transcript = build_transcript(load_session("session.jsonl"))
+page = grep(transcript, r"TypeError: .*undefined", context=2)
+for match in page.matches:
+    print(match.entry_id, match.line.section, match.line.text)
+more = grep(transcript, r"TypeError: .*undefined", context=2, cursor=page.next_cursor)
 """
 
 from pi_compact.lookup.context import ContextMessage, ContextView, build_context_view

@@ -570,13 +570,15 @@ class Transcript:
     # -- identity --------------------------------------------------------------------------------------------
 
     def fingerprint(self) -> str:
-        """Changes whenever the file or the scope changes: size, tail bytes, and the ids in the scope."""
+        """Changes whenever the file or the scope changes: its size and last bytes, and the id, line and byte
+        length of every entry in scope. Content only (no mtime or path), so the same file gives the same cursors."""
         if self._fingerprint is None:
             digest = hashlib.blake2b(digest_size=12)
             digest.update(f"{self.session.size}\0{self.session.session_id}\0{int(self.all_branches)}\0".encode())
             digest.update(self.session.tail)
             for entry in self.entries:
-                digest.update(b"\0" + entry_label(entry).encode("utf-8", "surrogatepass"))
+                label = entry_label(entry).encode("utf-8", "surrogatepass")
+                digest.update(b"\0%s\0%d\0%d" % (label, entry.line, entry.length))
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
 
