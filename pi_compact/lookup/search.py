@@ -721,6 +721,23 @@ def _page_starts(lines: tuple[str, ...], budget: int) -> list[tuple[int, int]]:
         starts.append(nxt)
 
 
+def _suggest(wanted: str, ids: list[str]) -> str:
+    """`` (did you mean …?)`` naming up to three ids: those sharing the longest prefix, then the most similar."""
+
+    def shared(candidate: str) -> int:
+        n = 0
+        for a, b in zip(candidate, wanted, strict=False):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    near = set(difflib.get_close_matches(wanted, ids, n=3, cutoff=0.5))
+    near |= {i for i in ids if len(wanted) >= 4 and shared(i) >= 4}
+    ranked = sorted(near, key=lambda i: (-shared(i), -difflib.SequenceMatcher(None, wanted, i).ratio(), i))
+    return f" (did you mean {', '.join(ranked[:3])}?)" if ranked else ""
+
+
 def resolve_in_scope(transcript: Transcript, entry_id: str) -> Entry:
     """The entry with this id (or unique prefix) in the transcript, or NotFoundError naming the nearest ids."""
     found = transcript.find(entry_id)
@@ -734,10 +751,7 @@ def resolve_in_scope(transcript: Transcript, entry_id: str) -> Entry:
             f"{transcript.branch_leaf(elsewhere) or '?'}): use --all-branches",
             path=where,
         )
-    ids = [entry_label(e) for e in transcript.entries]
-    near = [i for i in ids if len(entry_id) >= 4 and i.startswith(entry_id[:4])]
-    near += [i for i in difflib.get_close_matches(entry_id, ids, n=3, cutoff=0.5) if i not in near]
-    hint = f" (did you mean {', '.join(near[:3])}?)" if near else ""
+    hint = _suggest(entry_id, [entry_label(e) for e in transcript.entries])
     raise NotFoundError(f"no entry with id {entry_id!r}{hint}", path=where)
 
 
