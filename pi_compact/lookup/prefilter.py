@@ -18,7 +18,7 @@ file, ``é`` may be ``\\u00e9``, and a writer may escape any character as ``\\uX
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Characters outside ASCII that the regex module's IGNORECASE (simple case folding) matches for an ASCII letter.
@@ -179,9 +179,11 @@ class Census:
 
 
 def take_census(data: bytes) -> Census:
+    import regex  # scans this literal-led pattern about twice as fast as re
+
     escaped: set[str] = set()
     slash = False
-    for found in set(_CENSUS.findall(data)):
+    for found in set(regex.findall(_CENSUS.pattern, data)):
         if found == b"\\/":
             slash = True
         else:
@@ -196,21 +198,30 @@ def _present(data: bytes, ch: str) -> bool:
     return re.search(_hex_forms(ord(ch)), data) is not None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RawFilter:
-    """Searches raw file bytes for any of the required literals, in any JSON encoding they can have."""
+    """Searches raw file bytes for any of the required literals, in any JSON encoding they can have.
+
+    Calls must ask for non-decreasing ``start`` offsets: each literal's next occurrence is remembered, so a
+    rare literal is not searched for again from every entry."""
 
     plain: tuple[bytes, ...]  # literals searched with bytes.find
     pattern: Any = None  # or one compiled bytes regex (regex module)
+    _next: list[int] = field(default_factory=list)
 
     def find_from(self, data: bytes, start: int) -> int:
         """The offset of the first occurrence at or after ``start``, or -1."""
         if self.pattern is not None:
             found = self.pattern.search(data, start)
             return found.start() if found else -1
+        if not self._next:
+            self._next = [-2] * len(self.plain)
         best = -1
-        for literal in self.plain:
-            at = data.find(literal, start)
+        for i, literal in enumerate(self.plain):
+            at = self._next[i]
+            if at == -2 or (0 <= at < start):
+                at = data.find(literal, start)
+                self._next[i] = at
             if at >= 0 and (best < 0 or at < best):
                 best = at
         return best

@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import accumulate
 from typing import Any
 
 from pi_compact.errors import CursorError, NotFoundError, PatternError, SessionError, UsageError
@@ -382,12 +383,6 @@ class _Searcher:
         except TimeoutError:
             raise self._timed_out() from None
 
-    def entry_may_match(self, lines: tuple[str, ...]) -> bool:
-        """A cheap whole-entry test: False only if no line can match."""
-        if self.joined is None or len(lines) < 2:
-            return True
-        return self.search_joined("\n".join(lines)) is not None
-
     def spans(self, text: str, first: Any, stop: int) -> list[tuple[int, int]]:
         """Match spans starting at ``first`` and before ``stop``."""
         out: list[tuple[int, int]] = []
@@ -552,8 +547,6 @@ def grep(
         if not candidates.may_match(pos, entry):
             continue
         rendered = transcript.render(entry)
-        if not searcher.entry_may_match(rendered.lines):
-            continue
         first_line = start_line if pos == start_entry else 0
         found = _matching_lines(rendered, searcher, wanted_sections, first_line)
         pending = next(found, None)
@@ -596,12 +589,34 @@ def _check_sections(sections: Iterable[str] | None) -> frozenset[str] | None:
 def _matching_lines(
     rendered: RenderedEntry, searcher: _Searcher, sections: frozenset[str] | None, start: int
 ) -> Iterator[tuple[int, Any]]:
-    for index in range(start, len(rendered.lines)):
-        if sections is not None and rendered.sections[index] not in sections:
-            continue
-        found = searcher.search(rendered.lines[index])
-        if found is not None:
-            yield index, found
+    """(line index, match) for each matching line from ``start`` on.
+
+    When the pattern allows (``joinable``), the entry's lines are searched joined, and only lines where a joined
+    match starts are searched on their own; a line without one cannot match on its own either."""
+    lines = rendered.lines
+    if searcher.joined is None:
+        for index in range(start, len(lines)):
+            if sections is not None and rendered.sections[index] not in sections:
+                continue
+            found = searcher.search(lines[index])
+            if found is not None:
+                yield index, found
+        return
+    text = "\n".join(lines)
+    starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    pos = starts[start] if start < len(starts) else len(text) + 1
+    while pos <= len(text):
+        hit = searcher.search_joined(text, pos)
+        if hit is None:
+            return
+        index = bisect_right(starts, hit.start()) - 1
+        if sections is None or rendered.sections[index] in sections:
+            found = searcher.search(lines[index])
+            if found is not None:
+                yield index, found
+        if index + 1 >= len(starts):
+            return
+        pos = starts[index + 1]
 
 
 def _build_match(

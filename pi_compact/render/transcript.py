@@ -17,6 +17,7 @@ import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +59,16 @@ def entry_label(entry: Entry) -> str:
 
 
 def header_line(entry: Entry) -> str:
-    parts = ["ENTRY", entry_label(entry), entry.role or entry.type or "?"]
-    if entry.timestamp:
-        parts.append(entry.timestamp)
-    return " ".join(parts)
+    raw = entry.raw
+    entry_id = raw.get("id")
+    label = entry_id if isinstance(entry_id, str) else f"line{entry.line}"
+    kind = raw.get("type")
+    msg = raw.get("message") if kind == "message" else None
+    role = msg.get("role") if isinstance(msg, dict) else None
+    if not (isinstance(role, str) and role):
+        role = kind if isinstance(kind, str) and kind else "?"
+    ts = raw.get("timestamp")
+    return f"ENTRY {label} {role} {ts}" if isinstance(ts, str) and ts else f"ENTRY {label} {role}"
 
 
 def _json(value: Any) -> str:
@@ -110,7 +117,7 @@ class _Lines:
             self.field(f"{path}: ", value, section)
         elif isinstance(value, dict) and value:
             for key, item in value.items():
-                self.value(f"{path}.{key}" if _IDENT.match(key) else f"{path}[{_json(key)}]", item, section)
+                self.value(path + _member(key), item, section)
         elif isinstance(value, list) and value:
             for i, item in enumerate(value):
                 self.value(f"{path}[{i}]", item, section)
@@ -121,7 +128,13 @@ class _Lines:
         for key, item in obj.items():
             if key in skip:
                 continue
-            self.value(key if _IDENT.match(key) else f"[{_json(key)}]", item, section)
+            self.value(_member(key)[1:] if _IDENT.match(key) else _member(key), item, section)
+
+
+@lru_cache(maxsize=4096)
+def _member(key: str) -> str:
+    """How a key extends a path: ``.name``, or ``["odd key"]``."""
+    return f".{key}" if _IDENT.match(key) else f"[{_json(key)}]"
 
 
 def _image_line(block: dict[str, Any]) -> str:
@@ -257,7 +270,7 @@ def _message(out: _Lines, msg: dict[str, Any]) -> None:
 
 def _render_into(out: _Lines, entry: Entry) -> None:
     raw = entry.raw
-    kind = entry.type
+    kind = raw.get("type")
     out.deco(header_line(entry), HEADER)
     if kind == "message":
         msg = raw.get("message")
@@ -576,9 +589,8 @@ class Transcript:
             digest = hashlib.blake2b(digest_size=12)
             digest.update(f"{self.session.size}\0{self.session.session_id}\0{int(self.all_branches)}\0".encode())
             digest.update(self.session.tail)
-            for entry in self.entries:
-                label = entry_label(entry).encode("utf-8", "surrogatepass")
-                digest.update(b"\0%s\0%d\0%d" % (label, entry.line, entry.length))
+            parts = "\0".join(f"{entry_label(e)}\0{e.line}\0{e.length}" for e in self.entries)
+            digest.update(parts.encode("utf-8", "surrogatepass"))
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
 
