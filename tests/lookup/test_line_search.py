@@ -1,0 +1,46 @@
+"""Searching an entry's lines joined finds exactly the lines a line-by-line search finds."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_compact.errors import PatternError
+from pi_compact.lookup.search import _matching_lines, _Searcher, joinable
+from pi_compact.render.transcript import RenderedEntry
+from pi_compact.session.model import Entry
+
+PIECES = ["a", "b", " ", "^", "$", ".", r"\s", r"\S", r"\n", "[^a]", "a*", "b+", "(a|b)", r"\b", r"\B", "x?", ".*", "$^"]
+
+
+def rendered(lines: list[str]) -> RenderedEntry:
+    entry = Entry({"type": "message", "id": "e1"}, 2, 0)
+    return RenderedEntry(entry, tuple(lines), tuple("text" if i % 2 else "thinking" for i in range(len(lines))))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(PIECES), min_size=1, max_size=5),
+    lines=st.lists(st.text(alphabet="ab \t\u2028", max_size=8), min_size=1, max_size=8),
+    start=st.integers(0, 7),
+    sections=st.sampled_from([None, frozenset({"text"})]),
+)
+def test_joined_search_equals_line_by_line(pieces, lines, start, sections) -> None:
+    pattern = "".join(pieces)
+    try:
+        searcher = _Searcher(pattern, False, False, 5.0)
+    except PatternError:
+        return
+    assert joinable(pattern)
+    entry = rendered(lines)
+    start = min(start, len(lines) - 1)
+    joined = [(i, m.span()) for i, m in _matching_lines(entry, searcher, sections, start)]
+    searcher.joined = None
+    single = [(i, m.span()) for i, m in _matching_lines(entry, searcher, sections, start)]
+    assert joined == single
+
+
+def test_patterns_that_cannot_be_joined() -> None:
+    for pattern in [r"\Afoo", r"foo\Z", r"(?<!x)foo", "(?i)foo", "a++", r"foo\z"]:
+        assert not joinable(pattern)
+    assert joinable("foo(bar|baz)$") and joinable("x", fixed=True)
