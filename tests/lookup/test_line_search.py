@@ -10,7 +10,26 @@ from pi_compact.lookup.search import _matching_lines, _Searcher, joinable
 from pi_compact.render.transcript import RenderedEntry
 from pi_compact.session.model import Entry
 
-PIECES = ["a", "b", " ", "^", "$", ".", r"\s", r"\S", r"\n", "[^a]", "a*", "b+", "(a|b)", r"\b", r"\B", "x?", ".*", "$^"]
+PIECES = [
+    "a",
+    "b",
+    " ",
+    "^",
+    "$",
+    ".",
+    r"\s",
+    r"\S",
+    r"\n",
+    "[^a]",
+    "a*",
+    "b+",
+    "(a|b)",
+    r"\b",
+    r"\B",
+    "x?",
+    ".*",
+    "$^",
+]
 
 
 def rendered(lines: list[str]) -> RenderedEntry:
