@@ -25,9 +25,14 @@ AllBranchesOpt = typer.Option(
     False, "--all-branches", help="Also entries off the current branch, each labelled with the leaf of its branch."
 )
 RoleOpt = typer.Option(
-    None, "--role", help="Only these roles or entry types (user, assistant, toolResult, compaction, ...; repeatable)."
+    None,
+    "--role",
+    metavar="ROLE",
+    help="Only these roles or entry types (user, assistant, toolResult, compaction, ...; repeatable).",
 )
-CursorOpt = typer.Option(None, "--cursor", help="Continue where the previous page ended (printed with each page).")
+CursorOpt = typer.Option(
+    None, "--cursor", metavar="CURSOR", help="Continue where the previous page ended (printed with each page)."
+)
 
 _RESET = "\x1b[0m"
 _STYLES = {
@@ -116,8 +121,10 @@ def list_command(
     leaf: str | None = LeafOpt,
     all_branches: bool = AllBranchesOpt,
     role: list[str] | None = RoleOpt,
-    since: str | None = typer.Option(None, "--since", help="Only entries at or after TIME (ISO time, or 30m/2h/7d)."),
-    limit: int | None = typer.Option(None, "--limit", help="Entries per page (default 50)."),
+    since: str | None = typer.Option(
+        None, "--since", metavar="TIME", help="Only entries at or after TIME (ISO time, or an age: 30m, 2h, 7d)."
+    ),
+    limit: int | None = typer.Option(None, "--limit", metavar="N", help="Entries per page (default 50)."),
     cursor: str | None = CursorOpt,
     json_output: bool = JsonOpt,
 ) -> None:
@@ -142,9 +149,10 @@ def list_command(
             branch = ""
             if all_branches:
                 branch = "current  " if info.on_branch else f"{info.branch or '?':<8} "
+            size = _size(info.size) if out.stdout_isatty else str(info.size)
             printer.write(
                 f"{printer.style(info.id, 'id')}  {kind:<17} {info.timestamp or '-':<24} "
-                f"{_size(info.size):>9}  {branch}{printer.clean(info.preview)}"
+                f"{size:>9}  {branch}{printer.clean(info.preview)}"
             )
         sys.stdout.flush()
         if page.next_cursor:
@@ -183,19 +191,28 @@ def grep(
     args: list[str] = typer.Argument(..., metavar="[SESSION] PATTERN", show_default=False),
     ignore_case: bool = typer.Option(False, "-i", "--ignore-case", help="Case-insensitive match."),
     fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="PATTERN is a literal string."),
-    context: int = typer.Option(0, "-C", "--context", help="Show N lines around each match (within its entry)."),
+    context: int = typer.Option(
+        0, "-C", "--context", metavar="N", help="Show N lines around each match (within its entry; at most 20)."
+    ),
     role: list[str] | None = RoleOpt,
     section: list[str] | None = typer.Option(
-        None, "--section", help="Only lines in these sections: thinking, text, toolCall, toolResult, ... (repeatable)."
+        None,
+        "--section",
+        metavar="SECTION",
+        help="Only lines in these sections: thinking, text, toolCall, toolResult, bash, summary, custom, system, "
+        "meta, header (repeatable).",
     ),
-    max_count: int | None = typer.Option(None, "--max-count", "-m", help="Matches per page (default 50)."),
+    max_count: int | None = typer.Option(None, "--max-count", "-m", metavar="N", help="Matches per page (default 50)."),
+    max_chars: int | None = typer.Option(
+        None, "--max-chars", metavar="N", help="Characters of matched and context lines per page (default 20,000)."
+    ),
     cursor: str | None = CursorOpt,
     leaf: str | None = LeafOpt,
     all_branches: bool = AllBranchesOpt,
     regex_timeout: float = typer.Option(
         2.0, "--regex-timeout", help="Seconds the pattern may spend on one line before grep gives up (exit 2)."
     ),
-    json_output: bool = JsonOpt,
+    json_output: bool = typer.Option(False, "--json", help="JSON Lines: a record per match, then a summary."),
 ) -> None:
     from pi_compact.lookup.search import DEFAULT_LIMITS
     from pi_compact.lookup.search import grep as grep_transcript
@@ -215,6 +232,7 @@ def grep(
         roles=role,
         sections=section,
         max_count=max_count,
+        max_chars=max_chars,
         cursor=cursor,
         limits=limits,
     )
@@ -224,7 +242,7 @@ def grep(
                 out.jsonl(record)
             sys.stdout.flush()
         else:
-            _print_grep(_Printer(out), page, context > 0)
+            _print_grep(_Printer(out), page)
             if page.next_cursor:
                 out.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(page.next_cursor)}")
     raise typer.Exit(int(ExitCode.OK) if page.matches else int(ExitCode.NO))
@@ -252,35 +270,32 @@ def _highlight(printer: _Printer, line: Any) -> str:
     return body
 
 
-def _print_grep(printer: _Printer, page: Any, with_context: bool) -> None:
+def _print_grep(printer: _Printer, page: Any) -> None:
+    if not printer.out.stdout_isatty:
+        for text in page.text_lines():
+            printer.write(text)
+        sys.stdout.flush()
+        return
     last_entry: str | None = None
     last_line = -1
     for match in page.matches:
         entry = match.entry_id if match.on_branch else f"{match.entry_id}@{match.branch or '?'}"
         lines = [*((c, False) for c in match.before), (match.line, True), *((c, False) for c in match.after)]
-        first_number = lines[0][0].number
-        contiguous = entry == last_entry and first_number == last_line + 1
-        if printer.color:
-            if entry != last_entry:
-                if last_entry is not None:
-                    printer.write("")
-                where = "" if match.on_branch else f"  (off the current branch; leaf {match.branch})"
-                stamp = f" {match.timestamp}" if match.timestamp else ""
-                heading = f"ENTRY {match.entry_id} {match.role or match.entry_type}{stamp}{where}"
-                printer.write(printer.style(heading, "heading"))
-            elif with_context and not contiguous:
-                printer.write(printer.style("--", "dim"))
-            for line, is_match in lines:
-                sep = ":" if is_match else "-"
-                number = printer.style(str(line.number), "number")
-                section = printer.style(line.section, "section")
-                printer.write(f"{number}{sep}{section}{sep}{_highlight(printer, line)}")
-        else:
-            if with_context and last_entry is not None and not contiguous:
-                printer.write("--")
-            for line, is_match in lines:
-                sep = ":" if is_match else "-"
-                printer.write(f"{entry}{sep}{line.section}{sep}{line.number}{sep}{_highlight(printer, line)}")
+        if entry != last_entry:
+            if last_entry is not None:
+                printer.write("")
+            where = "" if match.on_branch else f"  (off the current branch; leaf {match.branch})"
+            stamp = f" {match.timestamp}" if match.timestamp else ""
+            printer.write(
+                printer.style(f"ENTRY {match.entry_id} {match.role or match.entry_type}{stamp}{where}", "heading")
+            )
+        elif page.context and lines[0][0].number != last_line + 1:
+            printer.write(printer.style("--", "dim"))
+        for line, is_match in lines:
+            sep = ":" if is_match else "-"
+            number = printer.style(str(line.number), "number")
+            section = printer.style(line.section, "section")
+            printer.write(f"{number}{sep}{section}{sep}{_highlight(printer, line)}")
         last_entry = entry
         last_line = lines[-1][0].number
     sys.stdout.flush()
@@ -293,7 +308,9 @@ def _print_grep(printer: _Printer, page: Any, with_context: bool) -> None:
 @handle_errors
 def show(
     args: list[str] = typer.Argument(..., metavar="[SESSION] ENTRY_ID", show_default=False),
-    page: int | None = typer.Option(None, "--page", help="Page N of a long entry (pages of 20,000 characters)."),
+    page: int | None = typer.Option(
+        None, "--page", metavar="N", help="Page N of a long entry (pages of 20,000 characters)."
+    ),
     cursor: str | None = CursorOpt,
     raw: bool = typer.Option(False, "--raw", help="The entry's exact JSON line from the file, unrendered."),
     leaf: str | None = LeafOpt,

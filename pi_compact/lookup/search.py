@@ -196,6 +196,22 @@ class EntryPage:
             "next_cursor": self.next_cursor,
         }
 
+    def text_lines(self, with_branch: bool = False) -> Iterator[str]:
+        """One plain line per entry: id, role or type, timestamp, size in bytes, [branch,] preview."""
+        for info in self.entries:
+            branch = ("current " if info.on_branch else f"{info.branch or '?'} ") if with_branch else ""
+            yield (
+                f"{info.id}  {info.role or info.type:<17} {info.timestamp or '-':<24} {info.size:>9}  "
+                f"{branch}{info.preview}"
+            )
+
+    def to_text(self, with_branch: bool = False) -> str:
+        """The page as plain text, ending with how to get the next one (what a model reads)."""
+        lines = list(self.text_lines(with_branch))
+        shown = f"{len(self.entries)} of {self.total} entries"
+        lines.append(f"[{shown}; next page: cursor={self.next_cursor}]" if self.next_cursor else f"[{shown}; end]")
+        return "\n".join(lines)
+
 
 def list_entries(
     source: Source,
@@ -257,6 +273,11 @@ class GrepLine:
     def truncated(self) -> bool:
         return self.offset > 0 or self.offset + len(self.text) < self.length
 
+    def display(self) -> str:
+        """The text with "…" where the full line goes on."""
+        text = _clean(self.text)
+        return ("…" if self.offset > 0 else "") + text + ("…" if self.offset + len(self.text) < self.length else "")
+
     def to_json(self) -> JsonDict:
         out: JsonDict = {
             "line_number": self.number,
@@ -305,6 +326,7 @@ class GrepPage:
     entries_searched: int  # entries looked at for this page
     stopped_by: str | None  # "max_count" or "max_chars" when there is a next page
     prefiltered: bool  # raw bytes were searched first (an implementation detail, for benchmarks)
+    context: int = 0  # the -C asked for
 
     def to_json(self) -> JsonDict:
         return {
@@ -315,6 +337,33 @@ class GrepPage:
             "stopped_by": self.stopped_by,
             "next_cursor": self.next_cursor,
         }
+
+    def text_lines(self) -> Iterator[str]:
+        """grep's plain format: ENTRY:SECTION:LINE:TEXT for matches, ENTRY-SECTION-LINE-TEXT for context lines,
+        "--" between groups that do not touch; an entry off the current branch is ENTRY@LEAF."""
+        last_entry: str | None = None
+        last_line = -1
+        for match in self.matches:
+            entry = match.entry_id if match.on_branch else f"{match.entry_id}@{match.branch or '?'}"
+            first = match.before[0].number if match.before else match.line.number
+            if self.context and last_entry is not None and not (entry == last_entry and first == last_line + 1):
+                yield "--"
+            for line in match.before:
+                yield f"{entry}-{line.section}-{line.number}-{line.display()}"
+            yield f"{entry}:{match.line.section}:{match.line.number}:{match.line.display()}"
+            for line in match.after:
+                yield f"{entry}-{line.section}-{line.number}-{line.display()}"
+            last_entry = entry
+            last_line = match.after[-1].number if match.after else match.line.number
+
+    def to_text(self) -> str:
+        """The page as plain text, ending with how to get the next one (what a model reads)."""
+        lines = list(self.text_lines()) or ["(no matches)"]
+        if self.next_cursor:
+            lines.append(f"[{len(self.matches)} matches; more after {self.stopped_by}: cursor={self.next_cursor}]")
+        else:
+            lines.append(f"[{len(self.matches)} matches; end]")
+        return "\n".join(lines)
 
     def json_lines(self) -> Iterator[JsonDict]:
         """The ``--json`` stream: one envelope per match, then a summary (schema in the README)."""
@@ -573,7 +622,7 @@ def grep(
             break
 
     next_cursor = Cursor("grep", query, fingerprint, next_position).encode() if next_position else None
-    return GrepPage(pattern, tuple(matches), next_cursor, searched, stopped_by, candidates.active)
+    return GrepPage(pattern, tuple(matches), next_cursor, searched, stopped_by, candidates.active, context)
 
 
 def _check_sections(sections: Iterable[str] | None) -> frozenset[str] | None:
@@ -698,6 +747,13 @@ class ShowPage:
             "lines": [line.to_json() for line in self.lines],
             "next_cursor": self.next_cursor,
         }
+
+    def to_text(self) -> str:
+        """The page as plain text, ending with how to get the next one (what a model reads)."""
+        lines = [_clean(line.text) for line in self.lines]
+        where = f"page {self.page} of {self.pages}, {self.total_lines} lines, {self.total_chars} characters"
+        lines.append(f"[{where}; next page: cursor={self.next_cursor}]" if self.next_cursor else f"[{where}; end]")
+        return "\n".join(lines)
 
 
 Chunk = tuple[int, int, int]  # line index, start and end character of the part of the line on a page

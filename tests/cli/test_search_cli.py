@@ -148,7 +148,7 @@ def test_grep_context_and_all_branches_labels() -> None:
 
 def test_grep_into_head_ends_quietly() -> None:
     big = PI_FIXTURES / "gen-medium-101.jsonl"
-    cmd = " ".join(picompact_exe()) + f" grep {big} . --max-count 100000 | head -n 2"
+    cmd = " ".join(picompact_exe()) + f" grep {big} . --max-count 100000 --max-chars 100000000 | head -n 2"
     proc = subprocess.run(["sh", "-c", cmd], capture_output=True, check=False)
     assert proc.returncode == 0
     assert len(proc.stdout.split(b"\n")) == 3
