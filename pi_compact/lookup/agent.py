@@ -1,0 +1,771 @@
+"""``picompact lookup``: a model answers a question from the raw history, searching it with three tools.
+
+The model works in its own conversation with exactly ``list_entries``, ``grep`` and ``show_entry`` over the
+rendered raw branch (never the compacted view), the same functions and limits as ``picompact list/grep/show``.
+
+Budgets. A *search* is a tool call with new arguments. Following a page is free: a call with the same tool and
+the same arguments as an earlier call, carrying the cursor that call's result returned, not used before. Any
+other call with a cursor (a replayed one, one from another query, changed arguments) is a search. The search
+phase ends when the model answers, when it asks for a search beyond the budget (those calls are not run), after
+``3 × budget`` model calls, or when the results grow past ``CONVERSATION_CHARS``. Unless the model answered, one
+last call *without tools* writes up what was found, from a text log of the search (a log rather than the tool
+conversation, because some providers refuse tool messages in a request without tools). If that call fails, the
+latest text the model wrote is returned, marked incomplete.
+
+Sizes. One tool result is at most ``MAX_RESULT_CHARS`` characters (pages are shortened to fit, so their cursors
+stay exact); every model call may write at most ``MAX_OUTPUT_TOKENS`` tokens; the answer returned is cut at
+``MAX_ANSWER_CHARS`` characters.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from pi_compact.errors import (
+    CursorError,
+    ExitCode,
+    NotFoundError,
+    PatternError,
+    PiCompactError,
+    ProviderError,
+    UsageError,
+)
+from pi_compact.llm.providers import ModelRef
+from pi_compact.llm.types import Message, Request, Response, ToolCall, Usage
+from pi_compact.lookup import prompts
+from pi_compact.lookup.quotes import Citation, Quote, find_citations, verify_quotes
+from pi_compact.lookup.search import DEFAULT_LIMITS, GrepPage, Limits, ShowPage, grep, list_entries, show_entry
+from pi_compact.render.transcript import Transcript, entry_label
+from pi_compact.session.model import JsonDict
+
+DEFAULT_BUDGET = 10
+MAX_BUDGET = 200
+CALL_LIMIT_FACTOR = 3
+MAX_RESULT_CHARS = 30_000
+MAX_ANSWER_CHARS = 20_000
+MAX_OUTPUT_TOKENS = 8_192
+CONVERSATION_CHARS = 400_000
+_OLD_RESULT_CHARS = 2_000  # what the write-up log keeps of an older result when the log is too long
+_LINE_BREAKS = str.maketrans(
+    {c: f"\\x{ord(c):02x}" for c in "\r\x0b\x0c\x1c\x1d\x1e\x85"} | {"\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+Progress = Callable[[str], None]
+CompleteFn = Callable[..., Response]
+
+
+@dataclass(frozen=True, slots=True)
+class LookupOptions:
+    budget: int = DEFAULT_BUDGET  # substantive searches
+    timeout: float = 120.0  # seconds per model call
+    max_retries: int = 3  # HTTP-level retries per call (429, 5xx, timeouts)
+    limits: Limits = DEFAULT_LIMITS
+
+    @property
+    def call_limit(self) -> int:
+        """Model calls allowed while searching (the write-up call comes on top)."""
+        return CALL_LIMIT_FACTOR * self.budget
+
+    def validate(self) -> None:
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or not 1 <= self.budget <= MAX_BUDGET:
+            raise UsageError(f"--budget must be a whole number from 1 to {MAX_BUDGET} (got {self.budget!r})")
+        if not (self.timeout > 0) or self.timeout == float("inf"):
+            raise UsageError(f"--timeout must be a positive number of seconds (got {self.timeout!r})")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRecord:
+    """One tool call of the search and what became of it."""
+
+    call_id: str
+    tool: str
+    arguments: JsonDict
+    kind: str  # "search" (counted), "continuation" (free), "refused" (over budget, not run)
+    ok: bool  # the tool ran without error
+    error: str | None
+    result_chars: int
+    next_cursor: str | None
+
+    @property
+    def counted(self) -> bool:
+        return self.kind == "search"
+
+    def to_json(self) -> JsonDict:
+        return {
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "kind": self.kind,
+            "counted": self.counted,
+            "ok": self.ok,
+            "error": self.error,
+            "result_chars": self.result_chars,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LookupResult:
+    question: str
+    answer: str
+    complete: bool  # the model answered within its budgets (and its answer was not cut off)
+    stopped_by: str | None  # why searching ended early: budget, call_limit, context_limit, empty_reply, ...
+    writeup: str | None  # None (not needed), "ok" or "failed"
+    error: str | None  # why the write-up failed
+    answer_truncated: bool  # cut at the output limit or at MAX_ANSWER_CHARS
+    not_found_reply: bool  # the answer starts with "Not found in this session."
+    citations: tuple[Citation, ...]
+    quotes: tuple[Quote, ...]
+    searches_used: int
+    budget: int
+    model_calls: int  # all of them, the write-up included
+    call_limit: int
+    tool_calls: tuple[ToolRecord, ...]
+    model: str  # provider/id
+    model_source: str
+    usage: Usage
+    cost: float | None
+    leaf_id: str | None
+
+    @property
+    def found(self) -> bool:
+        """Something was found: the answer cites at least one existing entry and does not say "not found"."""
+        return not self.not_found_reply and any(c.exists for c in self.citations)
+
+    @property
+    def unverified_quotes(self) -> tuple[Quote, ...]:
+        return tuple(q for q in self.quotes if not q.verified)
+
+    @property
+    def unknown_citations(self) -> tuple[Citation, ...]:
+        return tuple(c for c in self.citations if not c.exists)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """3 when the write-up failed (the provider), 1 when nothing was found, else 0."""
+        if self.writeup == "failed":
+            return ExitCode.EXTERNAL
+        return ExitCode.OK if self.found else ExitCode.NO
+
+    def to_json(self) -> JsonDict:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "complete": self.complete,
+            "found": self.found,
+            "not_found_reply": self.not_found_reply,
+            "stopped_by": self.stopped_by,
+            "writeup": self.writeup,
+            "error": self.error,
+            "answer_truncated": self.answer_truncated,
+            "citations": [c.to_json() for c in self.citations],
+            "quotes": [q.to_json() for q in self.quotes],
+            "unverified_quotes": len(self.unverified_quotes),
+            "unknown_citations": len(self.unknown_citations),
+            "searches": {"used": self.searches_used, "budget": self.budget},
+            "model_calls": {"used": self.model_calls, "limit": self.call_limit + 1},
+            "tool_calls": [t.to_json() for t in self.tool_calls],
+            "model": {"ref": self.model, "source": self.model_source},
+            "usage": {
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+                "cache_read_tokens": self.usage.cache_read_tokens,
+                "cache_write_tokens": self.usage.cache_write_tokens,
+                "cost": self.cost,
+            },
+            "leaf_id": self.leaf_id,
+        }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Choosing the model
+
+
+def session_model(transcript: Transcript) -> tuple[str, str] | None:
+    """The model the session was last using on this branch (latest model change or assistant reply)."""
+    from pi_compact.projection import session_model as branch_model
+
+    return branch_model(list(transcript.branch.entries))[0]
+
+
+def choose_lookup_model(
+    session_model: tuple[str, str] | None,
+    cli_model: str | None,
+    env: Mapping[str, str] | None = None,
+    *,
+    base_url: str | None = None,
+) -> ModelRef:
+    """``--model``, else the session's model when it has a key, else PICOMPACT_MODEL (as summary mode picks)."""
+    from pi_compact.llm import choose_model
+
+    return choose_model(session_model, cli_model, os.environ if env is None else env, base_url=base_url)
+
+
+def lookup_model_available(session_model: tuple[str, str] | None, env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``picompact lookup SESSION "…"`` without flags would find a model and a key for it."""
+    from pi_compact.llm import require_api_key
+
+    env = os.environ if env is None else env
+    try:
+        require_api_key(choose_lookup_model(session_model, None, env), env)
+    except PiCompactError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tool arguments
+
+
+class _BadArguments(Exception):
+    pass
+
+
+_TOOL_KEYS = {
+    "list_entries": ("role", "since", "limit", "cursor"),
+    "grep": ("pattern", "ignore_case", "fixed", "context", "role", "section", "max_count", "cursor"),
+    "show_entry": ("id", "cursor"),
+}
+
+
+def _text_arg(args: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
+    value = args.get(name)
+    if value is None:
+        if required:
+            raise _BadArguments(f"{name} is required")
+        return None
+    if not isinstance(value, str):
+        raise _BadArguments(f"{name} must be a string")
+    if required and not value:
+        raise _BadArguments(f"{name} must not be empty")
+    return value
+
+
+def _bool_arg(args: Mapping[str, Any], name: str) -> bool:
+    value = args.get(name)
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise _BadArguments(f"{name} must be true or false")
+
+
+def _int_arg(args: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _BadArguments(f"{name} must be a whole number")
+    if not low <= value <= high:
+        raise _BadArguments(f"{name} must be from {low} to {high} (got {value})")
+    return value
+
+
+def _names_arg(args: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise _BadArguments(f"{name} must be a list of strings")
+    names = sorted({part.strip() for item in items for part in item.split(",") if part.strip()})
+    return tuple(names) or None
+
+
+def _parse(call: ToolCall, limits: Limits) -> tuple[dict[str, Any], str | None]:
+    """The call's arguments with defaults filled in (what decides the result), and its cursor."""
+    if call.name not in _TOOL_KEYS:
+        raise _BadArguments(f"unknown tool {call.name!r}: use list_entries, grep or show_entry")
+    if call.raw_arguments is not None:
+        raise _BadArguments("the arguments are not a JSON object")
+    args = call.arguments
+    cursor = _text_arg(args, "cursor") or None
+    if call.name == "list_entries":
+        return {
+            "role": _names_arg(args, "role"),
+            "since": _text_arg(args, "since"),
+            "limit": _int_arg(args, "limit", 1, limits.list_limit),
+        }, cursor
+    if call.name == "grep":
+        return {
+            "pattern": _text_arg(args, "pattern", required=True),
+            "ignore_case": _bool_arg(args, "ignore_case"),
+            "fixed": _bool_arg(args, "fixed"),
+            "context": _int_arg(args, "context", 0, limits.max_context) or 0,
+            "role": _names_arg(args, "role"),
+            "section": _names_arg(args, "section"),
+            "max_count": _int_arg(args, "max_count", 1, limits.grep_max_count),
+        }, cursor
+    return {"id": (_text_arg(args, "id", required=True) or "").strip()}, cursor
+
+
+def _signature(tool: str, params: Mapping[str, Any]) -> bytes:
+    return orjson.dumps([tool, params], option=orjson.OPT_SORT_KEYS)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running the tools and writing their results as text
+
+
+def _line(text: str) -> str:
+    return text.translate(_LINE_BREAKS)
+
+
+def _more(tool: str, cursor: str | None, extra: str = "") -> str:
+    if cursor is None:
+        return "(end of results)"
+    return f'(more: call {tool} again with the same arguments{extra} and cursor="{cursor}")'
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
+
+
+def format_list(page: Any) -> str:
+    head = f"list_entries: {len(page.entries)} entries on this page, {page.total} in all"
+    lines = [head]
+    for info in page.entries:
+        kind = info.role or info.type
+        lines.append(f"{info.id} | {kind} | {info.timestamp or '-'} | {_size(info.size)} | {_line(info.preview)}")
+    lines.append(_more("list_entries", page.next_cursor))
+    return "\n".join(lines)
+
+
+def _window(line: Any) -> str:
+    text = _line(line.text)
+    if line.offset > 0:
+        text = "…" + text
+    if line.offset + len(line.text) < line.length:
+        text += "…"
+    return text
+
+
+def format_grep(page: GrepPage) -> str:
+    if not page.matches:
+        return f"grep: no matches ({page.entries_searched} entries searched)\n{_more('grep', page.next_cursor)}"
+    entries = len({m.entry_id for m in page.matches})
+    count = len(page.matches)
+    lines = [f"grep: {_plural(count, 'match', 'matches')} in {_plural(entries, 'entry', 'entries')} on this page"]
+    last: tuple[str, int] | None = None
+    for match in page.matches:
+        first = match.before[0].number if match.before else match.line.number
+        if last is not None and (last[0] != match.entry_id or first != last[1] + 1) and (match.before or match.after):
+            lines.append("--")
+        for ctx in match.before:
+            lines.append(f"{match.entry_id}-{ctx.section}-{ctx.number}- {_window(ctx)}")
+        lines.append(f"{match.entry_id}:{match.line.section}:{match.line.number}: {_window(match.line)}")
+        for ctx in match.after:
+            lines.append(f"{match.entry_id}-{ctx.section}-{ctx.number}- {_window(ctx)}")
+        end = match.after[-1].number if match.after else match.line.number
+        last = (match.entry_id, end)
+    lines.append(_more("grep", page.next_cursor))
+    return "\n".join(lines)
+
+
+def format_show(page: ShowPage) -> str:
+    info = page.entry
+    lines = [
+        f"show_entry {info.id} ({info.role or info.type}, {info.timestamp or 'no timestamp'}): page {page.page} "
+        f"of {page.pages}, {page.total_lines} lines and {page.total_chars:,} characters in all. Every line below "
+        f"belongs to ENTRY {info.id}."
+    ]
+    for line in page.lines:
+        text = _line(line.text)
+        if line.offset > 0:
+            text = "…" + text
+        if line.offset + len(line.text) < line.length:
+            text += "… (continues on the next page)"
+        lines.append(f"{line.number}:{line.section}: {text}")
+    lines.append(_more("show_entry", page.next_cursor, f' (id="{info.id}")'))
+    return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit - 200)
+    cut = cut if cut > 0 else limit - 200
+    return text[:cut] + f"\n[result cut at {limit:,} characters: narrow the search to see the rest]"
+
+
+class _Tools:
+    """The three tools over one transcript, with the budget bookkeeping for continuation pages."""
+
+    def __init__(self, transcript: Transcript, limits: Limits) -> None:
+        self.transcript = transcript
+        self.limits = limits
+        self.issued: dict[str, bytes] = {}  # cursor -> signature of the call whose result returned it
+        self.used: set[str] = set()
+
+    def classify(self, tool: str, params: Mapping[str, Any], cursor: str | None) -> str:
+        """ "continuation" for the cursor the same call returned, not used before; else "search"."""
+        if cursor is not None and cursor not in self.used and self.issued.get(cursor) == _signature(tool, params):
+            return "continuation"
+        return "search"
+
+    def run(self, tool: str, params: dict[str, Any], cursor: str | None) -> tuple[str, str | None]:
+        """The result text and the cursor it offers; raises PiCompactError for what the model got wrong."""
+        if cursor is not None:
+            self.used.add(cursor)
+        if tool == "list_entries":
+            page: Any = list_entries(
+                self.transcript,
+                roles=params["role"],
+                since=params["since"],
+                limit=params["limit"],
+                cursor=cursor,
+                limits=self.limits,
+            )
+            text, next_cursor = _cut(format_list(page), MAX_RESULT_CHARS), page.next_cursor
+        elif tool == "grep":
+            text, next_cursor = self._grep(params, cursor)
+        else:
+            text, next_cursor = self._show(params["id"], cursor)
+        if next_cursor is not None:
+            self.issued[next_cursor] = _signature(tool, params)
+        return text, next_cursor
+
+    def _grep(self, params: Mapping[str, Any], cursor: str | None) -> tuple[str, str | None]:
+        max_count = params["max_count"]
+        while True:
+            page = grep(
+                self.transcript,
+                params["pattern"],
+                ignore_case=params["ignore_case"],
+                fixed=params["fixed"],
+                context=params["context"],
+                roles=params["role"],
+                sections=params["section"],
+                max_count=max_count,
+                cursor=cursor,
+                limits=self.limits,
+            )
+            text = format_grep(page)
+            if len(text) <= MAX_RESULT_CHARS or len(page.matches) <= 1:
+                return _cut(text, MAX_RESULT_CHARS), page.next_cursor
+            # Fewer matches per page, so the page fits and its cursor still resumes at the first one not shown.
+            max_count = max(1, len(page.matches) * MAX_RESULT_CHARS // len(text) - 1)
+            max_count = min(max_count, len(page.matches) - 1)
+
+    def _show(self, entry_id: str, cursor: str | None) -> tuple[str, str | None]:
+        budget = self.limits.show_chars
+        while True:
+            try:
+                page = show_entry(self.transcript, entry_id, cursor=cursor, max_chars=budget, limits=self.limits)
+            except NotFoundError as exc:
+                other = self.transcript.session.by_id.get(entry_id)
+                if other is not None and self.transcript.position(other) < 0:
+                    raise NotFoundError(
+                        f"entry {entry_id} is not on the branch being searched; only the current branch is searched"
+                    ) from None
+                raise NotFoundError(exc.message) from None
+            text = format_show(page)
+            if len(text) <= MAX_RESULT_CHARS or budget <= 1_000:
+                return _cut(text, MAX_RESULT_CHARS), page.next_cursor
+            budget = max(1_000, budget // 2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The loop
+
+
+@dataclass
+class _Turn:
+    """One model reply of the search phase and the results of its calls, for the write-up log."""
+
+    text: str
+    calls: list[tuple[ToolCall, ToolRecord, str]] = field(default_factory=list)
+
+
+def overview(transcript: Transcript) -> str:
+    """What the model is told about the history before it searches."""
+    entries = transcript.entries
+    if not entries:
+        return "The history of this branch is empty."
+    stamps = [e.timestamp for e in entries if e.timestamp]
+    span = f", from {stamps[0]} to {stamps[-1]}" if stamps else ""
+    users = sum(1 for e in entries if e.role == "user")
+    compactions = sum(1 for e in entries if e.type == "compaction")
+    extra = f", {compactions} compaction{'s' if compactions != 1 else ''}" if compactions else ""
+    return (
+        f"The history of this branch has {len(entries)} entries ({users} user messages{extra}){span}; "
+        f"the last entry is {entry_label(entries[-1])}."
+    )
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        a.input_tokens + b.input_tokens,
+        a.output_tokens + b.output_tokens,
+        a.cache_read_tokens + b.cache_read_tokens,
+        a.cache_write_tokens + b.cache_write_tokens,
+    )
+
+
+def _write_log(turns: Sequence[_Turn], limit: int) -> str:
+    """The search as text for the write-up: every call and its result, older results shortened if needed."""
+    results: list[str] = [text for turn in turns for _, _, text in turn.calls]
+    total = sum(len(r) for r in results)
+    shortened = list(results)
+    for i, text in enumerate(results[:-1] if len(results) > 1 else []):
+        if total <= limit:
+            break
+        if len(text) > _OLD_RESULT_CHARS:
+            keep = text[:_OLD_RESULT_CHARS]
+            shortened[i] = keep + f"\n[… {len(text) - _OLD_RESULT_CHARS:,} more characters of this result left out]"
+            total -= len(text) - len(shortened[i])
+    out: list[str] = []
+    n = 0
+    for number, turn in enumerate(turns, 1):
+        if turn.text.strip():
+            out.append(f"[turn {number}] you wrote:")
+            out.extend("| " + line for line in turn.text.strip().split("\n"))
+        for call, record, _ in turn.calls:
+            args = orjson.dumps(call.arguments).decode() if call.raw_arguments is None else call.raw_arguments
+            tag = {"search": "a search", "continuation": "a free continuation", "refused": "not run"}[record.kind]
+            out.append(f"[turn {number}] call {call.name} {args} ({tag}):")
+            out.extend("| " + line for line in shortened[n].split("\n"))
+            n += 1
+    return "\n".join(out) if out else "(no calls were made)"
+
+
+def _truncate(answer: str) -> tuple[str, bool]:
+    if len(answer) <= MAX_ANSWER_CHARS:
+        return answer, False
+    return answer[:MAX_ANSWER_CHARS] + f"\n[answer cut at {MAX_ANSWER_CHARS:,} characters]", True
+
+
+def _is_not_found(answer: str) -> bool:
+    head = answer.lstrip(" \t\r\n*_#>\"'`").lower()
+    return head.startswith(prompts.NOT_FOUND.lower().rstrip("."))
+
+
+def run_lookup(
+    transcript: Transcript,
+    question: str,
+    model: ModelRef,
+    *,
+    api_key: Any = None,
+    options: LookupOptions | None = None,
+    progress: Progress | None = None,
+    complete_fn: CompleteFn | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> LookupResult:
+    """Let the model search the transcript and answer; check its quotes and citations against the history.
+
+    ``api_key`` None looks the key up as ``llm.complete`` does. ``progress(label)`` is told what is happening
+    before each model call (the CLI shows it in a spinner). Raises ProviderError when the very first call fails
+    (nothing was found yet); later failures end the search and lead to the write-up.
+    """
+    from pi_compact.llm import complete
+
+    opts = options or LookupOptions()
+    opts.validate()
+    question = question.strip()
+    if not question:
+        raise UsageError("the question is empty")
+    ask = complete_fn or complete
+    limits = opts.limits
+    tool_defs = prompts.tools(limits)
+    system = prompts.system_prompt(opts.budget, opts.call_limit, limits)
+    about = overview(transcript)
+    messages: list[Message] = [Message.user(prompts.first_message(question, about))]
+    tools = _Tools(transcript, limits)
+    max_tokens = MAX_OUTPUT_TOKENS
+    if model.info is not None and model.info.max_tokens:
+        max_tokens = min(max_tokens, model.info.max_tokens)
+    window = model.info.context_window if model.info is not None and model.info.context_window else 128_000
+    conversation_limit = min(CONVERSATION_CHARS, window * 2)
+
+    usage = Usage()
+    calls = 0
+    searches = 0
+    records: list[ToolRecord] = []
+    turns: list[_Turn] = []
+    answer: str | None = None
+    truncated = False
+    stopped_by: str | None = None
+    latest_text = ""
+    search_error: str | None = None
+    conversation = len(messages[0].text)
+
+    def call_model(request: Request) -> Response:
+        nonlocal calls, usage
+        calls += 1
+        response = ask(
+            request,
+            model=model,
+            api_key=api_key,
+            timeout=opts.timeout,
+            max_retries=opts.max_retries,
+            sleep=sleep,
+        )
+        usage = _add(usage, response.usage)
+        return response
+
+    while True:
+        if calls >= opts.call_limit:
+            stopped_by = "call_limit"
+            break
+        if progress is not None:
+            progress(f"searching with {model.ref} (call {calls + 1}, {searches}/{opts.budget} searches)")
+        try:
+            response = call_model(Request(messages, system=system, tools=tool_defs, max_tokens=max_tokens))
+        except ProviderError as exc:
+            if not records:
+                raise
+            stopped_by, search_error = "provider_error", exc.message
+            break
+        if response.text.strip():
+            latest_text = response.text
+        if not response.tool_calls:
+            if response.text.strip():
+                answer = response.text
+                truncated = response.stop_reason == "length"
+            else:
+                stopped_by = "empty_reply"
+            break
+        messages.append(response.to_message())
+        conversation += len(response.text)
+        turn = _Turn(response.text)
+        turns.append(turn)
+        over_budget = False
+        for call in response.tool_calls:
+            text, record = _run_call(tools, call, limits, searches, opts.budget)
+            if record.kind == "search":
+                searches += 1
+            elif record.kind == "refused":
+                over_budget = True
+            records.append(record)
+            turn.calls.append((call, record, text))
+            messages.append(Message.tool_result(call, text, is_error=not record.ok))
+            conversation += len(text)
+        if over_budget:
+            stopped_by = "budget"
+            break
+        if conversation > conversation_limit:
+            stopped_by = "context_limit"
+            break
+
+    writeup: str | None = None
+    error: str | None = None
+    if answer is None:
+        if progress is not None:
+            progress(f"writing up with {model.ref}")
+        log = _write_log(turns, conversation_limit)
+        request = Request(
+            [Message.user(prompts.writeup_message(question, about, stopped_by or "", log))],
+            system=prompts.writeup_system_prompt(),
+            max_tokens=max_tokens,
+        )
+        try:
+            response = call_model(request)
+        except ProviderError as exc:
+            writeup, error = "failed", exc.message
+            answer = latest_text
+        else:
+            if response.text.strip():
+                writeup, answer = "ok", response.text
+                truncated = response.stop_reason == "length"
+            else:
+                writeup, error = "failed", "the write-up was empty"
+                answer = latest_text
+    answer, cut = _truncate(answer.strip())
+    truncated = truncated or cut
+    from pi_compact.llm import estimate_cost
+
+    cost = None
+    if model.info is not None:
+        cost = estimate_cost(
+            model.info, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens
+        )
+    leaf = transcript.leaf
+    return LookupResult(
+        question=question,
+        answer=answer,
+        complete=stopped_by is None and not truncated,
+        stopped_by=stopped_by,
+        writeup=writeup,
+        error=error or search_error,
+        answer_truncated=truncated,
+        not_found_reply=_is_not_found(answer),
+        citations=find_citations(transcript, answer),
+        quotes=verify_quotes(transcript, answer),
+        searches_used=searches,
+        budget=opts.budget,
+        model_calls=calls,
+        call_limit=opts.call_limit,
+        tool_calls=tuple(records),
+        model=model.ref,
+        model_source=model.source,
+        usage=usage,
+        cost=cost,
+        leaf_id=entry_label(leaf) if leaf is not None else None,
+    )
+
+
+def _run_call(tools: _Tools, call: ToolCall, limits: Limits, searches: int, budget: int) -> tuple[str, ToolRecord]:
+    """Run one tool call (or refuse it when the budget is spent) and describe what happened."""
+    arguments = dict(call.arguments) if call.raw_arguments is None else {"raw": call.raw_arguments}
+    try:
+        params, cursor = _parse(call, limits)
+    except _BadArguments as exc:
+        kind = "refused" if searches >= budget else "search"
+        text = _refusal(budget) if kind == "refused" else f"error: {exc}"
+        return text, ToolRecord(call.id, call.name, arguments, kind, False, str(exc), len(text), None)
+    kind = tools.classify(call.name, params, cursor)
+    if kind == "search" and searches >= budget:
+        text = _refusal(budget)
+        return text, ToolRecord(call.id, call.name, arguments, "refused", False, "budget used up", len(text), None)
+    try:
+        text, next_cursor = tools.run(call.name, params, cursor)
+    except (UsageError, PatternError, CursorError, NotFoundError) as exc:
+        text = f"error: {exc.message}"
+        return text, ToolRecord(call.id, call.name, arguments, kind, False, exc.message, len(text), None)
+    return text, ToolRecord(call.id, call.name, arguments, kind, True, None, len(text), next_cursor)
+
+
+def _refusal(budget: int) -> str:
+    return (
+        f"not run: all {budget} searches of the budget are used. No more searching: the answer is written up "
+        "from the results so far."
+    )
+
+
+__all__ = [
+    "CALL_LIMIT_FACTOR",
+    "CONVERSATION_CHARS",
+    "DEFAULT_BUDGET",
+    "MAX_ANSWER_CHARS",
+    "MAX_OUTPUT_TOKENS",
+    "MAX_RESULT_CHARS",
+    "LookupOptions",
+    "LookupResult",
+    "ToolRecord",
+    "choose_lookup_model",
+    "format_grep",
+    "format_list",
+    "format_show",
+    "lookup_model_available",
+    "overview",
+    "run_lookup",
+    "session_model",
+]
