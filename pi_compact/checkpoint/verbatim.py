@@ -217,7 +217,8 @@ def _assemble(intro: str, spans_text: str, appendix: str, boundary: str) -> str:
 
 
 def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) -> Checkpoint:
-    """The verbatim checkpoint for ``plan`` (pure and deterministic; calls no model, reads no file)."""
+    """The verbatim checkpoint for ``plan``: deterministic, calls no model, writes nothing (the only files it may
+    read are instruction files given as paths in ``options.context_files``)."""
     if not plan.can_compact:
         raise NothingToCompactError(f"nothing to compact: {plan.nothing_reason}")
     if options.cap_tokens is not None and options.cap_tokens <= 0:
