@@ -40,8 +40,17 @@ from pi_compact.llm.providers import ModelRef
 from pi_compact.llm.types import Message, Request, Response, ToolCall, Usage
 from pi_compact.lookup import prompts
 from pi_compact.lookup.quotes import Citation, Quote, find_citations, verify_quotes
-from pi_compact.lookup.search import DEFAULT_LIMITS, GrepPage, Limits, ShowPage, grep, list_entries, show_entry
-from pi_compact.render.transcript import Transcript, entry_label
+from pi_compact.lookup.search import (
+    DEFAULT_LIMITS,
+    EntryPage,
+    GrepPage,
+    Limits,
+    ShowPage,
+    grep,
+    list_entries,
+    show_entry,
+)
+from pi_compact.render.transcript import Transcript, entry_label, safe_text
 from pi_compact.session.model import JsonDict
 
 DEFAULT_BUDGET = 10
@@ -66,6 +75,7 @@ class LookupOptions:
     timeout: float = 120.0  # seconds per model call
     max_retries: int = 3  # HTTP-level retries per call (429, 5xx, timeouts)
     limits: Limits = DEFAULT_LIMITS
+    max_conversation_chars: int = CONVERSATION_CHARS  # results beyond this end the search (less for small windows)
 
     @property
     def call_limit(self) -> int:
@@ -335,47 +345,20 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def _size(n: int) -> str:
-    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
-
-
-def format_list(page: Any) -> str:
-    head = f"list_entries: {len(page.entries)} entries on this page, {page.total} in all"
-    lines = [head]
-    for info in page.entries:
-        kind = info.role or info.type
-        lines.append(f"{info.id} | {kind} | {info.timestamp or '-'} | {_size(info.size)} | {_line(info.preview)}")
-    lines.append(_more("list_entries", page.next_cursor))
-    return "\n".join(lines)
-
-
-def _window(line: Any) -> str:
-    text = _line(line.text)
-    if line.offset > 0:
-        text = "…" + text
-    if line.offset + len(line.text) < line.length:
-        text += "…"
-    return text
+def format_list(page: EntryPage) -> str:
+    """A list page as the model reads it: ``list``'s plain lines between a count and the way on."""
+    head = f"list_entries: {_plural(len(page.entries), 'entry', 'entries')} on this page, {page.total} in all"
+    return "\n".join([head, *(_line(line) for line in page.text_lines()), _more("list_entries", page.next_cursor)])
 
 
 def format_grep(page: GrepPage) -> str:
+    """A grep page as the model reads it: ``grep``'s plain lines (each names its entry) between a count and the
+    way on."""
     if not page.matches:
         return f"grep: no matches ({page.entries_searched} entries searched)\n{_more('grep', page.next_cursor)}"
-    entries = len({m.entry_id for m in page.matches})
-    count = len(page.matches)
-    lines = [f"grep: {_plural(count, 'match', 'matches')} in {_plural(entries, 'entry', 'entries')} on this page"]
-    last: tuple[str, int] | None = None
-    for match in page.matches:
-        first = match.before[0].number if match.before else match.line.number
-        if last is not None and (last[0] != match.entry_id or first != last[1] + 1) and (match.before or match.after):
-            lines.append("--")
-        for ctx in match.before:
-            lines.append(f"{match.entry_id}-{ctx.section}-{ctx.number}- {_window(ctx)}")
-        lines.append(f"{match.entry_id}:{match.line.section}:{match.line.number}: {_window(match.line)}")
-        for ctx in match.after:
-            lines.append(f"{match.entry_id}-{ctx.section}-{ctx.number}- {_window(ctx)}")
-        end = match.after[-1].number if match.after else match.line.number
-        last = (match.entry_id, end)
+    count = _plural(len(page.matches), "match", "matches")
+    entries = _plural(len({m.entry_id for m in page.matches}), "entry", "entries")
+    lines = [f"grep: {count} in {entries} on this page", *(_line(line) for line in page.text_lines())]
     lines.append(_more("grep", page.next_cursor))
     return "\n".join(lines)
 
@@ -388,12 +371,12 @@ def format_show(page: ShowPage) -> str:
         f"belongs to ENTRY {info.id}."
     ]
     for line in page.lines:
-        text = _line(line.text)
+        text = _line(safe_text(line.text))
         if line.offset > 0:
             text = "…" + text
         if line.offset + len(line.text) < line.length:
             text += "… (continues on the next page)"
-        lines.append(f"{line.number}:{line.section}: {text}")
+        lines.append(f"{line.number}:{line.section}:{text}")
     lines.append(_more("show_entry", page.next_cursor, f' (id="{info.id}")'))
     return "\n".join(lines)
 
@@ -426,7 +409,7 @@ class _Tools:
         if cursor is not None:
             self.used.add(cursor)
         if tool == "list_entries":
-            page: Any = list_entries(
+            page = list_entries(
                 self.transcript,
                 roles=params["role"],
                 since=params["since"],
@@ -506,7 +489,8 @@ def overview(transcript: Transcript) -> str:
     compactions = sum(1 for e in entries if e.type == "compaction")
     extra = f", {compactions} compaction{'s' if compactions != 1 else ''}" if compactions else ""
     return (
-        f"The history of this branch has {len(entries)} entries ({users} user messages{extra}){span}; "
+        f"The history of this branch has {_plural(len(entries), 'entry', 'entries')} "
+        f"({_plural(users, 'user message', 'user messages')}{extra}){span}; "
         f"the last entry is {entry_label(entries[-1])}."
     )
 
@@ -593,7 +577,7 @@ def run_lookup(
     if model.info is not None and model.info.max_tokens:
         max_tokens = min(max_tokens, model.info.max_tokens)
     window = model.info.context_window if model.info is not None and model.info.context_window else 128_000
-    conversation_limit = min(CONVERSATION_CHARS, window * 2)
+    conversation_limit = min(opts.max_conversation_chars, window * 2)
 
     usage = Usage()
     calls = 0

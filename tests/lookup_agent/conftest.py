@@ -139,6 +139,20 @@ class ScriptedModel:
 
         self.script.append(reply)
 
+    def page_through(self, name: str, args: dict[str, Any], answer: str) -> None:
+        """Call ``name`` with ``args``, then follow each page's cursor until the last page, then answer."""
+        self.tools((name, args))
+
+        def step(body: Body) -> WResponse:
+            found = _CURSOR.search(last_result(body))
+            if found is None:
+                return self._text_reply(answer, None)
+            self.script.insert(0, step)
+            self._calls += 1
+            return self._tool_reply([(f"call_{self._calls}", name, {**args, "cursor": found.group(1)})], "")
+
+        self.script.append(step)
+
     def answer(self, text: str, *, stop: str | None = None) -> None:
         self.script.append(lambda body: self._text_reply(text, stop))
 
