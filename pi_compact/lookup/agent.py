@@ -399,7 +399,7 @@ class _Tools:
         self.used: set[str] = set()
 
     def classify(self, tool: str, params: Mapping[str, Any], cursor: str | None) -> str:
-        """ "continuation" for the cursor the same call returned, not used before; else "search"."""
+        """A continuation for the unused cursor that the same call's result returned; anything else is a search."""
         if cursor is not None and cursor not in self.used and self.issued.get(cursor) == _signature(tool, params):
             return "continuation"
         return "search"

@@ -11,7 +11,7 @@ from werkzeug import Response as WResponse
 from pi_compact.compact import lookup_configured
 from pi_compact.lookup.agent import lookup_model_available
 from tests.conftest import run
-from tests.lookup_agent.conftest import BUILD_ERROR, History, ScriptedModel, tool_names
+from tests.lookup_agent.conftest import BUILD_ERROR, History, ScriptedModel, tool_names, tool_results, user_texts
 
 
 def lookup(scripted: ScriptedModel, history: History, *extra: str, question: str = "What failed?") -> object:
@@ -213,3 +213,46 @@ def test_ctrl_c_while_the_model_thinks_exits_130(history: History, server: HTTPS
             proc.kill()
     assert proc.returncode == 130, stderr
     assert b"interrupted" in stderr and stdout == b""
+
+
+def test_without_a_session_argument_the_directorys_latest_session_is_searched(
+    tmp_path: Path, scripted: ScriptedModel
+) -> None:
+    from pi_compact.session.discovery import session_dir_for_cwd
+    from tests.lookup_agent.conftest import build_history
+
+    project = tmp_path / "project"
+    project.mkdir()
+    sessions = session_dir_for_cwd(str(project))
+    sessions.mkdir(parents=True)
+    history = build_history(sessions / "2026-01-01T00-00-00-000Z_0199aaaa-0000-7000-8000-000000000001.jsonl")
+    scripted.answer(f"ENTRY {history.ids['build_output']} has the error.")
+    args = ("--model", scripted.model_arg, "--base-url", scripted.base_url, "--json")
+    result = run("lookup", "What failed?", *args, cwd=project)
+    assert result.code == 0, result.stderr
+    assert result.json["session"] == str(history.path) and result.json["question"] == "What failed?"
+    assert "the last entry is " + history.ids["last"] in user_texts(scripted.bodies[0])[0]
+    assert run("lookup", "a", "b", "c", *args).code == 2
+
+
+def test_leaf_picks_the_branch_searched(tmp_path: Path, scripted: ScriptedModel) -> None:
+    from tests.sessionkit import SessionBuilder
+
+    sb = SessionBuilder()
+    root = sb.user("Which database?")
+    old = sb.assistant("Use sqlite for now.")
+    sb.user("Reconsider please", parent=root)
+    new = sb.assistant("Use postgres instead.")
+    path = sb.write(tmp_path / "branchy.jsonl")
+    scripted.tools(("grep", {"pattern": "Use "}))
+    scripted.answer(f"On this branch: sqlite (ENTRY {old}); postgres is ENTRY {new}.")
+    result = run(
+        "lookup", path, "Which database?", "--leaf", old, "--model", scripted.model_arg,
+        "--base-url", scripted.base_url, "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    data = result.json
+    assert data["leaf_id"] == old
+    assert [(c["id"], c["exists"]) for c in data["citations"]] == [(old, True), (new, False)]
+    grep_result = tool_results(scripted.bodies[1])[0][1]
+    assert f"{old}:text:3:Use sqlite for now." in grep_result and "postgres" not in grep_result
