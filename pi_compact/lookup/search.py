@@ -230,7 +230,9 @@ def list_entries(
     if since_at is not None and since_at.tzinfo is None:
         since_at = since_at.replace(tzinfo=UTC)
     page_size = _positive("--limit", limit if limit is not None else limits.list_limit)
-    query = query_digest({"roles": sorted(wanted or ()), "since": since_at.isoformat() if since_at else None})
+    # An age ("2h") is kept as written, so the next page's cursor still matches while the clock moves on.
+    since_key = since if isinstance(since, str) else since_at.isoformat() if since_at else None
+    query = query_digest({"roles": sorted(wanted or ()), "since": since_key})
     start = 0
     if cursor:
         start = decode_cursor(
@@ -427,6 +429,7 @@ class _Searcher:
             raise self._timed_out() from None
 
     def search_joined(self, text: str, pos: int = 0) -> Any:
+        assert self.joined is not None, "only for joinable patterns"
         try:
             return self.joined.search(text, pos, timeout=self.timeout)
         except TimeoutError:

@@ -230,6 +230,17 @@ def test_list_since_filters_by_entry_time(busy) -> None:
         list_entries(busy, since="last tuesday")
 
 
+def test_list_since_an_age_pages_with_its_cursor(busy) -> None:
+    from datetime import UTC, datetime
+
+    first = list_entries(busy, since="30d", limit=5, now=datetime(2026, 1, 5, tzinfo=UTC))
+    assert len(first.entries) == 5 and first.next_cursor
+    later = datetime(2026, 1, 5, 0, 0, 7, tzinfo=UTC)  # the clock moved on between pages
+    second = list_entries(busy, since="30d", limit=5, cursor=first.next_cursor, now=later)
+    assert second.entries[0].id == busy.entries[5].id
+    assert list_entries(busy, since="1h", now=datetime(2026, 1, 5, tzinfo=UTC)).entries == ()
+
+
 # -- show ---------------------------------------------------------------------------------------------------------
 
 
