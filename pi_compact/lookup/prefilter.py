@@ -209,6 +209,10 @@ class RawFilter:
     pattern: Any = None  # or one compiled bytes regex (regex module)
     _next: list[int] = field(default_factory=list)
 
+    def reset(self) -> None:
+        """Forget the remembered occurrences (before asking for an earlier ``start``)."""
+        self._next = []
+
     def find_from(self, data: bytes, start: int) -> int:
         """The offset of the first occurrence at or after ``start``, or -1."""
         if self.pattern is not None:

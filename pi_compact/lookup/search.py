@@ -478,6 +478,7 @@ class _Candidates:
         self.data: bytes | None = None
         self.filter: RawFilter | None = None
         self.next_hit = -1
+        self.last_start = 0
         self.blocks: dict[int, set[int]] = {}
         literals = required_literals(pattern, fixed=fixed)
         if literals is None:
@@ -497,6 +498,11 @@ class _Candidates:
     def raw_hit(self, entry: Entry) -> bool:
         assert self.filter is not None and self.data is not None
         start, end = entry.offset, entry.offset + entry.length
+        if start < self.last_start:
+            # A branch normally runs forward through the file; a duplicate id can send it back. Start over.
+            self.filter.reset()
+            self.next_hit = -1
+        self.last_start = start
         if self.next_hit < start:
             self.next_hit = self.filter.find_from(self.data, start)
             if self.next_hit < 0:

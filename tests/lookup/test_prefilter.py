@@ -197,3 +197,21 @@ def test_kelvin_sign_matches_k_case_insensitively(tmp_path: Path) -> None:
     transcript = build_transcript(load_session(sb.write(tmp_path / "s.jsonl")))
     page = grep(transcript, "300 k", ignore_case=True)
     assert [m.entry_id for m in page.matches] == [entry]
+
+
+def test_branch_that_runs_backwards_through_the_file(tmp_path: Path) -> None:
+    """A duplicate id (the later one wins, as in Pi) can put a parent after its child in the file."""
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "cwd": "/"},
+        {"type": "message", "id": "p1", "parentId": None, "message": {"role": "user", "content": "old parent"}},
+        {"type": "message", "id": "c1", "parentId": "p1", "message": {"role": "user", "content": "child needle"}},
+        {"type": "message", "id": "p1", "parentId": None, "message": {"role": "user", "content": "parent needle"}},
+        {"type": "label", "id": "l1", "parentId": "c1", "targetId": "c1", "label": "x"},
+    ]
+    path = tmp_path / "dup.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    transcript = build_transcript(load_session(path))
+    assert [e.line for e in transcript.entries] == [4, 3, 5]
+    page = grep(transcript, "needle")
+    assert page.prefiltered
+    assert [(m.entry_id, m.line.text) for m in page.matches] == [("p1", "parent needle"), ("c1", "child needle")]
