@@ -12,6 +12,7 @@ more = grep(transcript, r"TypeError: .*undefined", context=2, cursor=page.next_c
 """
 
 from pi_compact.lookup.context import ContextMessage, ContextView, build_context_view
+from pi_compact.lookup.matching import compile_pattern
 from pi_compact.lookup.search import (
     DEFAULT_LIMITS,
     EntryInfo,
@@ -22,7 +23,6 @@ from pi_compact.lookup.search import (
     Limits,
     ShowLine,
     ShowPage,
-    compile_pattern,
     entry_raw,
     grep,
     list_entries,

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from itertools import accumulate
 from typing import Any
 
 from pi_compact.errors import CursorError, NotFoundError, PatternError, SessionError, UsageError
 from pi_compact.lookup.cursor import Cursor, decode_cursor, query_digest
-from pi_compact.lookup.prefilter import RawFilter, build_raw_filter, required_literals, take_census
+from pi_compact.lookup.matching import Candidates, Searcher, matching_lines
 from pi_compact.render.transcript import (
     SECTIONS,
     RenderedEntry,
@@ -27,7 +25,6 @@ from pi_compact.render.transcript import (
     as_transcript,
     entry_label,
     preview,
-    render_entry,
     safe_text,
 )
 from pi_compact.session.model import Entry, JsonDict, Session
@@ -57,7 +54,6 @@ ENTRY_TYPES = (
     "context_edit",
 )
 GREP_SCHEMA_VERSION = 1
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 Source = Transcript | Branch | Session
 
@@ -374,80 +370,6 @@ class GrepPage:
         yield {"type": "summary", "version": GREP_SCHEMA_VERSION, "data": self.to_json()}
 
 
-def compile_pattern(pattern: str, *, ignore_case: bool = False, fixed: bool = False, multiline: bool = False) -> Any:
-    """A compiled ``regex`` pattern, or PatternError saying where it is wrong."""
-    import regex
-
-    source = regex.escape(pattern) if fixed else pattern
-    flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0) | (regex.MULTILINE if multiline else 0)
-    try:
-        return regex.compile(source, flags)
-    except regex.error as exc:
-        where = f" at position {exc.pos}" if exc.pos is not None else ""
-        raise PatternError(f"invalid regular expression {pattern!r}{where}: {exc.msg}") from None
-    except (OverflowError, RecursionError, ValueError) as exc:
-        raise PatternError(f"invalid regular expression {pattern!r}: {exc}") from None
-
-
-_NOT_JOINABLE = re.compile(r"\\[AZzG]|\(\?|[*+?}]\+")
-
-
-def joinable(pattern: str, *, fixed: bool = False) -> bool:
-    """Whether a line that matches implies a match somewhere in those lines joined with "\\n" (MULTILINE).
-
-    True unless the pattern anchors to the string (``\\A \\Z \\z \\G``), uses inline flags or lookarounds
-    (``(?``), or possessive quantifiers, which could behave differently next to a newline."""
-    return fixed or _NOT_JOINABLE.search(pattern) is None
-
-
-class _Searcher:
-    """Matches one pattern against rendered lines, turning a runaway regex into PatternError.
-
-    ``regex``'s timeout costs a few microseconds per call, so whole entries (their lines joined) are searched
-    first when that is equivalent (see ``joinable``), and single lines only within entries that match."""
-
-    def __init__(self, pattern: str, ignore_case: bool, fixed: bool, timeout: float) -> None:
-        self.compiled = compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)
-        self.joined = (
-            compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed, multiline=True)
-            if joinable(pattern, fixed=fixed)
-            else None
-        )
-        self.pattern = pattern
-        self.timeout = timeout
-
-    def _timed_out(self) -> PatternError:
-        return PatternError(
-            f"regular expression {self.pattern!r} took more than {self.timeout:g}s on one line "
-            "(catastrophic backtracking?): simplify it, or use -F for a fixed string"
-        )
-
-    def search(self, text: str, pos: int = 0) -> Any:
-        try:
-            return self.compiled.search(text, pos, timeout=self.timeout)
-        except TimeoutError:
-            raise self._timed_out() from None
-
-    def search_joined(self, text: str, pos: int = 0) -> Any:
-        assert self.joined is not None, "only for joinable patterns"
-        try:
-            return self.joined.search(text, pos, timeout=self.timeout)
-        except TimeoutError:
-            raise self._timed_out() from None
-
-    def spans(self, text: str, first: Any, stop: int) -> list[tuple[int, int]]:
-        """Match spans starting at ``first`` and before ``stop``."""
-        out: list[tuple[int, int]] = []
-        try:
-            for found in self.compiled.finditer(text, first.start(), timeout=self.timeout):
-                if found.start() >= stop:
-                    break
-                out.append(found.span())
-        except TimeoutError:
-            raise self._timed_out() from None
-        return out
-
-
 def _window(text: str, number: int, section: str, width: int, spans: list[tuple[int, int]] | None) -> GrepLine:
     """The line, or a window of ``width`` characters around its first match."""
     if len(text) <= width:
@@ -461,88 +383,6 @@ def _window(text: str, number: int, section: str, width: int, spans: list[tuple[
     end = start + width
     shown = tuple((max(s, start) - start, min(e, end) - start) for s, e in spans or () if s < end and e >= start)
     return GrepLine(number, section, text[start:end], start, len(text), shown)
-
-
-_BLOCK = 256
-
-
-class _Candidates:
-    """Which entries can match: a raw-bytes prefilter plus a check of the others' decorated lines.
-
-    An entry whose raw line lacks every required literal can still match in a decorated line (a header, a
-    marker, ``key: value``); those are rendered alone, a block of entries at a time, and searched together."""
-
-    def __init__(self, transcript: Transcript, searcher: _Searcher, pattern: str, ignore_case: bool, fixed: bool):
-        self.transcript = transcript
-        self.searcher = searcher
-        self.data: bytes | None = None
-        self.filter: RawFilter | None = None
-        self.next_hit = -1
-        self.last_start = 0
-        self.blocks: dict[int, set[int]] = {}
-        literals = required_literals(pattern, fixed=fixed)
-        if literals is None:
-            return
-        data = transcript.raw_bytes()
-        if data is None:
-            return
-        census = transcript.census if transcript.census is not None else take_census(data)
-        transcript.census = census
-        self.filter = build_raw_filter(literals, data, ignore_case=ignore_case, census=census)
-        self.data = data if self.filter is not None else None
-
-    @property
-    def active(self) -> bool:
-        return self.filter is not None
-
-    def raw_hit(self, entry: Entry) -> bool:
-        assert self.filter is not None and self.data is not None
-        start, end = entry.offset, entry.offset + entry.length
-        if start < self.last_start:
-            # A branch normally runs forward through the file; a duplicate id can send it back. Start over.
-            self.filter.reset()
-            self.next_hit = -1
-        self.last_start = start
-        if self.next_hit < start:
-            self.next_hit = self.filter.find_from(self.data, start)
-            if self.next_hit < 0:
-                self.next_hit = len(self.data) + 1
-        return self.next_hit < end
-
-    def may_match(self, pos: int, entry: Entry) -> bool:
-        """False only when no rendered line of the entry can match."""
-        if not self.active or self.raw_hit(entry):
-            return True
-        block = pos // _BLOCK
-        if block not in self.blocks:
-            self.blocks[block] = self._decorated_matches(
-                block * _BLOCK, min((block + 1) * _BLOCK, len(self.transcript))
-            )
-        return pos in self.blocks[block]
-
-    def _decorated_matches(self, first: int, last: int) -> set[int]:
-        entries = self.transcript.entries
-        rendered = [render_entry(entries[i], decorated_only=True).lines for i in range(first, last)]
-        if self.searcher.joined is None:
-            return {first + k for k, lines in enumerate(rendered) if any(self.searcher.search(x) for x in lines)}
-        starts: list[int] = []
-        size = 0
-        for lines in rendered:
-            starts.append(size)
-            size += sum(len(x) for x in lines) + len(lines)
-        text = "\n".join("\n".join(lines) for lines in rendered)
-        found: set[int] = set()
-        at = 0
-        while at < len(text):
-            hit = self.searcher.search_joined(text, at)
-            if hit is None:
-                break
-            k = bisect_right(starts, hit.start()) - 1
-            found.add(first + k)
-            if k + 1 >= len(starts):
-                break
-            at = starts[k + 1]
-        return found
 
 
 def grep(
@@ -572,7 +412,7 @@ def grep(
         raise UsageError(f"-C must be between 0 and {limits.max_context} (got {context})")
     page_size = _positive("--max-count", max_count if max_count is not None else limits.grep_max_count)
     char_budget = _positive("--max-chars", max_chars if max_chars is not None else limits.grep_max_chars)
-    searcher = _Searcher(pattern, ignore_case, fixed, limits.regex_timeout)
+    searcher = Searcher(pattern, ignore_case, fixed, limits.regex_timeout)
     query = query_digest(
         {
             "pattern": pattern,
@@ -590,7 +430,7 @@ def grep(
             raise PatternError("malformed grep cursor")  # pragma: no cover - decode checks the shape
         start_entry, start_line = position
 
-    candidates = _Candidates(transcript, searcher, pattern, ignore_case, fixed)
+    candidates = Candidates(transcript, searcher, pattern, ignore_case, fixed)
     matches: list[GrepMatch] = []
     used_chars = 0
     searched = 0
@@ -606,7 +446,7 @@ def grep(
             continue
         rendered = transcript.render(entry)
         first_line = start_line if pos == start_entry else 0
-        found = _matching_lines(rendered, searcher, wanted_sections, first_line)
+        found = matching_lines(rendered, searcher, wanted_sections, first_line)
         pending = next(found, None)
         last_shown = first_line - 1
         while pending is not None:
@@ -644,43 +484,10 @@ def _check_sections(sections: Iterable[str] | None) -> frozenset[str] | None:
     return wanted or None
 
 
-def _matching_lines(
-    rendered: RenderedEntry, searcher: _Searcher, sections: frozenset[str] | None, start: int
-) -> Iterator[tuple[int, Any]]:
-    """(line index, match) for each matching line from ``start`` on.
-
-    When the pattern allows (``joinable``), the entry's lines are searched joined, and only lines where a joined
-    match starts are searched on their own; a line without one cannot match on its own either."""
-    lines = rendered.lines
-    if searcher.joined is None:
-        for index in range(start, len(lines)):
-            if sections is not None and rendered.sections[index] not in sections:
-                continue
-            found = searcher.search(lines[index])
-            if found is not None:
-                yield index, found
-        return
-    text = "\n".join(lines)
-    starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
-    pos = starts[start] if start < len(starts) else len(text) + 1
-    while pos <= len(text):
-        hit = searcher.search_joined(text, pos)
-        if hit is None:
-            return
-        index = bisect_right(starts, hit.start()) - 1
-        if sections is None or rendered.sections[index] in sections:
-            found = searcher.search(lines[index])
-            if found is not None:
-                yield index, found
-        if index + 1 >= len(starts):
-            return
-        pos = starts[index + 1]
-
-
 def _build_match(
     transcript: Transcript,
     rendered: RenderedEntry,
-    searcher: _Searcher,
+    searcher: Searcher,
     index: int,
     first: Any,
     context: int,

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_compact.errors import PatternError
-from pi_compact.lookup.search import _matching_lines, _Searcher, joinable
+from pi_compact.lookup.matching import Searcher, joinable, matching_lines
 from pi_compact.render.transcript import RenderedEntry
 from pi_compact.session.model import Entry
 
@@ -47,15 +47,15 @@ def rendered(lines: list[str]) -> RenderedEntry:
 def test_joined_search_equals_line_by_line(pieces, lines, start, sections) -> None:
     pattern = "".join(pieces)
     try:
-        searcher = _Searcher(pattern, False, False, 5.0)
+        searcher = Searcher(pattern, False, False, 5.0)
     except PatternError:
         return
     assert joinable(pattern)
     entry = rendered(lines)
     start = min(start, len(lines) - 1)
-    joined = [(i, m.span()) for i, m in _matching_lines(entry, searcher, sections, start)]
+    joined = [(i, m.span()) for i, m in matching_lines(entry, searcher, sections, start)]
     searcher.joined = None
-    single = [(i, m.span()) for i, m in _matching_lines(entry, searcher, sections, start)]
+    single = [(i, m.span()) for i, m in matching_lines(entry, searcher, sections, start)]
     assert joined == single
 
 

@@ -1,0 +1,213 @@
+"""Matching a pattern against the transcript fast without changing what matches.
+
+Two shortcuts, each proven equivalent by the tests (tests/lookup/test_prefilter.py, test_line_search.py):
+
+* ``Candidates``: an entry is rendered only if its raw JSON line holds a literal every match needs (any JSON
+  encoding of it, see ``prefilter``), or one of its decorated lines (header, markers, ``key: value``) matches;
+* ``matching_lines``: an entry's lines are searched joined with "\\n" and only lines where a joined match starts
+  are searched alone, which saves the per-call cost of the regex timeout on every other line.
+
+Every regex call carries a timeout, so a catastrophic pattern ends in PatternError instead of a hang.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
+from itertools import accumulate
+from typing import Any
+
+from pi_compact.errors import PatternError
+from pi_compact.lookup.prefilter import RawFilter, build_raw_filter, required_literals, take_census
+from pi_compact.render.transcript import RenderedEntry, Transcript, render_entry
+from pi_compact.session.model import Entry
+
+
+def compile_pattern(pattern: str, *, ignore_case: bool = False, fixed: bool = False, multiline: bool = False) -> Any:
+    """A compiled ``regex`` pattern, or PatternError saying where it is wrong."""
+    import regex
+
+    source = regex.escape(pattern) if fixed else pattern
+    flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0) | (regex.MULTILINE if multiline else 0)
+    try:
+        return regex.compile(source, flags)
+    except regex.error as exc:
+        where = f" at position {exc.pos}" if exc.pos is not None else ""
+        raise PatternError(f"invalid regular expression {pattern!r}{where}: {exc.msg}") from None
+    except (OverflowError, RecursionError, ValueError) as exc:
+        raise PatternError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+_NOT_JOINABLE = re.compile(r"\\[AZzG]|\(\?|[*+?}]\+")
+
+
+def joinable(pattern: str, *, fixed: bool = False) -> bool:
+    """Whether a line that matches implies a match somewhere in those lines joined with "\\n" (MULTILINE).
+
+    True unless the pattern anchors to the string (``\\A \\Z \\z \\G``), uses inline flags or lookarounds
+    (``(?``), or possessive quantifiers, which could behave differently next to a newline."""
+    return fixed or _NOT_JOINABLE.search(pattern) is None
+
+
+class Searcher:
+    """Matches one pattern against rendered lines, turning a runaway regex into PatternError.
+
+    ``regex``'s timeout costs a few microseconds per call, so whole entries (their lines joined) are searched
+    first when that is equivalent (see ``joinable``), and single lines only within entries that match."""
+
+    def __init__(self, pattern: str, ignore_case: bool, fixed: bool, timeout: float) -> None:
+        self.compiled = compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)
+        self.joined = (
+            compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed, multiline=True)
+            if joinable(pattern, fixed=fixed)
+            else None
+        )
+        self.pattern = pattern
+        self.timeout = timeout
+
+    def _timed_out(self) -> PatternError:
+        return PatternError(
+            f"regular expression {self.pattern!r} took more than {self.timeout:g}s on one line "
+            "(catastrophic backtracking?): simplify it, or use -F for a fixed string"
+        )
+
+    def search(self, text: str, pos: int = 0) -> Any:
+        try:
+            return self.compiled.search(text, pos, timeout=self.timeout)
+        except TimeoutError:
+            raise self._timed_out() from None
+
+    def search_joined(self, text: str, pos: int = 0) -> Any:
+        assert self.joined is not None, "only for joinable patterns"
+        try:
+            return self.joined.search(text, pos, timeout=self.timeout)
+        except TimeoutError:
+            raise self._timed_out() from None
+
+    def spans(self, text: str, first: Any, stop: int) -> list[tuple[int, int]]:
+        """Match spans starting at ``first`` and before ``stop``."""
+        out: list[tuple[int, int]] = []
+        try:
+            for found in self.compiled.finditer(text, first.start(), timeout=self.timeout):
+                if found.start() >= stop:
+                    break
+                out.append(found.span())
+        except TimeoutError:
+            raise self._timed_out() from None
+        return out
+
+
+_BLOCK = 256
+
+
+class Candidates:
+    """Which entries can match: a raw-bytes prefilter plus a check of the others' decorated lines.
+
+    An entry whose raw line lacks every required literal can still match in a decorated line (a header, a
+    marker, ``key: value``); those are rendered alone, a block of entries at a time, and searched together."""
+
+    def __init__(self, transcript: Transcript, searcher: Searcher, pattern: str, ignore_case: bool, fixed: bool):
+        self.transcript = transcript
+        self.searcher = searcher
+        self.data: bytes | None = None
+        self.filter: RawFilter | None = None
+        self.next_hit = -1
+        self.last_start = 0
+        self.blocks: dict[int, set[int]] = {}
+        literals = required_literals(pattern, fixed=fixed)
+        if literals is None:
+            return
+        data = transcript.raw_bytes()
+        if data is None:
+            return
+        census = transcript.census if transcript.census is not None else take_census(data)
+        transcript.census = census
+        self.filter = build_raw_filter(literals, data, ignore_case=ignore_case, census=census)
+        self.data = data if self.filter is not None else None
+
+    @property
+    def active(self) -> bool:
+        return self.filter is not None
+
+    def raw_hit(self, entry: Entry) -> bool:
+        assert self.filter is not None and self.data is not None
+        start, end = entry.offset, entry.offset + entry.length
+        if start < self.last_start:
+            # A branch normally runs forward through the file; a duplicate id can send it back. Start over.
+            self.filter.reset()
+            self.next_hit = -1
+        self.last_start = start
+        if self.next_hit < start:
+            self.next_hit = self.filter.find_from(self.data, start)
+            if self.next_hit < 0:
+                self.next_hit = len(self.data) + 1
+        return self.next_hit < end
+
+    def may_match(self, pos: int, entry: Entry) -> bool:
+        """False only when no rendered line of the entry can match."""
+        if not self.active or self.raw_hit(entry):
+            return True
+        block = pos // _BLOCK
+        if block not in self.blocks:
+            self.blocks[block] = self._decorated_matches(
+                block * _BLOCK, min((block + 1) * _BLOCK, len(self.transcript))
+            )
+        return pos in self.blocks[block]
+
+    def _decorated_matches(self, first: int, last: int) -> set[int]:
+        entries = self.transcript.entries
+        rendered = [render_entry(entries[i], decorated_only=True).lines for i in range(first, last)]
+        if self.searcher.joined is None:
+            return {first + k for k, lines in enumerate(rendered) if any(self.searcher.search(x) for x in lines)}
+        starts: list[int] = []
+        size = 0
+        for lines in rendered:
+            starts.append(size)
+            size += sum(len(x) for x in lines) + len(lines)
+        text = "\n".join("\n".join(lines) for lines in rendered)
+        found: set[int] = set()
+        at = 0
+        while at < len(text):
+            hit = self.searcher.search_joined(text, at)
+            if hit is None:
+                break
+            k = bisect_right(starts, hit.start()) - 1
+            found.add(first + k)
+            if k + 1 >= len(starts):
+                break
+            at = starts[k + 1]
+        return found
+
+
+def matching_lines(
+    rendered: RenderedEntry, searcher: Searcher, sections: frozenset[str] | None, start: int
+) -> Iterator[tuple[int, Any]]:
+    """(line index, match) for each matching line from ``start`` on.
+
+    When the pattern allows (``joinable``), the entry's lines are searched joined, and only lines where a joined
+    match starts are searched on their own; a line without one cannot match on its own either."""
+    lines = rendered.lines
+    if searcher.joined is None:
+        for index in range(start, len(lines)):
+            if sections is not None and rendered.sections[index] not in sections:
+                continue
+            found = searcher.search(lines[index])
+            if found is not None:
+                yield index, found
+        return
+    text = "\n".join(lines)
+    starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    pos = starts[start] if start < len(starts) else len(text) + 1
+    while pos <= len(text):
+        hit = searcher.search_joined(text, pos)
+        if hit is None:
+            return
+        index = bisect_right(starts, hit.start()) - 1
+        if sections is None or rendered.sections[index] in sections:
+            found = searcher.search(lines[index])
+            if found is not None:
+                yield index, found
+        if index + 1 >= len(starts):
+            return
+        pos = starts[index + 1]
