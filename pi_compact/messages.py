@@ -127,7 +127,7 @@ def current_system_message(messages: list[JsonDict]) -> JsonDict | None:
     """Replay every system message into one (Pi's getCurrentSystemMessage)."""
     content: list[str] = []
     sections: dict[str, str] = {}
-    tools: dict[str, Any] = {}
+    tools: dict[Any, Any] = {}  # keyed by tool name, as a JavaScript Map would be (any key)
     timestamp: Any = None
     for message in messages:
         if message.get("role") != "system":
