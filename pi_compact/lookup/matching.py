@@ -50,6 +50,10 @@ def joinable(pattern: str, *, fixed: bool = False) -> bool:
     return fixed or _NOT_JOINABLE.search(pattern) is None
 
 
+class SlowJoin(Exception):
+    """A joined search ran out of time; search line by line instead."""
+
+
 class Searcher:
     """Matches one pattern against rendered lines, turning a runaway regex into PatternError.
 
@@ -79,11 +83,13 @@ class Searcher:
             raise self._timed_out() from None
 
     def search_joined(self, text: str, pos: int = 0) -> Any:
+        """Search lines joined with "\\n"; SlowJoin if that takes longer than one line may (a huge entry, or a
+        runaway pattern): the caller then goes line by line, where the timeout means what it says."""
         assert self.joined is not None, "only for joinable patterns"
         try:
             return self.joined.search(text, pos, timeout=self.timeout)
         except TimeoutError:
-            raise self._timed_out() from None
+            raise SlowJoin from None
 
     def spans(self, text: str, first: Any, stop: int) -> list[tuple[int, int]]:
         """Match spans starting at ``first`` and before ``stop``."""
@@ -159,7 +165,16 @@ class Candidates:
         entries = self.transcript.entries
         rendered = [render_entry(entries[i], decorated_only=True).lines for i in range(first, last)]
         if self.searcher.joined is None:
-            return {first + k for k, lines in enumerate(rendered) if any(self.searcher.search(x) for x in lines)}
+            return self._line_by_line(first, rendered)
+        try:
+            return self._joined(first, rendered)
+        except SlowJoin:
+            return self._line_by_line(first, rendered)
+
+    def _line_by_line(self, first: int, rendered: list[tuple[str, ...]]) -> set[int]:
+        return {first + k for k, lines in enumerate(rendered) if any(self.searcher.search(x) for x in lines)}
+
+    def _joined(self, first: int, rendered: list[tuple[str, ...]]) -> set[int]:
         starts: list[int] = []
         size = 0
         for lines in rendered:
@@ -189,18 +204,17 @@ def matching_lines(
     match starts are searched on their own; a line without one cannot match on its own either."""
     lines = rendered.lines
     if searcher.joined is None:
-        for index in range(start, len(lines)):
-            if sections is not None and rendered.sections[index] not in sections:
-                continue
-            found = searcher.search(lines[index])
-            if found is not None:
-                yield index, found
+        yield from _line_by_line(rendered, searcher, sections, start)
         return
     text = "\n".join(lines)
     starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
     pos = starts[start] if start < len(starts) else len(text) + 1
     while pos <= len(text):
-        hit = searcher.search_joined(text, pos)
+        try:
+            hit = searcher.search_joined(text, pos)
+        except SlowJoin:
+            yield from _line_by_line(rendered, searcher, sections, bisect_right(starts, pos) - 1)
+            return
         if hit is None:
             return
         index = bisect_right(starts, hit.start()) - 1
@@ -211,3 +225,14 @@ def matching_lines(
         if index + 1 >= len(starts):
             return
         pos = starts[index + 1]
+
+
+def _line_by_line(
+    rendered: RenderedEntry, searcher: Searcher, sections: frozenset[str] | None, start: int
+) -> Iterator[tuple[int, Any]]:
+    for index in range(start, len(rendered.lines)):
+        if sections is not None and rendered.sections[index] not in sections:
+            continue
+        found = searcher.search(rendered.lines[index])
+        if found is not None:
+            yield index, found

@@ -63,3 +63,20 @@ def test_patterns_that_cannot_be_joined() -> None:
     for pattern in [r"\Afoo", r"foo\Z", r"(?<!x)foo", "(?i)foo", "a++", r"foo\z"]:
         assert not joinable(pattern)
     assert joinable("foo(bar|baz)$") and joinable("x", fixed=True)
+
+
+def test_a_slow_but_sound_pattern_on_a_huge_entry_falls_back_to_single_lines() -> None:
+    """Joined, 6 MB take longer than the timeout allows one line; line by line each is quick."""
+    from dataclasses import replace
+
+    from pi_compact.lookup import DEFAULT_LIMITS, grep
+    from pi_compact.session.load import load_session_bytes
+    from tests.sessionkit import SessionBuilder
+
+    lines = ["lorem ipsum dolor sit amet consectetur adipiscing elit sed do"] * 100_000
+    lines[60_000] = "found abcdefghij7 here"
+    sb = SessionBuilder()
+    entry = sb.tool_result("c", "bash", "\n".join(lines))
+    limits = replace(DEFAULT_LIMITS, regex_timeout=0.05)
+    page = grep(load_session_bytes(sb.to_bytes()), r"\w{10}\d", limits=limits)
+    assert [(m.entry_id, m.line.number) for m in page.matches] == [(entry, 60_003)]
