@@ -88,9 +88,10 @@ def _split_args(args: list[str], what: str) -> tuple[Path | None, str]:
 def _next_command(cursor: str) -> str:
     """This command line again, with ``--cursor`` set to the next page."""
     argv = list(sys.argv[1:])
+    end = argv.index("--") if "--" in argv else len(argv)
     kept: list[str] = []
     skip = False
-    for arg in argv:
+    for arg in argv[:end]:
         if skip:
             skip = False
             continue
@@ -100,7 +101,7 @@ def _next_command(cursor: str) -> str:
         if arg.startswith("--cursor="):
             continue
         kept.append(arg)
-    return shlex.join(["picompact", *kept, "--cursor", cursor])
+    return shlex.join(["picompact", *kept, "--cursor", cursor, *argv[end:]])
 
 
 def _size(n: int) -> str:
@@ -210,7 +211,10 @@ def grep(
     leaf: str | None = LeafOpt,
     all_branches: bool = AllBranchesOpt,
     regex_timeout: float = typer.Option(
-        2.0, "--regex-timeout", help="Seconds the pattern may spend on one line before grep gives up (exit 2)."
+        2.0,
+        "--regex-timeout",
+        metavar="SECONDS",
+        help="Seconds the pattern may spend on one line before grep gives up (exit 2).",
     ),
     json_output: bool = typer.Option(False, "--json", help="JSON Lines: a record per match, then a summary."),
 ) -> None:
