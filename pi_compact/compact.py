@@ -3,7 +3,8 @@
 A mode is any callable ``(plan, context) -> checkpoint``, where the checkpoint has ``summary``, ``details``,
 ``reminder`` (or None), ``from_hook`` and ``usage`` (or None); ``verbatim_mode(...)`` builds one. Whatever the mode,
 the entries come from the one builder (``checkpoint.entry``) and reach the file through the one writer
-(``session.write``), so both modes write exactly the same shape, the same safe way.
+(``session.write``), so both modes write exactly the same shape, the same safe way. Earlier re-orientation
+messages still in the kept tail are omitted with context edits: a new checkpoint replaces them.
 
 If someone appends to the session between reading and writing (Pi, say), nothing is written: the file is read
 again, the compaction planned again and the mode run again, once. A mode that is expensive to run (an LLM call)
