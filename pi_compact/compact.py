@@ -109,14 +109,14 @@ def default_cap(keep_recent_tokens: int) -> int:
 
 
 def lookup_configured(session_model: tuple[str, str] | None) -> bool:
-    """Whether ``picompact lookup`` would find a model to ask (so the checkpoint may advertise it)."""
-    try:
-        from pi_compact.llm.providers import choose_model
+    """Whether ``picompact lookup SESSION "…"`` (no flags) would find a model and a key, exactly as that command
+    decides it, so the checkpoint advertises it only when it would work."""
+    from pi_compact.lookup.agent import lookup_model_available
 
-        choose_model(session_model, None, os.environ)
-    except Exception:  # no model, no key, unreadable auth file: simply not advertised
+    try:
+        return lookup_model_available(session_model, os.environ)
+    except Exception:  # an unreadable auth file, say: simply not advertised
         return False
-    return True
 
 
 def verbatim_mode(
@@ -137,11 +137,12 @@ def verbatim_mode(
         from pi_compact.checkpoint.verbatim import VerbatimOptions, build_verbatim_checkpoint
 
         cap = None if no_cap else (cap_tokens if cap_tokens is not None else default_cap(ctx.check.keep_recent_tokens))
-        lookup = lookup_available if lookup_available is not None else lookup_configured(ctx.check.model)
+        lookup = lookup_available if lookup_available is not None else lookup_configured(plan.projection.model)
         # The instruction files Pi would load for the session's cwd on this machine, then the user's.
         files = context_files_for(ctx.session.cwd, extra=[Path(f) for f in context_files])
         options = VerbatimOptions(
-            session_path=str(ctx.session.path) if ctx.session.path is not None else "SESSION",
+            # Absolute: the recovery commands run from the agent's shell, wherever that is.
+            session_path=str(Path(ctx.session.path).absolute()) if ctx.session.path is not None else "SESSION",
             cap_tokens=cap,
             context_files=tuple(files),  # type: ignore[arg-type]
             lookup_available=lookup,
