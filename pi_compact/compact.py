@@ -66,6 +66,7 @@ class CheckpointResult:
     tokens: int | None = None  # the mode's own size estimate of the checkpoint, if it has one
     trimmed: Any = False  # what the size cap removed (mode-specific; falsy when nothing)
     warnings: tuple[str, ...] = ()
+    file_evidence: Any = None  # the annotated file lists, for --json (verbatim mode)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,7 @@ def verbatim_mode(
             tokens=getattr(checkpoint, "tokens", None),
             trimmed=getattr(checkpoint, "trimmed", False),
             warnings=tuple(getattr(checkpoint, "warnings", ()) or ()),
+            file_evidence=ctx.check.file_evidence(tuple(Path(f) for f in context_files)),
         )
 
     run.mode_name = "verbatim"  # type: ignore[attr-defined]
@@ -278,6 +280,7 @@ class CompactResult:
             "repaired_torn_line": bool(write and write.repaired_torn_line),
             "migrated_from_version": session.original_version if session.needs_migration else None,
             "backup": str(write.backup) if write and write.backup else None,
+            "file_evidence": self.checkpoint.file_evidence if self.checkpoint else None,
             "entries": self.entries,
             "warnings": self.warnings,
         }

@@ -36,3 +36,14 @@ def test_check_json_reports_annotated_file_lists(tmp_path: Path) -> None:
         "check", path, "--context-window", "4000", "--reserve-tokens", "100", "--keep-recent-tokens", "50", "--files"
     )
     assert "config.toml  (no read-tool output in tail)" in files.stdout
+
+
+def test_compact_dry_run_json_reports_the_same_annotations(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes((Path(__file__).parents[1] / "fixtures" / "pi" / "gen-small-101.jsonl").read_bytes())
+    flags = ("--context-window", "32000")
+    check = run("check", path, *flags, "--json").json["file_evidence"]
+    compact = run("compact", path, "--mode", "verbatim", "--dry-run", "--json", *flags)
+    assert compact.code == 0, compact.stderr
+    assert compact.json["file_evidence"] == check
+    assert any(item["label"] for item in check["modifiedFiles"])
