@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,13 @@ def anthropic_reply(
         },
     }
     return WResponse(json.dumps(body), content_type="application/json")
+
+
+def settle(server: HTTPServer, requests: int) -> None:
+    """Wait until the server has logged ``requests`` requests, so a late handler cannot leak into the next test."""
+    deadline = time.monotonic() + 30
+    while len(server.log) < requests and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def bodies(server: HTTPServer) -> list[dict[str, Any]]:

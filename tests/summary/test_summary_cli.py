@@ -29,6 +29,7 @@ from tests.summary.conftest import (
     bodies,
     history_session,
     openai_reply,
+    settle,
     split_turn_session,
     user_text,
 )
@@ -278,6 +279,7 @@ def test_ctrl_c_while_waiting_exits_130_and_writes_nothing(server: HTTPServer, t
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        settle(server, 1)
     assert proc.returncode == 130, err.decode()
     assert b"interrupted" in err and b"nothing was written" in err
     assert b"Traceback" not in err

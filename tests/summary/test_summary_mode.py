@@ -42,6 +42,7 @@ from tests.summary.conftest import (
     compact,
     history_session,
     openai_reply,
+    settle,
     split_turn_session,
     system_text,
     user_text,
@@ -317,6 +318,7 @@ def test_timeout(server: HTTPServer, sleeps: list[float], tmp_path: Path):
         _fails(history_session(tmp_path), _mode(server, sleeps, timeout=0.2, max_retries=0), "no answer")
     finally:
         release.set()
+        settle(server, 1)
 
 
 def test_malformed_json(server: HTTPServer, sleeps: list[float], tmp_path: Path):
