@@ -161,8 +161,9 @@ class Generator:
         self.fh.write(b"\n")
         self.written += len(line) + 1
 
-    def _emit(self, type_: str, fields: dict[str, Any], *, parent: str | bool | None = True,
-              lo: float = 0.05, hi: float = 2.0) -> str:
+    def _emit(
+        self, type_: str, fields: dict[str, Any], *, parent: str | bool | None = True, lo: float = 0.05, hi: float = 2.0
+    ) -> str:
         """Append one entry under the current leaf (or `parent`), make it the leaf, return its id."""
         eid = self._new_id()
         ms = self._tick(lo, hi)
@@ -172,8 +173,17 @@ class Generator:
         self.leaf = eid
         return eid
 
-    def _message(self, message: dict[str, Any], *, tokens: int, kind: str, lo: float = 0.05,
-                 hi: float = 2.0, parent: str | bool | None = True, in_ctx: bool = True) -> str:
+    def _message(
+        self,
+        message: dict[str, Any],
+        *,
+        tokens: int,
+        kind: str,
+        lo: float = 0.05,
+        hi: float = 2.0,
+        parent: str | bool | None = True,
+        in_ctx: bool = True,
+    ) -> str:
         message["timestamp"] = self.clock_ms + 1
         eid = self._emit("message", {"message": message}, lo=lo, hi=hi, parent=parent)
         if in_ctx:
@@ -196,15 +206,18 @@ class Generator:
 
     def header(self) -> None:
         r = self.rng
-        sid = (f"{r.getrandbits(32):08x}-{r.getrandbits(16):04x}-7{r.getrandbits(12):03x}-"
-               f"{8 + r.getrandbits(2):x}{r.getrandbits(12):03x}-{r.getrandbits(48):012x}")
-        self._write({"type": "session", "version": 3, "id": sid, "timestamp": self._iso(self.clock_ms),
-                     "cwd": self.cwd})
+        sid = (
+            f"{r.getrandbits(32):08x}-{r.getrandbits(16):04x}-7{r.getrandbits(12):03x}-"
+            f"{8 + r.getrandbits(2):x}{r.getrandbits(12):03x}-{r.getrandbits(48):012x}"
+        )
+        self._write(
+            {"type": "session", "version": 3, "id": sid, "timestamp": self._iso(self.clock_ms), "cwd": self.cwd}
+        )
 
     def system_prompt(self) -> None:
         self.sections = {
             "preamble": "You are a coding assistant running inside pi. You read code, run commands and change "
-                        "files on the user's behalf.",
+            "files on the user's behalf.",
             "tools": "<tools>\n" + "\n".join(f"- {t[0]}: {t[1]}" for t in TOOL_DECLS) + "\n</tools>",
             "rules": "<rules>\n- Prefer read over cat\n- Keep edits minimal and exact\n- Be concise\n</rules>",
             "cwd": f"<cwd>\n{self.cwd}\n</cwd>",
@@ -224,9 +237,11 @@ class Generator:
             chars = len(orjson.dumps(added))
         else:
             sub = r.choice(("src", "tests", "docs", "."))
-            key, val = (("cwd", f"<cwd>\n{self.cwd}/{sub}\n</cwd>") if r.random() < 0.6 else
-                        ("skills", "<skills>\n- release-notes: read .pi/skills/release-notes/SKILL.md first\n"
-                                   "</skills>"))
+            key, val = (
+                ("cwd", f"<cwd>\n{self.cwd}/{sub}\n</cwd>")
+                if r.random() < 0.6
+                else ("skills", "<skills>\n- release-notes: read .pi/skills/release-notes/SKILL.md first\n</skills>")
+            )
             self.sections[key] = val
             msg = {"role": "system", "content": "", "sections": {key: val}}
             chars = len(val)
@@ -259,11 +274,21 @@ class Generator:
             else:
                 cr, inp, cw = 0, total_ctx, 0
             self.cached_tokens = total_ctx + out
-        cost = {"input": round(inp * p_in / 1e6, 6), "output": round(out * p_out / 1e6, 6),
-                "cacheRead": round(cr * p_cr / 1e6, 6), "cacheWrite": round(cw * p_cw / 1e6, 6)}
+        cost = {
+            "input": round(inp * p_in / 1e6, 6),
+            "output": round(out * p_out / 1e6, 6),
+            "cacheRead": round(cr * p_cr / 1e6, 6),
+            "cacheWrite": round(cw * p_cw / 1e6, 6),
+        }
         cost["total"] = round(sum(cost.values()), 6)
-        return {"input": inp, "output": out, "cacheRead": cr, "cacheWrite": cw,
-                "totalTokens": inp + out + cr + cw, "cost": cost}
+        return {
+            "input": inp,
+            "output": out,
+            "cacheRead": cr,
+            "cacheWrite": cw,
+            "totalTokens": inp + out + cr + cw,
+            "cost": cost,
+        }
 
     def _call_id(self) -> str:
         r = self.rng
@@ -274,8 +299,9 @@ class Generator:
             return "call_" + "".join(r.choices(alphabet, k=24))
         return f"call_{r.getrandbits(40):010x}"
 
-    def assistant(self, content: list[dict[str, Any]], stop: str, *, error: str | None = None,
-                  lo: float = 2.0, hi: float = 40.0) -> str:
+    def assistant(
+        self, content: list[dict[str, Any]], stop: str, *, error: str | None = None, lo: float = 2.0, hi: float = 40.0
+    ) -> str:
         chars = 0
         for b in content:
             if b["type"] == "text":
@@ -286,9 +312,15 @@ class Generator:
                 chars += len(b["name"]) + len(orjson.dumps(b["arguments"]))
         tokens = _msg_tokens(chars)
         provider, model, api, _ = self.model
-        msg: dict[str, Any] = {"role": "assistant", "content": content, "api": api, "provider": provider,
-                               "model": model, "usage": self._usage(tokens, zero=error is not None),
-                               "stopReason": stop}
+        msg: dict[str, Any] = {
+            "role": "assistant",
+            "content": content,
+            "api": api,
+            "provider": provider,
+            "model": model,
+            "usage": self._usage(tokens, zero=error is not None),
+            "stopReason": stop,
+        }
         if error is not None:
             msg["errorMessage"] = error
         msg["responseId"] = f"resp_{self.rng.getrandbits(96):024x}"
@@ -299,16 +331,22 @@ class Generator:
             self.assistant_ids.append(eid)
         return eid
 
-    def tool_result(self, call: dict[str, Any], text: str, *, image: bytes | None = None,
-                    is_error: bool = False) -> str:
+    def tool_result(
+        self, call: dict[str, Any], text: str, *, image: bytes | None = None, is_error: bool = False
+    ) -> str:
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         if image is not None:
             content.append({"type": "image", "data": base64.b64encode(image).decode(), "mimeType": "image/png"})
             self.images += 1
-        msg = {"role": "toolResult", "toolCallId": call["id"], "toolName": call["name"], "content": content,
-               "isError": is_error, "durationMs": self.rng.randint(3, 9000)}
-        return self._message(msg, tokens=_msg_tokens(len(text), 1 if image else 0), kind="toolResult",
-                             lo=0.05, hi=8.0)
+        msg = {
+            "role": "toolResult",
+            "toolCallId": call["id"],
+            "toolName": call["name"],
+            "content": content,
+            "isError": is_error,
+            "durationMs": self.rng.randint(3, 9000),
+        }
+        return self._message(msg, tokens=_msg_tokens(len(text), 1 if image else 0), kind="toolResult", lo=0.05, hi=8.0)
 
     def _image(self) -> bytes:
         r = self.rng
@@ -317,8 +355,9 @@ class Generator:
     def _tool_call(self, force_bash_test: bool) -> tuple[dict[str, Any], str, bytes | None, bool]:
         """Pick a tool call and produce (call, output text, optional image, is_error)."""
         r, c = self.rng, self.c
-        names = ["read", "bash", "edit", "write"] + ([t[0] for t in LATE_TOOL_DECLS]
-                                                      if len(self.tools) > len(TOOL_DECLS) else [])
+        names = ["read", "bash", "edit", "write"] + (
+            [t[0] for t in LATE_TOOL_DECLS] if len(self.tools) > len(TOOL_DECLS) else []
+        )
         weights = [35, 30, 20, 5, 6, 2, 2][: len(names)]
         name = "bash" if force_bash_test else r.choices(names, weights)[0]
         image = None
@@ -338,8 +377,11 @@ class Generator:
                 out = c.head(c.code(n))
             self.read_files.add(path)
         elif name == "bash":
-            kind = "test" if force_bash_test else r.choices(["test", "build", "diff", "log", "misc"],
-                                                            [35, 20, 15, 15, 15])[0]
+            kind = (
+                "test"
+                if force_bash_test
+                else r.choices(["test", "build", "diff", "log", "misc"], [35, 20, 15, 15, 15])[0]
+            )
             needle = self._take_needle("tool_output") if kind == "test" else None
             if kind == "test":
                 args = {"command": r.choice(self.profile.test_cmds)}
@@ -354,8 +396,11 @@ class Generator:
                 args = {"command": f"tail -n 500 logs/{r.choice(NOUNS)}.log"}
                 out = c.app_log(r.randint(20, 500))
             else:
-                args = {"command": r.choice(("git status --short", "ls -la", "git log --oneline -20",
-                                             "echo $SHELL", "wc -l src/**/*"))}
+                args = {
+                    "command": r.choice(
+                        ("git status --short", "ls -la", "git log --oneline -20", "echo $SHELL", "wc -l src/**/*")
+                    )
+                }
                 out = "\n".join(f"{r.choice(' MA?')}{r.choice('M ')} {c.file()}" for _ in range(r.randint(1, 30)))
             out = c.tail(out)
             if r.random() < 0.2:
@@ -365,8 +410,10 @@ class Generator:
                 out += f"\n\nCommand exited with code {r.choice((1, 2, 101))}"
         elif name == "edit":
             path = c.file()
-            edits = [{"oldText": c.code(r.randint(1, 8)), "newText": c.code(r.randint(1, 12))}
-                     for _ in range(r.randint(1, 3))]
+            edits = [
+                {"oldText": c.code(r.randint(1, 8)), "newText": c.code(r.randint(1, 12))}
+                for _ in range(r.randint(1, 3))
+            ]
             args = {"path": path, "edits": edits}
             if r.random() < 0.05:
                 out, is_error = f"Could not find the exact text in {path}. The old text must match exactly.", True
@@ -380,10 +427,17 @@ class Generator:
             out = f"Successfully wrote {len(body.encode())} bytes to {path}"
             self.modified_files.add(path)
         elif name == "grep":
-            args = {"pattern": r.choice(("TODO|FIXME", c.ident(), "fn |def ", "error")), "path": r.choice(
-                ("src", "tests", "."))}
-            out = "\n".join(f"{r.choice(self.profile.files)}:{r.randint(1, 900)}: {r.choice(c.pool).strip()}"
-                            for _ in range(r.randint(0, 80))) or "No matches found"
+            args = {
+                "pattern": r.choice(("TODO|FIXME", c.ident(), "fn |def ", "error")),
+                "path": r.choice(("src", "tests", ".")),
+            }
+            out = (
+                "\n".join(
+                    f"{r.choice(self.profile.files)}:{r.randint(1, 900)}: {r.choice(c.pool).strip()}"
+                    for _ in range(r.randint(0, 80))
+                )
+                or "No matches found"
+            )
         elif name == "ls":
             args = {"path": r.choice(("src", "tests", "."))}
             out = "\n".join(sorted({f.split("/")[-1] for f in r.sample(self.profile.files, 6)}))
@@ -407,13 +461,15 @@ class Generator:
         if images or r.random() < 0.5:
             content = [{"type": "text", "text": text}]
             if images:
-                content.append({"type": "image", "data": base64.b64encode(self._image()).decode(),
-                                "mimeType": "image/png"})
+                content.append(
+                    {"type": "image", "data": base64.b64encode(self._image()).decode(), "mimeType": "image/png"}
+                )
                 self.images += 1
         else:
             content = text
-        eid = self._message({"role": "user", "content": content}, tokens=_msg_tokens(len(text), images),
-                            kind="user", lo=20, hi=600)
+        eid = self._message(
+            {"role": "user", "content": content}, tokens=_msg_tokens(len(text), images), kind="user", lo=20, hi=600
+        )
         if needle:
             self.needle_ids["user_text"] = eid
 
@@ -439,8 +495,13 @@ class Generator:
                 self.assistant([], "error", error=r.choice(ERROR_MESSAGES))
             blocks: list[dict[str, Any]] = []
             if self.thinking != "off" and r.random() < 0.5:
-                blocks.append({"type": "thinking", "thinking": c.fill(r.choice(THINKING_TEXTS)),
-                               "thinkingSignature": c.signature()})
+                blocks.append(
+                    {
+                        "type": "thinking",
+                        "thinking": c.fill(r.choice(THINKING_TEXTS)),
+                        "thinkingSignature": c.signature(),
+                    }
+                )
             if r.random() < 0.4:
                 blocks.append({"type": "text", "text": c.fill(r.choice(ASSISTANT_TEXTS[:5]))})
             force = "tool_output" in self.pending_needles and self._frac() >= NEEDLE_POSITIONS["tool_output"]
@@ -456,8 +517,9 @@ class Generator:
             return
         blocks = []
         if self.thinking != "off" and r.random() < 0.6:
-            blocks.append({"type": "thinking", "thinking": c.fill(r.choice(THINKING_TEXTS)),
-                           "thinkingSignature": c.signature()})
+            blocks.append(
+                {"type": "thinking", "thinking": c.fill(r.choice(THINKING_TEXTS)), "thinkingSignature": c.signature()}
+            )
         text = c.fill(r.choice(ASSISTANT_TEXTS))
         if r.random() < 0.05:
             text += " " + r.choice(EXOTIC_SNIPPETS)
@@ -473,30 +535,47 @@ class Generator:
         r, c = self.rng, self.c
         cmd = r.choice(("git status --short", "git log --oneline -5", "echo $SHELL", "ls", "make lint"))
         out = c.app_log(r.randint(1, 20)) if r.random() < 0.5 else "\x1b[32m✓\x1b[0m all good\n"
-        msg = {"role": "bashExecution", "command": cmd, "output": out, "exitCode": r.choice((0, 0, 0, 1)),
-               "cancelled": False, "truncated": False}
+        msg = {
+            "role": "bashExecution",
+            "command": cmd,
+            "output": out,
+            "exitCode": r.choice((0, 0, 0, 1)),
+            "cancelled": False,
+            "truncated": False,
+        }
         self._message(msg, tokens=_msg_tokens(len(cmd) + len(out)), kind="user", lo=5, hi=120)
 
     def custom_message(self) -> None:
         r, c = self.rng, self.c
         text = "<git-status>\n" + c.diff(1)[:1500] + "\n</git-status>"
-        eid = self._emit("custom_message", {"customType": "git-status", "content": [{"type": "text", "text": text}],
-                                            "display": r.random() < 0.7})
+        eid = self._emit(
+            "custom_message",
+            {"customType": "git-status", "content": [{"type": "text", "text": text}], "display": r.random() < 0.7},
+        )
         self.ctx.append(_Ctx(eid, _msg_tokens(len(text)), "user"))
 
     def bookkeeping(self) -> None:
         """Entries that never reach the model: labels, extension state, usage, names."""
         r = self.rng
         if r.random() < 0.03 and self.assistant_ids:
-            self._emit("label", {"targetId": r.choice(self.assistant_ids),
-                                 "label": r.choice(("before-refactor", "✅ tests green", "checkpoint-1",
-                                                    "ここから", "good state"))})
+            self._emit(
+                "label",
+                {
+                    "targetId": r.choice(self.assistant_ids),
+                    "label": r.choice(("before-refactor", "✅ tests green", "checkpoint-1", "ここから", "good state")),
+                },
+            )
         if r.random() < 0.02:
-            self._emit("custom", {"customType": "todo-state",
-                                  "data": {"open": r.randint(0, 9), "done": r.randint(0, 30)}})
+            self._emit(
+                "custom", {"customType": "todo-state", "data": {"open": r.randint(0, 9), "done": r.randint(0, 30)}}
+            )
         if r.random() < 0.02 and self.model[0] == "anthropic":
-            self._emit("usage", {"kind": "cache_warm", "provider": self.model[0], "model": self.model[1],
-                                 "usage": self._usage(1)}, lo=60, hi=600)
+            self._emit(
+                "usage",
+                {"kind": "cache_warm", "provider": self.model[0], "model": self.model[1], "usage": self._usage(1)},
+                lo=60,
+                hi=600,
+            )
         if r.random() < 0.003:
             self.session_info()
 
@@ -509,8 +588,9 @@ class Generator:
         if big and r.random() < 0.8:
             t = r.choice(big)
             note = f"[context-pruner: {t.tokens * 4} characters of earlier tool output elided]"
-            self._emit("context_edit", {"targetId": t.entry_id,
-                                        "replacement": {"content": [{"type": "text", "text": note}]}})
+            self._emit(
+                "context_edit", {"targetId": t.entry_id, "replacement": {"content": [{"type": "text", "text": note}]}}
+            )
             t.tokens = _msg_tokens(len(note))
         else:
             users = [x for x in self.ctx if x.kind == "user"]
@@ -568,15 +648,31 @@ class Generator:
         first_kept = candidates[0]
         tokens_before = self.ctx_tokens
         summary = self._summary_text()
-        sys_msg = {"role": "system", "content": "", "sections": dict(self.sections), "toolsAdded": self.tools,
-                   "timestamp": self.clock_ms}
+        sys_msg = {
+            "role": "system",
+            "content": "",
+            "sections": dict(self.sections),
+            "toolsAdded": self.tools,
+            "timestamp": self.clock_ms,
+        }
         out_tokens = _msg_tokens(len(summary))
-        usage = {"input": tokens_before, "output": out_tokens, "cacheRead": 0, "cacheWrite": 0,
-                 "totalTokens": tokens_before + out_tokens,
-                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
-        fields = {"summary": summary, "firstKeptEntryId": self.ctx[first_kept].entry_id,
-                  "tokensBefore": tokens_before, "details": self._file_details(), "usage": usage,
-                  "fromHook": False, "systemMessage": sys_msg}
+        usage = {
+            "input": tokens_before,
+            "output": out_tokens,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": tokens_before + out_tokens,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        }
+        fields = {
+            "summary": summary,
+            "firstKeptEntryId": self.ctx[first_kept].entry_id,
+            "tokensBefore": tokens_before,
+            "details": self._file_details(),
+            "usage": usage,
+            "fromHook": False,
+            "systemMessage": sys_msg,
+        }
         self._emit("compaction", fields, lo=20, hi=90)
         self.compactions += 1
         self.ctx = self.ctx[first_kept:]
@@ -604,8 +700,11 @@ class Generator:
             if self.turns == 2:
                 self.session_info()
             final_cycle = self.written >= self.size
-            if (self.turns == 6 or (self.turns > 6 and r.random() < 0.005)
-                    or (final_cycle and not self.final_edit and self.ctx_tokens > THRESHOLD // 2)):
+            if (
+                self.turns == 6
+                or (self.turns > 6 and r.random() < 0.005)
+                or (final_cycle and not self.final_edit and self.ctx_tokens > THRESHOLD // 2)
+            ):
                 self.context_edit()
                 self.final_edit = final_cycle
             if self.turns == 8:
@@ -618,8 +717,16 @@ def generate(fh: BinaryIO, size: int, seed: int = 1, path: str = "-") -> GenStat
     """Write one session of at least `size` bytes to `fh`; the same seed gives the same bytes."""
     g = Generator(fh, size, seed)
     g.run()
-    return GenStats(path=path, bytes=g.written, entries=g.entries, turns=g.turns, images=g.images,
-                    compactions=g.compactions, needle_ids=dict(g.needle_ids), leaf_id=g.leaf or "")
+    return GenStats(
+        path=path,
+        bytes=g.written,
+        entries=g.entries,
+        turns=g.turns,
+        images=g.images,
+        compactions=g.compactions,
+        needle_ids=dict(g.needle_ids),
+        leaf_id=g.leaf or "",
+    )
 
 
 def generate_file(path: str | Path, size: int, seed: int = 1) -> GenStats:
@@ -647,9 +754,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     stats = generate_file(args.out, size, args.seed)
     if not args.quiet:
-        print(f"wrote {stats.path}: {stats.bytes / 2**20:.1f} MiB, {stats.entries} entries, {stats.turns} "
-              f"turns, {stats.images} images, {stats.compactions} compactions, leaf {stats.leaf_id}, "
-              f"needles {stats.needle_ids} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        print(
+            f"wrote {stats.path}: {stats.bytes / 2**20:.1f} MiB, {stats.entries} entries, {stats.turns} "
+            f"turns, {stats.images} images, {stats.compactions} compactions, leaf {stats.leaf_id}, "
+            f"needles {stats.needle_ids} in {time.perf_counter() - t0:.1f}s",
+            file=sys.stderr,
+        )
     return 0
 
 

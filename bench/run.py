@@ -125,8 +125,7 @@ class Runner:
                 argv = [sys.executable, "-c", RUSAGE_WRAPPER, stat.name, *cmd]
             t0 = time.perf_counter()
             try:
-                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errf, env=self.env,
-                                        start_new_session=True)
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errf, env=self.env, start_new_session=True)
             except OSError as exc:
                 return 0.0, None, None, str(exc)
             drain = threading.Thread(target=_discard, args=(proc.stdout,), daemon=True)
@@ -209,8 +208,12 @@ def file_benchmarks(pc: list[str], path: Path, groups: set[str], rg: str | None)
     if "check" in groups or "compact" in groups or "list" in groups or "show" in groups:
         rows.append(("check --json", [*pc, "check", f, "--context-window", CONTEXT_WINDOW, "--json"]))
     if "compact" in groups:
-        rows.append(("compact --mode verbatim --dry-run",
-                     [*pc, "compact", f, "--mode", "verbatim", "--dry-run", "--context-window", CONTEXT_WINDOW]))
+        rows.append(
+            (
+                "compact --mode verbatim --dry-run",
+                [*pc, "compact", f, "--mode", "verbatim", "--dry-run", "--context-window", CONTEXT_WINDOW],
+            )
+        )
     if "grep" in groups:
         rows.append((f"grep -F {NEEDLE}", [*pc, "grep", f, NEEDLE, "-F"]))
         if rg:
@@ -232,8 +235,9 @@ def ratio_row(name: str, a: Result | None, b: Result | None, limit: float) -> tu
     return name, f"{r:.2f}x ({fmt_s(a.seconds)} vs {fmt_s(b.seconds)})", "ok" if r <= limit else "over"
 
 
-def targets(sizes: list[str], paths: dict[str, Path], results: dict[str, dict[str, Result]],
-            startup: dict[str, Result]) -> list[tuple[str, str, str]]:
+def targets(
+    sizes: list[str], paths: dict[str, Path], results: dict[str, dict[str, Result]], startup: dict[str, Result]
+) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     for label in sizes:
         r = results[label]
@@ -242,27 +246,46 @@ def targets(sizes: list[str], paths: dict[str, Path], results: dict[str, dict[st
             rows.append(ratio_row(f"{label}: check <= 1.5x bare parse", check, r.get("bare orjson parse"), 1.5))
         file_mib = paths[label].stat().st_size / 2**20
         limit = 1.5 * file_mib + 60
-        measured = [(res.rss_mib, name) for name, res in r.items()
-                    if res.ok and res.rss_mib is not None and not name.startswith(("bare", "rg "))]
+        measured = [
+            (res.rss_mib, name)
+            for name, res in r.items()
+            if res.ok and res.rss_mib is not None and not name.startswith(("bare", "rg "))
+        ]
         if measured:
             peak, name = max(measured)
-            rows.append((f"{label}: peak memory <= 1.5x file + 60 MiB ({limit:.0f} MiB)",
-                         f"{peak:.0f} MiB ({name})", "ok" if peak <= limit else "over"))
+            rows.append(
+                (
+                    f"{label}: peak memory <= 1.5x file + 60 MiB ({limit:.0f} MiB)",
+                    f"{peak:.0f} MiB ({name})",
+                    "ok" if peak <= limit else "over",
+                )
+            )
         else:
             rows.append((f"{label}: peak memory <= 1.5x file + 60 MiB ({limit:.0f} MiB)", "n/a", "n/a"))
         if "compact --mode verbatim --dry-run" in r:
-            rows.append(ratio_row(f"{label}: compact --dry-run <= 2x check",
-                                  r.get("compact --mode verbatim --dry-run"), check, 2.0))
-        for plain, raw in ((f"grep -F {NEEDLE}", f"rg -F {NEEDLE} (raw JSONL)"),
-                           (f"grep '{COMMON_REGEX}'", f"rg '{COMMON_REGEX}' (raw JSONL)")):
+            rows.append(
+                ratio_row(
+                    f"{label}: compact --dry-run <= 2x check", r.get("compact --mode verbatim --dry-run"), check, 2.0
+                )
+            )
+        for plain, raw in (
+            (f"grep -F {NEEDLE}", f"rg -F {NEEDLE} (raw JSONL)"),
+            (f"grep '{COMMON_REGEX}'", f"rg '{COMMON_REGEX}' (raw JSONL)"),
+        ):
             if plain in r:
                 rows.append(ratio_row(f"{label}: {plain} <= 1.5x ripgrep", r.get(plain), r.get(raw), 1.5))
         for name in ("list", "show (id from the middle)"):
             if name in r:
                 rows.append(ratio_row(f"{label}: {name} <= check", r.get(name), check, 1.0))
     if startup:
-        rows.append(ratio_row("startup: check on a small session <= 4x `python -c pass`",
-                              startup.get("picompact check (small session)"), startup.get("python -c pass"), 4.0))
+        rows.append(
+            ratio_row(
+                "startup: check on a small session <= 4x `python -c pass`",
+                startup.get("picompact check (small session)"),
+                startup.get("python -c pass"),
+                4.0,
+            )
+        )
     return rows
 
 
@@ -363,19 +386,24 @@ def main(argv: list[str] | None = None) -> int:
 
         startup: dict[str, Result] = {}
         if "startup" in groups:
-            for name, cmd in (("python -c pass", [sys.executable, "-c", "pass"]),
-                              ("picompact check (small session)", [*pc, "check", str(SMALL_SESSION)])):
+            for name, cmd in (
+                ("python -c pass", [sys.executable, "-c", "pass"]),
+                ("picompact check (small session)", [*pc, "check", str(SMALL_SESSION)]),
+            ):
                 startup[name] = runner.measure(cmd)
                 print(f"{'small':>6}  {name:<40} {startup[name].cell()}", file=sys.stderr)
         ver = versions(pc, shutil.which("rg"), env)
         load_after = os.getloadavg()[0]
         busy = max(load_before, load_after) > 0.5 * (os.cpu_count() or 1)
-        load = (f"load average {load_before:.2f} before, {load_after:.2f} after"
-                + (": other processes were running, timings are inflated" if busy else ""))
+        load = f"load average {load_before:.2f} before, {load_after:.2f} after" + (
+            ": other processes were running, timings are inflated" if busy else ""
+        )
 
     header = ["benchmark"] + [f"{label} ({paths[label].stat().st_size / 2**20:.1f} MiB)" for label in sizes]
-    rows = [[name] + [results[label][name].cell() if name in results[label] else "-" for label in sizes]
-            for name in row_names]
+    rows = [
+        [name] + [results[label][name].cell() if name in results[label] else "-" for label in sizes]
+        for name in row_names
+    ]
     target_rows = [list(t) for t in targets(sizes, paths, results, startup)]
     startup_rows = [[name, res.cell()] for name, res in startup.items()]
 
@@ -386,14 +414,16 @@ def main(argv: list[str] | None = None) -> int:
 
     only = "" if groups == set(GROUPS) else f" --only {','.join(g for g in GROUPS if g in groups)}"
     out = [
-        "## Machine", "",
+        "## Machine",
+        "",
         f"- {machine()}",
         f"- {ver}",
         f"- {load}",
         f"- `python bench/run.py --sizes {','.join(sizes)} --repeat {args.repeat}{only}` on "
         f"{time.strftime('%Y-%m-%d')}; memory via {'GNU time' if runner.gnu_time else 'getrusage'}",
         "",
-        f"## Time (best of {args.repeat}) · peak RSS", "",
+        f"## Time (best of {args.repeat}) · peak RSS",
+        "",
         markdown_table(header, rows) if rows else "(no per-file benchmarks selected)",
     ]
     if startup_rows:

@@ -18,17 +18,86 @@ from typing import Any
 
 
 NOUNS = (
-    "cache", "account", "invoice", "ledger", "session", "token", "buffer", "schema", "router", "worker",
-    "queue", "payment", "snapshot", "config", "handler", "request", "response", "report", "migration",
-    "balance", "tax", "currency", "discount", "refund", "period", "forecast", "wind", "pressure",
-    "humidity", "temperature", "segment", "frame", "entry", "lock", "status", "template", "query", "user",
-    "customer", "rollback", "backoff", "provider", "format", "unit", "table", "commit", "render", "merge",
-    "index", "page", "cursor", "batch",
+    "cache",
+    "account",
+    "invoice",
+    "ledger",
+    "session",
+    "token",
+    "buffer",
+    "schema",
+    "router",
+    "worker",
+    "queue",
+    "payment",
+    "snapshot",
+    "config",
+    "handler",
+    "request",
+    "response",
+    "report",
+    "migration",
+    "balance",
+    "tax",
+    "currency",
+    "discount",
+    "refund",
+    "period",
+    "forecast",
+    "wind",
+    "pressure",
+    "humidity",
+    "temperature",
+    "segment",
+    "frame",
+    "entry",
+    "lock",
+    "status",
+    "template",
+    "query",
+    "user",
+    "customer",
+    "rollback",
+    "backoff",
+    "provider",
+    "format",
+    "unit",
+    "table",
+    "commit",
+    "render",
+    "merge",
+    "index",
+    "page",
+    "cursor",
+    "batch",
 )
 VERBS = (
-    "get", "set", "load", "save", "parse", "build", "apply", "flush", "read", "write", "open", "close",
-    "render", "compute", "validate", "merge", "sync", "fetch", "resolve", "encode", "decode", "normalize",
-    "split", "collect", "emit", "update",
+    "get",
+    "set",
+    "load",
+    "save",
+    "parse",
+    "build",
+    "apply",
+    "flush",
+    "read",
+    "write",
+    "open",
+    "close",
+    "render",
+    "compute",
+    "validate",
+    "merge",
+    "sync",
+    "fetch",
+    "resolve",
+    "encode",
+    "decode",
+    "normalize",
+    "split",
+    "collect",
+    "emit",
+    "update",
 )
 
 EXOTIC_SNIPPETS = (
@@ -61,10 +130,19 @@ PROFILES = (
         name="weatherly",
         lang="python",
         files=(
-            "src/weatherly/cli.py", "src/weatherly/cache.py", "src/weatherly/forecast.py",
-            "src/weatherly/units.py", "src/weatherly/api/client.py", "src/weatherly/api/models.py",
-            "tests/test_cache.py", "tests/test_forecast.py", "tests/test_cli.py", "pyproject.toml",
-            "README.md", "CHANGELOG.md", "docs/usage.md",
+            "src/weatherly/cli.py",
+            "src/weatherly/cache.py",
+            "src/weatherly/forecast.py",
+            "src/weatherly/units.py",
+            "src/weatherly/api/client.py",
+            "src/weatherly/api/models.py",
+            "tests/test_cache.py",
+            "tests/test_forecast.py",
+            "tests/test_cli.py",
+            "pyproject.toml",
+            "README.md",
+            "CHANGELOG.md",
+            "docs/usage.md",
         ),
         test_cmds=("pytest -q", "pytest -x tests/test_cache.py", "python -m pytest -v", "pytest -k forecast"),
         build_cmds=("ruff check .", "mypy src", "python -m build"),
@@ -72,27 +150,36 @@ PROFILES = (
             "def {a}(self, {n1}: {t}) -> {t}:",
             "    {n1} = self.{a}({n2})",
             "    if {n1} is None:",
-            "        raise ValueError(f\"invalid {n1}: {{{n1}!r}}\")",
+            '        raise ValueError(f"invalid {n1}: {{{n1}!r}}")',
             "    return {a}({n1}, {n2}={num})",
             "from weatherly.{n1} import {a}, {b}",
             "import {n1}",
             "class {C}({C2}):",
-            "    \"\"\"{Doc}\"\"\"",
+            '    """{Doc}"""',
             "    # TODO: {doc}",
             "        assert {a}({num}) == {num2}",
             "    for {n1} in self.{n2}s:",
             "        self._{n1}[{n2}.id] = {n2}",
             "",
-            "    logger.debug(\"{a} took %.2fms\", elapsed)",
+            '    logger.debug("{a} took %.2fms", elapsed)',
         ),
     ),
     Profile(
         name="acme-billing",
         lang="typescript",
         files=(
-            "src/services/tax.ts", "src/services/invoice.ts", "src/db/migrations/0007_add_tax_rate.ts",
-            "src/routes/payments.ts", "src/lib/money.ts", "src/index.ts", "test/invoices.test.ts",
-            "test/tax.test.ts", "package.json", "tsconfig.json", "README.md", "docs/api.md",
+            "src/services/tax.ts",
+            "src/services/invoice.ts",
+            "src/db/migrations/0007_add_tax_rate.ts",
+            "src/routes/payments.ts",
+            "src/lib/money.ts",
+            "src/index.ts",
+            "test/invoices.test.ts",
+            "test/tax.test.ts",
+            "package.json",
+            "tsconfig.json",
+            "README.md",
+            "docs/api.md",
         ),
         test_cmds=("npm test", "npx vitest run test/tax.test.ts", "npx vitest run", "npm run test:ci"),
         build_cmds=("npx tsc --noEmit", "npm run lint", "npm run build"),
@@ -102,7 +189,7 @@ PROFILES = (
             "  if (!{n1}) {{",
             "    throw new Error(`invalid {n1}: ${{{n1}}}`);",
             "  return {a}({n1}, {{ {n2}: {num} }});",
-            "import {{ {a}, {b} }} from \"../{n1}/{n2}\";",
+            'import {{ {a}, {b} }} from "../{n1}/{n2}";',
             "}}",
             "export class {C} extends {C2} {{",
             "  /** {Doc} */",
@@ -118,9 +205,17 @@ PROFILES = (
         name="tiny-kv",
         lang="rust",
         files=(
-            "src/lib.rs", "src/main.rs", "src/store.rs", "src/wal.rs", "src/compaction.rs",
-            "src/net/server.rs", "src/net/protocol.rs", "tests/integration.rs", "benches/put_get.rs",
-            "Cargo.toml", "README.md",
+            "src/lib.rs",
+            "src/main.rs",
+            "src/store.rs",
+            "src/wal.rs",
+            "src/compaction.rs",
+            "src/net/server.rs",
+            "src/net/protocol.rs",
+            "tests/integration.rs",
+            "benches/put_get.rs",
+            "Cargo.toml",
+            "README.md",
         ),
         test_cmds=("cargo test", "cargo test --release", "cargo test store::", "cargo nextest run"),
         build_cmds=("cargo build", "cargo clippy -- -D warnings", "cargo check"),
@@ -128,7 +223,7 @@ PROFILES = (
             "pub fn {a}(&mut self, {n1}: &[u8]) -> Result<usize, Error> {{",
             "    let {n1} = self.{a}(&{n2})?;",
             "    if {n1}.len() > MAX_{N} {{ return Err(Error::TooLarge); }}",
-            "        return Err(Error::Invalid(format!(\"bad {n1}: {{:?}}\", {n1})));",
+            '        return Err(Error::Invalid(format!("bad {n1}: {{:?}}", {n1})));',
             "    Ok({a}({n1}, {num}))",
             "use crate::{n1}::{a};",
             "}}",
@@ -139,7 +234,7 @@ PROFILES = (
             "    for {n1} in self.{n2}s.iter() {{",
             "        self.{n1}.insert(key.to_vec(), {n2});",
             "",
-            "    tracing::debug!(elapsed_ms = elapsed, \"{a}\");",
+            '    tracing::debug!(elapsed_ms = elapsed, "{a}");',
         ),
     ),
 )
@@ -196,18 +291,33 @@ MODELS = (
 )
 ToolDecl = tuple[str, str, dict[str, str], list[str]]
 TOOL_DECLS: tuple[ToolDecl, ...] = (
-    ("read", "Read a file's contents; images come back as attachments. Long files are cut, page with "
-             "offset/limit.", {"path": "string", "offset": "number", "limit": "number"}, ["path"]),
-    ("bash", "Run a shell command in the project directory; stdout and stderr are returned, long output is "
-             "cut to its tail.", {"command": "string", "timeout": "number"}, ["command"]),
-    ("edit", "Replace exact text in one file. Every oldText must match once.",
-     {"path": "string", "edits": "array"}, ["path", "edits"]),
-    ("write", "Create or overwrite a file with the given content.", {"path": "string", "content": "string"},
-     ["path", "content"]),
+    (
+        "read",
+        "Read a file's contents; images come back as attachments. Long files are cut, page with offset/limit.",
+        {"path": "string", "offset": "number", "limit": "number"},
+        ["path"],
+    ),
+    (
+        "bash",
+        "Run a shell command in the project directory; stdout and stderr are returned, long output is cut to its tail.",
+        {"command": "string", "timeout": "number"},
+        ["command"],
+    ),
+    (
+        "edit",
+        "Replace exact text in one file. Every oldText must match once.",
+        {"path": "string", "edits": "array"},
+        ["path", "edits"],
+    ),
+    (
+        "write",
+        "Create or overwrite a file with the given content.",
+        {"path": "string", "content": "string"},
+        ["path", "content"],
+    ),
 )
 LATE_TOOL_DECLS: tuple[ToolDecl, ...] = (
-    ("grep", "Search file contents with a regular expression.", {"pattern": "string", "path": "string"},
-     ["pattern"]),
+    ("grep", "Search file contents with a regular expression.", {"pattern": "string", "path": "string"}, ["pattern"]),
     ("ls", "List a directory.", {"path": "string"}, []),
     ("find", "Find files by glob pattern.", {"pattern": "string", "path": "string"}, ["pattern"]),
 )
@@ -235,9 +345,7 @@ def png(rng: Random, width: int, height: int) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 0)) + chunk(
-        b"IEND", b""
-    )
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 0)) + chunk(b"IEND", b"")
 
 
 class Content:
@@ -266,8 +374,14 @@ class Content:
     def fill(self, template: str) -> str:
         r = self.rng
         return template.format(
-            file=self.file(), noun=r.choice(NOUNS), noun2=r.choice(NOUNS), ident=self.ident(),
-            ident2=self.ident(), num=r.randint(2, 999), num2=r.randint(2, 999), C=self.cls(),
+            file=self.file(),
+            noun=r.choice(NOUNS),
+            noun2=r.choice(NOUNS),
+            ident=self.ident(),
+            ident2=self.ident(),
+            num=r.randint(2, 999),
+            num2=r.randint(2, 999),
+            C=self.cls(),
             trace="\n".join(self.trace_lines()) if "{trace}" in template else "",
         )
 
@@ -276,9 +390,18 @@ class Content:
         t = r.choice(self.p.line_templates)
         n1, n2 = r.choice(NOUNS), r.choice(NOUNS)
         line = t.format(
-            a=self.ident(), b=self.ident(), n1=n1, n2=n2, N=n1.upper(), t=r.choice(("int", "str", "float")),
-            T=r.choice(("number", "string", "Money")), C=self.cls(), C2=self.cls(), num=r.randint(0, 999),
-            num2=r.randint(0, 999), Doc=f"{r.choice(VERBS).capitalize()} the {n1} for one {n2}.",
+            a=self.ident(),
+            b=self.ident(),
+            n1=n1,
+            n2=n2,
+            N=n1.upper(),
+            t=r.choice(("int", "str", "float")),
+            T=r.choice(("number", "string", "Money")),
+            C=self.cls(),
+            C2=self.cls(),
+            num=r.randint(0, 999),
+            num2=r.randint(0, 999),
+            Doc=f"{r.choice(VERBS).capitalize()} the {n1} for one {n2}.",
             doc=f"{r.choice(VERBS)} {n1} before {n2}",
         )
         return " " * (4 * r.randint(0, 2)) + line
@@ -291,14 +414,17 @@ class Content:
         if self.p.lang == "python":
             lines = ["Traceback (most recent call last):"]
             for _ in range(r.randint(2, 6)):
-                lines.append(f'  File "{self.cwd}/{r.choice(self.p.files)}", line {r.randint(1, 900)}, '
-                             f"in {self.ident()}")
+                lines.append(
+                    f'  File "{self.cwd}/{r.choice(self.p.files)}", line {r.randint(1, 900)}, in {self.ident()}'
+                )
                 lines.append("    " + r.choice(self.pool).strip())
             lines.append(f"KeyError: '{r.choice(NOUNS)}'")
         else:
             lines = [f"TypeError: Cannot read properties of undefined (reading '{r.choice(NOUNS)}')"]
-            lines += [f"    at {self.ident()} ({self.cwd}/{r.choice(self.p.files)}:{r.randint(1, 900)}:"
-                      f"{r.randint(1, 80)})" for _ in range(r.randint(3, 8))]
+            lines += [
+                f"    at {self.ident()} ({self.cwd}/{r.choice(self.p.files)}:{r.randint(1, 900)}:{r.randint(1, 80)})"
+                for _ in range(r.randint(3, 8))
+            ]
         return lines
 
     def test_name(self) -> str:
@@ -313,8 +439,11 @@ class Content:
         """A test-runner log: many pass lines, a few failures with details, a summary."""
         r = self.rng
         failed: list[str] = []
-        out = [f"running {n_tests} tests" if self.p.lang == "rust" else
-               "============================= test session starts =============================="]
+        out = [
+            f"running {n_tests} tests"
+            if self.p.lang == "rust"
+            else "============================= test session starts =============================="
+        ]
         for i in range(n_tests):
             name = self.test_name()
             ok = r.random() > 0.03
@@ -334,10 +463,10 @@ class Content:
                 out.extend(self.trace_lines())
             out.extend(f"FAILED {name} - AssertionError" for name in failed)
         if needle is not None:  # near the end, so a tail-truncated log still holds it
-            out.append(f"{needle}: checksum mismatch in segment 0x{r.randint(0, 4095):04x} "
-                       f"(expected {r.getrandbits(32):08x})")
-        out.append(f"===== {len(failed)} failed, {n_tests - len(failed)} passed in {r.uniform(0.5, 90):.2f}s "
-                   "=====")
+            out.append(
+                f"{needle}: checksum mismatch in segment 0x{r.randint(0, 4095):04x} (expected {r.getrandbits(32):08x})"
+            )
+        out.append(f"===== {len(failed)} failed, {n_tests - len(failed)} passed in {r.uniform(0.5, 90):.2f}s =====")
         return "\n".join(out)
 
     def build_log(self) -> str:
@@ -346,15 +475,24 @@ class Content:
         for _ in range(r.randint(0, 25)):
             f = r.choice(self.p.files)
             if self.p.lang == "rust":
-                out += [f"error[E0{r.randint(200, 799)}]: mismatched types", f"  --> {f}:{r.randint(1, 900)}:"
-                        f"{r.randint(1, 80)}", "   |", f"{r.randint(1, 900):3d} | " + r.choice(self.pool).strip(),
-                        "   |     ^^^^^ expected `usize`, found `u64`", ""]
+                out += [
+                    f"error[E0{r.randint(200, 799)}]: mismatched types",
+                    f"  --> {f}:{r.randint(1, 900)}:{r.randint(1, 80)}",
+                    "   |",
+                    f"{r.randint(1, 900):3d} | " + r.choice(self.pool).strip(),
+                    "   |     ^^^^^ expected `usize`, found `u64`",
+                    "",
+                ]
             elif self.p.lang == "typescript":
-                out.append(f"{f}({r.randint(1, 900)},{r.randint(1, 80)}): error TS2345: Argument of type "
-                           f"'{self.cls()}' is not assignable to parameter of type '{self.cls()}'.")
+                out.append(
+                    f"{f}({r.randint(1, 900)},{r.randint(1, 80)}): error TS2345: Argument of type "
+                    f"'{self.cls()}' is not assignable to parameter of type '{self.cls()}'."
+                )
             else:
-                out.append(f"{f}:{r.randint(1, 900)}:{r.randint(1, 80)}: error: Incompatible types in "
-                           f"assignment (expression has type \"{self.cls()}\", variable has type \"int\")")
+                out.append(
+                    f"{f}:{r.randint(1, 900)}:{r.randint(1, 80)}: error: Incompatible types in "
+                    f'assignment (expression has type "{self.cls()}", variable has type "int")'
+                )
         out.append(f"Found {len(out)} errors." if out else "Finished in 3.2s, no issues found.")
         return "\n".join(out)
 
@@ -373,8 +511,12 @@ class Content:
         out: list[str] = []
         for _ in range(n_hunks):
             f = r.choice(self.p.files)
-            out += [f"diff --git a/{f} b/{f}", f"--- a/{f}", f"+++ b/{f}",
-                    f"@@ -{r.randint(1, 400)},{r.randint(3, 20)} +{r.randint(1, 400)},{r.randint(3, 20)} @@"]
+            out += [
+                f"diff --git a/{f} b/{f}",
+                f"--- a/{f}",
+                f"+++ b/{f}",
+                f"@@ -{r.randint(1, 400)},{r.randint(3, 20)} +{r.randint(1, 400)},{r.randint(3, 20)} @@",
+            ]
             out += [r.choice(" +-") + line for line in r.choices(self.pool, k=r.randint(4, 30))]
         return "\n".join(out)
 
@@ -384,8 +526,10 @@ class Content:
             return text
         cut = text.index("\n", len(text) - limit) + 1
         kept = text[cut:]
-        return (f"[Output truncated: showing the last {kept.count(chr(10)) + 1} lines. Full output: "
-                f"/tmp/pi-bash-{self.rng.getrandbits(32):08x}.log]\n" + kept)
+        return (
+            f"[Output truncated: showing the last {kept.count(chr(10)) + 1} lines. Full output: "
+            f"/tmp/pi-bash-{self.rng.getrandbits(32):08x}.log]\n" + kept
+        )
 
     def head(self, text: str, limit: int = 50 * 1024) -> str:
         """Keep the start of a long file, the way Pi's read tool does, with a paging hint."""
@@ -393,8 +537,10 @@ class Content:
             return text
         cut = text.rindex("\n", 0, limit)
         shown = text.count("\n", 0, cut) + 1
-        return (text[:cut] + f"\n\n[Showing lines 1-{shown} of {text.count(chr(10)) + 1}. "
-                f"Use offset={shown + 1} to continue.]")
+        return (
+            text[:cut] + f"\n\n[Showing lines 1-{shown} of {text.count(chr(10)) + 1}. "
+            f"Use offset={shown + 1} to continue.]"
+        )
 
     def signature(self) -> str:
         return base64.b64encode(self.rng.randbytes(self.rng.randint(150, 900))).decode()

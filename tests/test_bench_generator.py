@@ -99,8 +99,9 @@ def test_references_point_to_existing_entries(session: Any) -> None:
 
 def test_assistant_usage_is_consistent(session: Any) -> None:
     _, entries = session
-    usages = [e["message"]["usage"] for e in entries[1:]
-              if e["type"] == "message" and e["message"]["role"] == "assistant"]
+    usages = [
+        e["message"]["usage"] for e in entries[1:] if e["type"] == "message" and e["message"]["role"] == "assistant"
+    ]
     assert usages
     for u in usages:
         assert u["totalTokens"] == u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]

@@ -23,6 +23,7 @@ from pi_compact.tokens import js_stringify
 Clock = Callable[[], datetime]
 IdGenerator = Callable[[Collection[str]], str]  # given the ids already taken, return a fresh 8-hex id
 
+
 def system_clock() -> datetime:
     """Now, in UTC (what Pi's ``new Date()`` gives)."""
     return datetime.now(UTC)
