@@ -14,61 +14,89 @@ _EXPORTS = {
     "Branch": "pi_compact.session.tree",
     "CheckOptions": "pi_compact.check",
     "CheckResult": "pi_compact.check",
+    "CompactOptions": "pi_compact.compact",
     "CompactionPlan": "pi_compact.plan",
     "CompactionSettings": "pi_compact.settings",
     "Entry": "pi_compact.session.model",
     "ExitCode": "pi_compact.errors",
+    "LookupOptions": "pi_compact.lookup.agent",
     "ModelInfo": "pi_compact.models",
     "PiCompactError": "pi_compact.errors",
     "Projection": "pi_compact.projection",
     "Session": "pi_compact.session.model",
     "SessionSummary": "pi_compact.session.discovery",
+    "SummaryOptions": "pi_compact.checkpoint.summary",
+    "VerbatimOptions": "pi_compact.checkpoint.verbatim",
     "analyze": "pi_compact.check",
+    "build_context_view": "pi_compact.lookup.context",
     "build_projection": "pi_compact.projection",
+    "build_transcript": "pi_compact.render.transcript",
+    "build_verbatim_checkpoint": "pi_compact.checkpoint.verbatim",
     "check_session": "pi_compact.check",
+    "compact_session": "pi_compact.compact",
     "context_tokens": "pi_compact.projection",
     "estimate_tokens": "pi_compact.tokens",
     "find_model": "pi_compact.models",
     "find_most_recent_session": "pi_compact.session.discovery",
     "get_branch": "pi_compact.session.tree",
+    "grep": "pi_compact.lookup.search",
+    "list_entries": "pi_compact.lookup.search",
     "list_sessions": "pi_compact.session.discovery",
     "load_session": "pi_compact.session.load",
     "load_session_bytes": "pi_compact.session.load",
     "plan_compaction": "pi_compact.plan",
     "resolve_context_window": "pi_compact.models",
     "resolve_settings": "pi_compact.settings",
+    "run_lookup": "pi_compact.lookup.agent",
     "should_compact": "pi_compact.plan",
+    "show_entry": "pi_compact.lookup.search",
+    "summary_mode": "pi_compact.checkpoint.summary",
+    "verbatim_mode": "pi_compact.compact",
 }
 
 __all__ = [
     "Branch",
     "CheckOptions",
     "CheckResult",
+    "CompactOptions",
     "CompactionPlan",
     "CompactionSettings",
     "Entry",
     "ExitCode",
+    "LookupOptions",
     "ModelInfo",
     "PiCompactError",
     "Projection",
     "Session",
     "SessionSummary",
+    "SummaryOptions",
+    "VerbatimOptions",
     "__version__",
     "analyze",
+    "build_context_view",
     "build_projection",
+    "build_transcript",
+    "build_verbatim_checkpoint",
     "check_session",
+    "compact_session",
     "context_tokens",
     "estimate_tokens",
     "find_model",
     "find_most_recent_session",
     "get_branch",
+    "grep",
+    "list_entries",
     "list_sessions",
     "load_session",
     "load_session_bytes",
     "plan_compaction",
     "resolve_context_window",
     "resolve_settings",
+    "run_lookup",
     "should_compact",
+    "show_entry",
+    "summary_mode",
+    "verbatim_mode",
 ]
 
 
@@ -83,10 +111,17 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.check import CheckOptions, CheckResult, analyze, check_session
+    from pi_compact.checkpoint.summary import SummaryOptions, summary_mode
+    from pi_compact.checkpoint.verbatim import VerbatimOptions, build_verbatim_checkpoint
+    from pi_compact.compact import CompactOptions, compact_session, verbatim_mode
     from pi_compact.errors import ExitCode, PiCompactError
+    from pi_compact.lookup.agent import LookupOptions, run_lookup
+    from pi_compact.lookup.context import build_context_view
+    from pi_compact.lookup.search import grep, list_entries, show_entry
     from pi_compact.models import ModelInfo, find_model, resolve_context_window
     from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
     from pi_compact.projection import Projection, build_projection, context_tokens
+    from pi_compact.render.transcript import build_transcript
     from pi_compact.session.discovery import SessionSummary, find_most_recent_session, list_sessions
     from pi_compact.session.load import load_session, load_session_bytes
     from pi_compact.session.model import Entry, Session

@@ -125,3 +125,10 @@ def test_property_builder_produces_valid_json() -> None:
     sb = build([("user", "x"), ("tools", 2, "y"), ("compact", 1)])
     for line in sb.lines():
         orjson.loads(line)
+
+
+def test_public_api_names_all_resolve() -> None:
+    import pi_compact
+
+    for name in pi_compact.__all__:
+        assert getattr(pi_compact, name) is not None, name
