@@ -104,10 +104,29 @@ def _from_table(raw: dict[str, Any]) -> ModelInfo:
 
 
 @cache
+def _builtin_rows() -> dict[tuple[str, str], dict[str, Any]]:
+    """The bundled table's raw rows by (provider, id): cheap to index, converted only when asked for."""
+    data = resources.files("pi_compact").joinpath("data/pi-models.json").read_bytes()
+    return {(m["provider"], m["id"]): m for m in orjson.loads(data)}
+
+
+@cache
 def builtin_models() -> dict[tuple[str, str], ModelInfo]:
     """Pi's bundled model table (read once, on first use)."""
-    data = resources.files("pi_compact").joinpath("data/pi-models.json").read_bytes()
-    return {(m["provider"], m["id"]): _from_table(m) for m in orjson.loads(data)}
+    return {key: _from_table(row) for key, row in _builtin_rows().items()}
+
+
+@cache
+def builtin_model(provider: str, model_id: str) -> ModelInfo | None:
+    """One model of the bundled table, without converting the other 1,700 (keeps ``check`` quick to start)."""
+    row = _builtin_rows().get((provider, model_id))
+    return _from_table(row) if row is not None else None
+
+
+def _only_builtin(agent_dir: str | os.PathLike[str] | None) -> bool:
+    """True when neither models.json nor Pi's refreshed catalog exists: the bundled table alone answers."""
+    path = models_json_path(agent_dir)
+    return _stat_key(path) is None and _stat_key(path.parent / "models-store.json") is None
 
 
 # --------------------------------------------------------------------------- models.json: read and validate
@@ -438,6 +457,8 @@ def model_catalog(agent_dir: str | os.PathLike[str] | None = None) -> ModelCatal
 
 def find_model(provider: str, model_id: str, *, agent_dir: str | os.PathLike[str] | None = None) -> ModelInfo | None:
     """The model Pi knows as ``provider/model_id``, or None."""
+    if _only_builtin(agent_dir):
+        return builtin_model(provider, model_id)
     return model_catalog(agent_dir).models.get((provider, model_id))
 
 
@@ -459,6 +480,10 @@ def resolve_context_window(
         return flag, "flag"
     if model is None:
         raise SettingsError("the session records no model, so its context window is unknown: pass --context-window")
+    if _only_builtin(agent_dir):
+        found = builtin_model(*model)
+        if found is not None:
+            return found.context_window, f"{found.source} ({model[0]}/{model[1]})"
     catalog = model_catalog(agent_dir)
     info = catalog.models.get(model)
     key = f"{model[0]}/{model[1]}"
