@@ -172,6 +172,8 @@ class _Evidence:
 def _call_positions(branch: Sequence[Entry]) -> dict[str, list[int]]:
     positions: dict[str, list[int]] = {}
     for position, entry in enumerate(branch):
+        if entry.role != "assistant":
+            continue  # only assistant messages issue tool calls
         for message in entry_messages(entry):
             for _, block in tool_call_blocks(message):
                 if isinstance(block.get("id"), str):
@@ -189,9 +191,16 @@ def _parent_group(call_positions: dict[str, list[int]], call_id: Any, position: 
 
 
 def _collect_mutations(branch: Sequence[Entry], cwd: str, evidence: _Evidence) -> None:
-    """Every tracked modification on the raw branch, context edits notwithstanding."""
-    call_positions = _call_positions(branch)
+    """Every tracked modification on the raw branch, context edits notwithstanding.
+
+    Only assistant tool calls and tool results' nested calls can modify files, so other entries are skipped
+    without building their messages (this walks the whole branch, which is long on big sessions).
+    """
+    call_positions: dict[str, list[int]] | None = None
     for position, entry in enumerate(branch):
+        role = entry.role
+        if role != "assistant" and role != "toolResult":
+            continue
         for message in entry_messages(entry):
             for index, block in tool_call_blocks(message):
                 path = mutation_path(block.get("name"), block.get("arguments"))
@@ -199,6 +208,8 @@ def _collect_mutations(branch: Sequence[Entry], cwd: str, evidence: _Evidence) -
                     evidence.mutation(resolve_path(path, cwd), _Mutation(position, ("call", position, index)))
             calls = nested_calls(message)
             if calls:
+                if call_positions is None:
+                    call_positions = _call_positions(branch)
                 group = _parent_group(call_positions, message.get("toolCallId"), position)
                 for index, call in enumerate(calls):
                     path = mutation_path(call.get("name"), call.get("arguments"))

@@ -114,6 +114,7 @@ def _migrate(header: JsonDict, entries: list[Entry], diagnostics: list[Diagnosti
             msg = entry.message
             if msg is not None and msg.get("role") == "hookMessage":
                 msg["role"] = "custom"
+                entry.refresh()
     diagnostics.append(
         Diagnostic(
             "info",

@@ -30,7 +30,7 @@ class Entry:
     sessions); call ``refresh()`` after changing ``raw``.
     """
 
-    __slots__ = ("id", "index", "length", "line", "offset", "parent_id", "raw", "type")
+    __slots__ = ("id", "index", "length", "line", "offset", "parent_id", "raw", "role", "type")
 
     def __init__(self, raw: JsonDict, line: int, index: int, offset: int = 0, length: int = 0) -> None:
         self.raw = raw
@@ -48,6 +48,11 @@ class Entry:
         self.parent_id: str | None = parent if isinstance(parent, str) and parent else None
         kind = raw.get("type")
         self.type: str = kind if isinstance(kind, str) else ""
+        role = None
+        if self.type == "message":
+            msg = raw.get("message")
+            role = msg.get("role") if isinstance(msg, dict) else None
+        self.role: str | None = role if isinstance(role, str) else None
 
     def __repr__(self) -> str:
         return f"Entry(id={self.id!r}, type={self.type!r}, line={self.line})"
@@ -58,14 +63,6 @@ class Entry:
             return None
         msg = self.raw.get("message")
         return msg if isinstance(msg, dict) else None
-
-    @property
-    def role(self) -> str | None:
-        if self.type != "message":
-            return None
-        msg = self.raw.get("message")
-        role = msg.get("role") if isinstance(msg, dict) else None
-        return role if isinstance(role, str) else None
 
     @property
     def timestamp(self) -> str | None:
