@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pi_compact.session.rawfile import FileBytes, raw_search
+
 # Characters outside ASCII that the regex module's IGNORECASE (simple case folding) matches for an ASCII letter.
 # tests/lookup/test_prefilter.py checks this table against every code point.
 CASE_EXTRA: dict[str, str] = {"i": "\u0130", "k": "\u212a", "s": "\u017f"}
@@ -178,12 +180,14 @@ class Census:
         return ch in _PLAIN_ASCII
 
 
-def take_census(data: bytes) -> Census:
+def take_census(data: bytes | FileBytes) -> Census:
     import regex  # scans this literal-led pattern about twice as fast as re
 
     escaped: set[str] = set()
     slash = False
-    for found in set(regex.findall(_CENSUS.pattern, data)):
+    pattern = regex.compile(_CENSUS.pattern)
+    found_all = data.findall(pattern, 6) if isinstance(data, FileBytes) else set(pattern.findall(data))
+    for found in found_all:
         if found == b"\\/":
             slash = True
         else:
@@ -191,11 +195,11 @@ def take_census(data: bytes) -> Census:
     return Census(frozenset(escaped), slash)
 
 
-def _present(data: bytes, ch: str) -> bool:
+def _present(data: bytes | FileBytes, ch: str) -> bool:
     """Whether a character occurs in the file at all, raw or as a ``\\u`` escape."""
     if data.find(ch.encode("utf-8")) >= 0:
         return True
-    return re.search(_hex_forms(ord(ch)), data) is not None
+    return raw_search(data, re.compile(_hex_forms(ord(ch))), 0, 6) >= 0
 
 
 @dataclass(slots=True)
@@ -207,17 +211,17 @@ class RawFilter:
 
     plain: tuple[bytes, ...]  # literals searched with bytes.find
     pattern: Any = None  # or one compiled bytes regex (regex module)
+    longest: int = 0  # bytes in the longest match the pattern can have
     _next: list[int] = field(default_factory=list)
 
     def reset(self) -> None:
         """Forget the remembered occurrences (before asking for an earlier ``start``)."""
         self._next = []
 
-    def find_from(self, data: bytes, start: int) -> int:
+    def find_from(self, data: bytes | FileBytes, start: int) -> int:
         """The offset of the first occurrence at or after ``start``, or -1."""
         if self.pattern is not None:
-            found = self.pattern.search(data, start)
-            return found.start() if found else -1
+            return raw_search(data, self.pattern, start, self.longest)
         if not self._next:
             self._next = [-2] * len(self.plain)
         best = -1
@@ -231,7 +235,9 @@ class RawFilter:
         return best
 
 
-def build_raw_filter(literals: list[str], data: bytes, *, ignore_case: bool, census: Census) -> RawFilter | None:
+def build_raw_filter(
+    literals: list[str], data: bytes | FileBytes, *, ignore_case: bool, census: Census
+) -> RawFilter | None:
     """A filter for these literals in ``data``, or None if one of them cannot be searched for soundly."""
     chars = {ch for literal in literals for ch in literal}
     if ignore_case and not all(ch.isascii() for ch in chars):
@@ -247,6 +253,8 @@ def build_raw_filter(literals: list[str], data: bytes, *, ignore_case: bool, cen
             if extra is not None and extra not in extras.values() and _present(data, extra):
                 extras[ch.lower()] = extra
     alternatives: list[bytes] = []
+    # A character is at most 12 bytes in the file (a surrogate pair as two \\u escapes).
+    longest = 12 * max(len(literal) for literal in literals)
     for literal in literals:
         parts: list[bytes] = []
         for ch in literal:
@@ -261,4 +269,4 @@ def build_raw_filter(literals: list[str], data: bytes, *, ignore_case: bool, cen
     import regex  # finds the literal parts of such a pattern much faster than re does
 
     flags = regex.IGNORECASE if ignore_case else 0  # on bytes: ASCII letters only, the extras are listed above
-    return RawFilter((), regex.compile(b"|".join(alternatives), flags))
+    return RawFilter((), regex.compile(b"|".join(alternatives), flags), longest)

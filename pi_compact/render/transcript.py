@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from pi_compact.session.model import Entry, Session
+from pi_compact.session.rawfile import FileBytes
 from pi_compact.session.tree import Branch, get_branch
 
 HEADER = "header"
@@ -472,7 +473,7 @@ class Transcript:
     _on_branch: set[int] = field(default_factory=set, repr=False)
     _branch_of: dict[int, str] | None = field(default=None, repr=False)
     _cache: dict[int, RenderedEntry] = field(default_factory=dict, repr=False)
-    _raw: bytes | None = field(default=None, repr=False)
+    _raw: bytes | FileBytes | None = field(default=None, repr=False)
     _raw_loaded: bool = field(default=False, repr=False)
     _fingerprint: str | None = field(default=None, repr=False)
     _ids: dict[str, Entry] | None = field(default=None, repr=False)
@@ -548,23 +549,27 @@ class Transcript:
 
     # -- raw bytes -------------------------------------------------------------------------------------------
 
-    def raw_bytes(self) -> bytes | None:
-        """The session file's bytes, if they are still the ones that were loaded (same size and tail)."""
+    def raw_bytes(self) -> bytes | FileBytes | None:
+        """The session file's bytes, if they are still the ones that were loaded (same size and tail).
+
+        A file is read a window at a time (``FileBytes``), not copied into memory next to the parsed session."""
         if not self._raw_loaded:
             self._raw_loaded = True
             self._raw = self._read_raw()
         return self._raw
 
-    def _read_raw(self) -> bytes | None:
+    def _read_raw(self) -> FileBytes | None:
         path = self.session.path
         if path is None:
             return None
+        size, tail = self.session.size, self.session.tail
         try:
-            data = Path(path).read_bytes()
+            if Path(path).stat().st_size != size:
+                return None
+            data = FileBytes(path, size)
+            if tail and data.read(size - len(tail), size) != tail:
+                return None
         except OSError:
-            return None
-        tail = self.session.tail
-        if len(data) != self.session.size or (tail and not data.endswith(tail)):
             return None
         return data
 
@@ -578,7 +583,10 @@ class Transcript:
         data = self.raw_bytes()
         if data is None:
             return None
-        return data[entry.offset : entry.offset + entry.length]
+        try:
+            return data[entry.offset : entry.offset + entry.length]
+        except OSError:
+            return None
 
     # -- identity --------------------------------------------------------------------------------------------
 

@@ -1,0 +1,98 @@
+"""A session file's bytes, searched through a window instead of held in memory.
+
+grep's prefilter scans the raw file once for a literal; keeping a copy of a 100 MB file next to the parsed
+session doubles the peak memory for no gain. ``FileBytes`` reads the file a window at a time (the last window
+is kept, so the many nearby searches of a dense pattern cost one read) and answers the few questions the
+prefilter asks: ``find``, a compiled bytes pattern's ``search``, ``findall`` and slices. Every answer is the
+one the whole file as ``bytes`` would give; the tests compare the two.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+WINDOW = 2 * 1024 * 1024
+
+
+class FileBytes:
+    """The first ``size`` bytes of a file, read on demand (a window at a time)."""
+
+    def __init__(self, path: str | os.PathLike[str], size: int, window: int | None = None) -> None:
+        self.path = Path(path)
+        self.size = size
+        self.window = max(window if window is not None else WINDOW, 1)
+        self._at = -1  # start of the cached window
+        self._data = b""
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes ``start:end`` (clipped to the file's size), read from the file."""
+        start, end = max(start, 0), min(end, self.size)
+        if end <= start:
+            return b""
+        with open(self.path, "rb") as stream:
+            stream.seek(start)
+            return stream.read(end - start)
+
+    def __getitem__(self, key: slice) -> bytes:
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError("FileBytes supports plain slices only")
+        start, stop, _ = key.indices(self.size)
+        return self.read(start, stop)
+
+    def _load(self, at: int, overlap: int) -> tuple[int, bytes]:
+        """The window starting at ``at`` (a multiple of ``window``), plus ``overlap`` bytes after it."""
+        if self._at != at or len(self._data) < min(self.window + overlap, self.size - at):
+            self._data = self.read(at, at + self.window + overlap)
+            self._at = at
+        return at, self._data
+
+    def _scan(self, start: int, overlap: int, probe: Any) -> int:
+        """The first offset >= ``start`` where ``probe(chunk, pos)`` finds something (a match no longer than
+        ``overlap + 1`` bytes), or -1. A match starting in a window lies wholly within it and its overlap."""
+        start = max(start, 0)
+        at = start - start % self.window
+        while at < self.size:
+            base, chunk = self._load(at, overlap)
+            found = probe(chunk, max(start - base, 0))
+            if found >= 0 and found < self.window:
+                return base + found
+            at += self.window
+        return -1
+
+    def find(self, sub: bytes, start: int = 0) -> int:
+        """Like ``bytes.find``."""
+        if not sub:
+            return min(max(start, 0), self.size) if start <= self.size else -1
+        return self._scan(start, len(sub) - 1, lambda chunk, pos: chunk.find(sub, pos))
+
+    def search(self, pattern: Any, start: int, longest: int) -> int:
+        """Start of the first match of a compiled bytes pattern at or after ``start``, or -1; every match of the
+        pattern must be at most ``longest`` bytes and independent of what surrounds it (no anchors)."""
+
+        def probe(chunk: bytes, pos: int) -> int:
+            found = pattern.search(chunk, pos)
+            return found.start() if found else -1
+
+        return self._scan(start, max(longest - 1, 0), probe)
+
+    def findall(self, pattern: Any, longest: int) -> set[bytes]:
+        """The distinct matches of a compiled bytes pattern whose matches are at most ``longest`` bytes long."""
+        out: set[bytes] = set()
+        overlap = max(longest - 1, 0)
+        for at in range(0, self.size, self.window):
+            _, chunk = self._load(at, overlap)
+            out.update(pattern.findall(chunk))
+        return out
+
+
+def raw_search(data: bytes | FileBytes, pattern: Any, start: int, longest: int) -> int:
+    """Start of the first match at or after ``start`` in file bytes held either way, or -1."""
+    if isinstance(data, FileBytes):
+        return data.search(pattern, start, longest)
+    found = pattern.search(data, start)
+    return found.start() if found else -1
