@@ -181,12 +181,9 @@ class Census:
 
 
 def take_census(data: bytes | FileBytes) -> Census:
-    import regex  # scans this literal-led pattern about twice as fast as re
-
     escaped: set[str] = set()
     slash = False
-    pattern = regex.compile(_CENSUS.pattern)
-    found_all = data.findall(pattern, 6) if isinstance(data, FileBytes) else set(pattern.findall(data))
+    found_all = data.findall(_CENSUS, 6) if isinstance(data, FileBytes) else set(_CENSUS.findall(data))
     for found in found_all:
         if found == b"\\/":
             slash = True
