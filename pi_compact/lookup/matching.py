@@ -22,6 +22,7 @@ from pi_compact.errors import PatternError
 from pi_compact.lookup.prefilter import RawFilter, build_raw_filter, required_literals, take_census
 from pi_compact.render.transcript import RenderedEntry, Transcript, render_entry
 from pi_compact.session.model import Entry
+from pi_compact.session.rawfile import FileBytes
 
 
 def compile_pattern(pattern: str, *, ignore_case: bool = False, fixed: bool = False, multiline: bool = False) -> Any:
@@ -116,7 +117,7 @@ class Candidates:
     def __init__(self, transcript: Transcript, searcher: Searcher, pattern: str, ignore_case: bool, fixed: bool):
         self.transcript = transcript
         self.searcher = searcher
-        self.data: bytes | None = None
+        self.data: bytes | FileBytes | None = None
         self.filter: RawFilter | None = None
         self.next_hit = -1
         self.last_start = 0
