@@ -334,3 +334,23 @@ def test_module_entry_point_works(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert b"context tokens" in proc.stdout
+
+
+def test_leaf_selects_another_branch(tmp_path: Path) -> None:
+    sb = simple_session(turns=3)
+    fork_point = sb.entries[4]["id"]
+    side = sb.add(
+        {"type": "message", "message": {"role": "user", "content": "a side question", "timestamp": 1}},
+        parent=fork_point,
+    )
+    sb.add(
+        {"type": "message", "message": {"role": "user", "content": "main again", "timestamp": 1}},
+        parent=sb.entries[-2]["id"],
+    )
+    path = sb.write(tmp_path / "s.jsonl")
+    main = check(path, "--json").json
+    other = check(path, "--leaf", side, "--json").json
+    assert main["leaf_id"] == sb.leaf
+    assert other["leaf_id"] == side
+    assert other["branch_length"] == 6  # entries 0..4 of the trunk, then the side question
+    assert main["branch_length"] == len(sb.entries) - 1  # everything but the side entry
