@@ -101,3 +101,15 @@ def test_check_json_agrees_with_pi_through_the_cli(name: str) -> None:
     assert data["read_files"] == prep["computeFileLists"]["readFiles"]
     assert data["modified_files"] == prep["computeFileLists"]["modifiedFiles"]
     assert data["tokens_before"] == prep["tokensBefore"]
+
+
+@pytest.mark.parametrize("name", SESSIONS)
+def test_check_resolves_the_context_window_of_every_fixture_model(name: str) -> None:
+    """No flag: the window comes from the bundled model table for the branch's current model."""
+    result = run("check", session_path(name), "--json")
+    assert result.code in (0, 1), result.stderr
+    data = result.json
+    model = expected(name)["context"]["result"]["model"]
+    assert data["model"] == {"provider": model["provider"], "id": model["modelId"]}
+    assert data["context_window"] > 0
+    assert data["context_window_source"] == f"model table ({model['provider']}/{model['modelId']})"

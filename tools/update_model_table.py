@@ -1,7 +1,11 @@
-"""Regenerate pi_compact/data/pi-models.json from the model catalog inside Pi's npm package.
+"""Regenerate pi_compact/data/pi-models.json: Pi's model table, as picompact ships it.
 
-Usage: python tools/update_model_table.py PATH/TO/node_modules/@earendil-works/pi-ai
-Keeps the fields picompact uses (context window, output limit, prices, base URL, API) for every chat model.
+Usage: python tools/update_model_table.py PI_MODELS_JSON PATH/TO/node_modules/@earendil-works/pi-ai
+
+Two sources, merged: PI_MODELS_JSON, Pi's own model table (the catalog Pi refreshes from its service, which
+overlays the data its npm package ships), and the chat models built into the pi-ai npm package, for those the
+table does not list. Where both list a model, the table wins, as the refreshed catalog wins in Pi. Only the fields
+picompact uses are kept (context window, output limit, prices, base URL, API).
 """
 
 from __future__ import annotations
@@ -9,30 +13,38 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 KEEP = ("provider", "id", "name", "api", "contextWindow", "maxTokens", "reasoning", "cost", "baseUrl")
 
 
-def main() -> int:
-    package = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-    if package is None or not (package / "dist" / "providers" / "data").is_dir():
-        print(__doc__, file=sys.stderr)
-        return 2
-    version = json.loads((package / "package.json").read_text())["version"]
-    models: dict[tuple[str, str], dict] = {}
+def slim(model: dict[str, Any]) -> dict[str, Any]:
+    return {k: model[k] for k in KEEP if k in model}
+
+
+def package_models(package: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    models: dict[tuple[str, str], dict[str, Any]] = {}
     for path in sorted((package / "dist" / "providers" / "data").glob("*.json")):
         for group in json.loads(path.read_text()).values():
             if not isinstance(group, dict):
                 continue  # metadata such as generatedAt
             for key, model in group.items():
-                if not key.startswith("chat:"):
-                    continue
-                slim = {k: model[k] for k in KEEP if k in model}
-                models.setdefault((slim["provider"], slim["id"]), slim)
+                if key.startswith("chat:"):
+                    row = slim(model)
+                    models.setdefault((row["provider"], row["id"]), row)
+    return models
+
+
+def main() -> int:
+    if len(sys.argv) != 3 or not (Path(sys.argv[2]) / "dist" / "providers" / "data").is_dir():
+        print(__doc__, file=sys.stderr)
+        return 2
+    table = {(m["provider"], m["id"]): slim(m) for m in json.loads(Path(sys.argv[1]).read_text())}
+    models = package_models(Path(sys.argv[2]))
+    models.update(table)
     out = Path(__file__).resolve().parent.parent / "pi_compact" / "data" / "pi-models.json"
-    rows = [models[k] for k in sorted(models)]
-    out.write_text(json.dumps(rows, separators=(",", ":"), ensure_ascii=False))
-    print(f"{len(rows)} models from pi-ai {version} -> {out}")
+    out.write_text(json.dumps([models[k] for k in sorted(models)], separators=(",", ":"), ensure_ascii=False))
+    print(f"{len(models)} models ({len(table)} from the table) -> {out}")
     return 0
 
 
