@@ -6,6 +6,7 @@ Everything here mirrors Pi 1.6's ``estimateTokens`` so that picompact's numbers 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from functools import lru_cache
@@ -112,10 +113,9 @@ def js_stringify(value: Any) -> str | None:
     Returns None where JavaScript returns undefined (an absent value).
     """
     if not _has_float(value):
-        try:
+        # orjson refuses lone surrogates and integers beyond 64 bits; those take the exact path below.
+        with contextlib.suppress(TypeError):
             return orjson.dumps(value).decode("utf-8")
-        except TypeError:
-            pass  # lone surrogates or huge integers: take the exact path
     return _js_stringify_slow(value)
 
 

@@ -236,7 +236,7 @@ def lookup_model_available(session_model: tuple[str, str] | None, env: Mapping[s
 
 
 class _BadArguments(Exception):
-    pass
+    """Tool arguments the model got wrong; the message is sent back to it as the tool's result."""
 
 
 _TOOL_KEYS = {

@@ -5,11 +5,11 @@ first searches the file's bytes for a literal that every match must contain, and
 where it occurs (the others get their few decorated lines checked, see ``render.transcript``).
 
 This must never lose a match, and JSON escaping is where it could: the rendered text ``a"b`` is ``a\\"b`` in the
-file, ``é`` may be ``\\u00e9``, and a writer may escape any character as ``\\uXXXX``. So:
+file, ``é`` may be ``\\u00e9``, and a writer may escape any character as ``\\u`` and four hex digits. So:
 
 * literals are taken only from simple patterns (``-F``, plain text, ``a|b|c``, a literal run before the first
   group or class); anything else is searched without prefiltering;
-* each character is searched in every JSON encoding it can have (itself, ``\\uXXXX`` in either hex case, or a
+* each character is searched in every JSON encoding it can have (itself, its ``\\u`` escape in either hex case, or a
   short escape); with ``-i`` also in every case the regex module folds it to (``k`` also matches U+212A);
 * plain ``bytes.find`` is used when a census of the file shows no escaped printable ASCII, the common case
   (JavaScript's JSON.stringify never writes one).
@@ -143,7 +143,7 @@ def required_literals(pattern: str, *, fixed: bool = False) -> list[str] | None:
 
 
 def _hex_forms(code: int) -> bytes:
-    """A bytes-regex fragment matching ``\\uXXXX`` for this UTF-16 code unit in any hex case."""
+    """A bytes-regex fragment matching the ``\\u`` escape of this UTF-16 code unit, hex digits in any case."""
     out = b"\\\\u"
     for digit in f"{code:04x}":
         out += f"[{digit}{digit.upper()}]".encode() if digit.isalpha() else digit.encode()

@@ -236,13 +236,14 @@ def _write_all_once(fd: int, data: bytes, path: Path, size_before: int) -> None:
 
 
 def _undo(fd: int, size_before: int, size_expected: int) -> bool:
+    """Take back a write that was not whole, if the file still ends where that write ended; False otherwise."""
     try:
-        if os.fstat(fd).st_size == size_expected:
-            os.ftruncate(fd, size_before)
-            return True
+        if os.fstat(fd).st_size != size_expected:
+            return False
+        os.ftruncate(fd, size_before)
     except OSError:
-        pass
-    return False
+        return False
+    return True
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -251,9 +252,8 @@ def _fsync_dir(directory: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(dfd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):  # some filesystems cannot sync a directory; the rename stands
+            os.fsync(dfd)
     finally:
         os.close(dfd)
 
