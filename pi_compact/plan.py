@@ -210,12 +210,12 @@ def plan_compaction(branch: Branch, keep_recent_tokens: int, projection: Project
         else []
     )
     ops = FileOps()
-    if previous is not None and not previous.raw.get("fromHook") and isinstance(previous.raw.get("details"), dict):
-        details = previous.raw["details"]
-        for f in details.get("readFiles") or [] if isinstance(details.get("readFiles"), list) else []:
-            ops.read.add(f)
-        for f in details.get("modifiedFiles") or [] if isinstance(details.get("modifiedFiles"), list) else []:
-            ops.edited.add(f)
+    details = previous.raw.get("details") if previous is not None else None
+    if previous is not None and not previous.raw.get("fromHook") and isinstance(details, dict):
+        # Pi carries the file lists of its own (not an extension's) previous compaction forward.
+        for key, target in (("readFiles", ops.read), ("modifiedFiles", ops.edited)):
+            if isinstance(details.get(key), list):
+                target.update(details[key])
     for m in to_summarize:
         ops.add_message(m)
     for m in prefix:

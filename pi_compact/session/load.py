@@ -126,6 +126,14 @@ def _migrate(header: JsonDict, entries: list[Entry], diagnostics: list[Diagnosti
     return version
 
 
+def _bom_error(where: str) -> SessionError:
+    return SessionError(
+        "starts with a UTF-8 byte-order mark; Pi 1.6 refuses such a file (remove the first 3 bytes to repair it)",
+        path=where,
+        line=1,
+    )
+
+
 def parse_session(stream: Iterable[bytes], path: Path | None = None, size: int = 0) -> Session:
     """Parse session lines (each ending in b"\\n", the last one maybe not) into a Session.
 
@@ -146,7 +154,6 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
     diagnostics: list[Diagnostic] = []
     entries: list[Entry] = []
     header: JsonDict | None = None
-    header_line = 0
     last_line_no = 0
     last_terminated = True
     last_parsed_ok = True
@@ -182,19 +189,13 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
         if header is None:
             if not (isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)):
                 if first_line_bom:
-                    raise SessionError(
-                        "starts with a UTF-8 byte-order mark; Pi 1.6 refuses such a file "
-                        "(remove the first 3 bytes to repair it)",
-                        path=where,
-                        line=1,
-                    )
+                    raise _bom_error(where)
                 raise SessionError(
                     'not a Pi session: the first JSON line is not a session header ({"type":"session","id":...})',
                     path=where,
                     line=number,
                 )
             header = value
-            header_line = number
             continue
         if not isinstance(value, dict):
             malformed.append(number)
@@ -210,12 +211,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
         if last_line_no == 0 or size == 0:
             raise SessionError("empty file: not a Pi session", path=where)
         if first_line_bom:
-            raise SessionError(
-                "starts with a UTF-8 byte-order mark; Pi 1.6 refuses such a file "
-                "(remove the first 3 bytes to repair it)",
-                path=where,
-                line=1,
-            )
+            raise _bom_error(where)
         raise SessionError("not a Pi session: no valid session header", path=where, line=1)
 
     torn = not last_terminated and not last_parsed_ok
@@ -261,7 +257,6 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
         else:
             first_seen[entry_id] = entry.line
         by_id[entry_id] = entry
-    del header_line
     return Session(
         path=path,
         header=header,
@@ -282,8 +277,6 @@ def load_session(path: str | os.PathLike[str]) -> Session:
     p = Path(path)
     where = str(path)
     try:
-        if p.is_dir():
-            raise SessionError("is a directory, not a session file", path=where)
         with open(p, "rb") as stream:
             size = os.fstat(stream.fileno()).st_size
             if size == 0:
