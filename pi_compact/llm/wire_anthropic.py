@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_compact.llm import wire_common
 from pi_compact.llm.types import Message, Request, Response, StopReason, ToolCall, Usage
 
 API_VERSION = "2023-06-01"
@@ -56,13 +57,8 @@ def build_body(request: Request, model_id: str, max_tokens: int) -> dict[str, An
     return body
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
 def parse_response(data: Any, requested_model: str) -> Response:
-    if not isinstance(data, dict):
-        raise ValueError("the body is not a JSON object")
+    data = wire_common.require_object(data)
     content = data.get("content")
     if not isinstance(content, list):
         raise ValueError("the body has no content list")
@@ -74,29 +70,32 @@ def parse_response(data: Any, requested_model: str) -> Response:
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif block.get("type") == "tool_use":
-            call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
-            if not isinstance(call_id, str) or not isinstance(name, str) or not name:
-                raise ValueError("a tool_use block has no id or name")
-            if isinstance(arguments, dict):
-                calls.append(ToolCall(call_id, name, arguments))
-            else:
-                calls.append(ToolCall(call_id, name, {}, raw_arguments=repr(arguments)))
-    raw_reason = data.get("stop_reason")
-    reason: StopReason = _STOP.get(raw_reason, "other") if isinstance(raw_reason, str) else "other"
-    usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
-    return Response(
+            calls.append(_tool_call(block))
+    raw_reason = wire_common.text_or_none(data.get("stop_reason"))
+    usage = wire_common.json_object(data.get("usage"))
+    return wire_common.build_response(
+        data,
+        requested_model,
         text="".join(texts),
         tool_calls=tuple(calls),
-        stop_reason=reason,
+        stop_reason=wire_common.stop_reason(raw_reason, _STOP),
+        raw_stop_reason=raw_reason,
         usage=Usage(
-            input_tokens=_int(usage.get("input_tokens")),
-            output_tokens=_int(usage.get("output_tokens")),
-            cache_read_tokens=_int(usage.get("cache_read_input_tokens")),
-            cache_write_tokens=_int(usage.get("cache_creation_input_tokens")),
+            input_tokens=wire_common.count(usage.get("input_tokens")),
+            output_tokens=wire_common.count(usage.get("output_tokens")),
+            cache_read_tokens=wire_common.count(usage.get("cache_read_input_tokens")),
+            cache_write_tokens=wire_common.count(usage.get("cache_creation_input_tokens")),
         ),
-        model=data["model"] if isinstance(data.get("model"), str) and data["model"] else requested_model,
-        raw_stop_reason=raw_reason if isinstance(raw_reason, str) else None,
     )
+
+
+def _tool_call(block: dict[str, Any]) -> ToolCall:
+    call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
+    if not isinstance(call_id, str) or not isinstance(name, str) or not name:
+        raise ValueError("a tool_use block has no id or name")
+    if isinstance(arguments, dict):
+        return ToolCall(call_id, name, arguments)
+    return ToolCall(call_id, name, {}, raw_arguments=repr(arguments))
 
 
 def error_message(data: Any) -> str | None:

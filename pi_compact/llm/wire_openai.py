@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pi_compact.llm import wire_common
 from pi_compact.llm.types import Message, Request, Response, StopReason, ToolCall, Usage
 
 _STOP: dict[str, StopReason] = {
@@ -89,17 +90,8 @@ def _tool_call(raw: Any, index: int) -> ToolCall:
     return ToolCall(call_id, name, {}, raw_arguments=str(arguments))
 
 
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
 def parse_response(data: Any, requested_model: str) -> Response:
-    if not isinstance(data, dict):
-        raise ValueError("the body is not a JSON object")
+    data = wire_common.require_object(data)
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ValueError("the body has no choices")
@@ -111,25 +103,24 @@ def parse_response(data: Any, requested_model: str) -> Response:
     if not isinstance(raw_calls, list):
         raise ValueError("tool_calls is not a list")
     calls = tuple(_tool_call(raw, i) for i, raw in enumerate(raw_calls))
-    raw_reason = choice.get("finish_reason")
-    reason: StopReason = _STOP.get(raw_reason, "other") if isinstance(raw_reason, str) else "other"
+    raw_reason = wire_common.text_or_none(choice.get("finish_reason"))
+    reason = wire_common.stop_reason(raw_reason, _STOP)
     if calls and reason == "stop":  # several local servers report "stop" alongside tool calls
         reason = "tool_calls"
-    usage = _obj(data.get("usage"))
-    details = _obj(usage.get("prompt_tokens_details"))
-    cached = _int(details.get("cached_tokens"))
-    prompt = _int(usage.get("prompt_tokens"))
-    return Response(
+    usage = wire_common.json_object(data.get("usage"))
+    cached = wire_common.count(wire_common.json_object(usage.get("prompt_tokens_details")).get("cached_tokens"))
+    return wire_common.build_response(
+        data,
+        requested_model,
         text=_text(message.get("content")),
         tool_calls=calls,
         stop_reason=reason,
+        raw_stop_reason=raw_reason,
         usage=Usage(
-            input_tokens=max(prompt - cached, 0),
-            output_tokens=_int(usage.get("completion_tokens")),
+            input_tokens=max(wire_common.count(usage.get("prompt_tokens")) - cached, 0),
+            output_tokens=wire_common.count(usage.get("completion_tokens")),
             cache_read_tokens=cached,
         ),
-        model=data["model"] if isinstance(data.get("model"), str) and data["model"] else requested_model,
-        raw_stop_reason=raw_reason if isinstance(raw_reason, str) else None,
     )
 
 

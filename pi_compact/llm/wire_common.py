@@ -1,0 +1,54 @@
+"""Response parsing shared by both wire protocols: lenient counts, stop reasons, the final shape."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pi_compact.llm.types import Response, StopReason, ToolCall, Usage
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """value when it is a JSON object, else an empty one, so optional fields read as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def count(value: Any) -> int:
+    """A token count; anything but a positive integer (bools, floats, nulls) counts as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def require_object(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError("the body is not a JSON object")
+    return data
+
+
+def stop_reason(raw: str | None, table: Mapping[str, StopReason]) -> StopReason:
+    return table.get(raw, "other") if raw is not None else "other"
+
+
+def text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def build_response(
+    data: dict[str, Any],
+    requested_model: str,
+    *,
+    text: str,
+    tool_calls: tuple[ToolCall, ...],
+    stop_reason: StopReason,
+    raw_stop_reason: str | None,
+    usage: Usage,
+) -> Response:
+    """The normalised response; the model falls back to the requested one when the body names none."""
+    model = data.get("model")
+    return Response(
+        text=text,
+        tool_calls=tool_calls,
+        stop_reason=stop_reason,
+        usage=usage,
+        model=model if isinstance(model, str) and model else requested_model,
+        raw_stop_reason=raw_stop_reason,
+    )
