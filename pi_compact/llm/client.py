@@ -7,10 +7,12 @@ talk to a model do not pay for it.
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pi_compact.errors import ProviderError, UsageError
@@ -28,6 +30,7 @@ MAX_RETRY_AFTER = 60.0
 MAX_BACKOFF = 30.0
 RETRYABLE_STATUS = frozenset({408, 429}) | frozenset(range(500, 600))
 _MESSAGE_LIMIT = 300
+_NOT_JSON = object()
 
 Sleep = Callable[[float], None]
 
@@ -45,18 +48,12 @@ def parse_retry_after(headers: Any, now: Callable[[], float] = time.time) -> flo
     """Seconds to wait from Retry-After (seconds or an HTTP date) or retry-after-ms, capped."""
     from email.utils import parsedate_to_datetime
 
-    value: float | None = None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            value = float(ms) / 1000
-        except ValueError:
-            value = None
+    ms = _number(headers.get("retry-after-ms"))
+    value = ms / 1000 if ms is not None else None
     raw = headers.get("retry-after")
     if value is None and raw:
-        try:
-            value = float(raw)
-        except ValueError:
+        value = _number(raw)
+        if value is None:
             try:
                 value = parsedate_to_datetime(raw).timestamp() - now()
             except (TypeError, ValueError, IndexError, OverflowError):
@@ -64,6 +61,15 @@ def parse_retry_after(headers: Any, now: Callable[[], float] = time.time) -> flo
     if value is None or value != value:  # NaN
         return None
     return min(max(value, 0.0), MAX_RETRY_AFTER)
+
+
+def _number(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def backoff_delay(attempt: int) -> float:
@@ -122,17 +128,24 @@ def _shorten(text: str) -> str:
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
 
 
-def _error_text(response: httpx.Response, model: ModelRef, api_key: Secret | None) -> str:
-    """The provider's own message for a failed request, shortened and with any key masked."""
+def _wire(model: ModelRef) -> ModuleType:
+    return wire_anthropic if model.protocol == "anthropic" else wire_openai
+
+
+def _json(response: httpx.Response) -> Any:
+    """The decoded body, or _NOT_JSON."""
     import orjson
 
-    message: str | None = None
     try:
-        data = orjson.loads(response.content)
+        return orjson.loads(response.content)
     except orjson.JSONDecodeError:
-        data = None
-    wire = wire_anthropic if model.protocol == "anthropic" else wire_openai
-    message = wire.error_message(data)
+        return _NOT_JSON
+
+
+def _error_text(response: httpx.Response, model: ModelRef, api_key: Secret | None) -> str:
+    """The provider's own message for a failed request, shortened and with any key masked."""
+    data = _json(response)
+    message = _wire(model).error_message(None if data is _NOT_JSON else data)
     if message is None:
         message = response.text if response.content else response.reason_phrase
     return _shorten(redact(message or "", api_key))
@@ -149,18 +162,14 @@ def _hint(status: int, model: ModelRef) -> str:
 
 
 def _parse(response: httpx.Response, model: ModelRef, api_key: Secret | None) -> Response:
-    import orjson
-
-    try:
-        data = orjson.loads(response.content)
-    except orjson.JSONDecodeError:
+    data = _json(response)
+    if data is _NOT_JSON:
         raise ProviderRequestError(
             f"{model.ref}: the provider answered HTTP {response.status_code} with a body that is not JSON",
             status=response.status_code,
-        ) from None
-    wire = wire_anthropic if model.protocol == "anthropic" else wire_openai
+        )
     try:
-        return wire.parse_response(data, model.model_id)
+        return _wire(model).parse_response(data, model.model_id)
     except (ValueError, KeyError, TypeError) as exc:
         reason = _shorten(redact(str(exc), api_key))
         raise ProviderRequestError(
@@ -250,22 +259,17 @@ def complete_many(
     Workers are daemon threads, so Ctrl-C in the caller is not held up by a slow provider.
     """
     key = api_key = _as_secret(api_key, model)
-    options: dict[str, Any] = {
-        "model": model,
-        "api_key": key,
-        "base_url": base_url,
-        "timeout": timeout,
-        "max_retries": max_retries,
-        "sleep": sleep,
-    }
+    send = functools.partial(
+        complete, model=model, api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries, sleep=sleep
+    )
     if len(requests) <= 1:
-        return [complete(r, **options) for r in requests]
+        return [send(r) for r in requests]
     cancel = threading.Event()
     done: queue.Queue[tuple[int, Response | None, BaseException | None]] = queue.Queue()
 
     def run(index: int, request: Request) -> None:
         try:
-            done.put((index, complete(request, cancel=cancel, **options), None))
+            done.put((index, send(request, cancel=cancel), None))
         except BaseException as exc:
             done.put((index, None, exc))
 

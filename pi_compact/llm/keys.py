@@ -157,14 +157,15 @@ def _from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | Non
     return (Secret(value), None) if value else (None, "api_key")
 
 
+def _from_env(model: ModelRef, env: Mapping[str, str]) -> Secret | None:
+    values = (env.get(name, "").strip() for name in model.key_env)
+    return next((Secret(value) for value in values if value), None)
+
+
 def find_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
     """The key for model's provider: its environment variable first, then Pi's auth.json."""
     env = os.environ if env is None else env
-    for name in model.key_env:
-        value = env.get(name, "").strip()
-        if value:
-            return Secret(value)
-    return _from_auth_file(model.provider, env)[0]
+    return _from_env(model, env) or _from_auth_file(model.provider, env)[0]
 
 
 def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
@@ -175,10 +176,8 @@ def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
 def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
     """The key, None for servers that need none, or a UsageError saying how to provide one."""
     env = os.environ if env is None else env
-    for name in model.key_env:
-        value = env.get(name, "").strip()
-        if value:
-            return Secret(value)
+    if (from_env := _from_env(model, env)) is not None:
+        return from_env
     key, other = _from_auth_file(model.provider, env)
     if key is not None or not model.key_required:
         return key
