@@ -1,21 +1,22 @@
-"""Compaction checkpoints: the verbatim checkpoint (no model) and the entries a compaction appends."""
+"""Compaction checkpoints: the verbatim checkpoint (no model) and the entries a compaction appends.
 
-from pi_compact.checkpoint.verbatim import (
-    REORIENTATION_CUSTOM_TYPE,
-    Checkpoint,
-    VerbatimOptions,
-    build_verbatim_checkpoint,
-    is_verbatim_details,
-    saved_spans,
-    stale_reminder_ids,
-)
+The verbatim names (``pi_compact.checkpoint.verbatim.__all__``) are re-exported lazily, so that
+importing one submodule, e.g. ``pi_compact.checkpoint.entry``, does not load the verbatim builder.
+"""
 
-__all__ = [
-    "REORIENTATION_CUSTOM_TYPE",
-    "Checkpoint",
-    "VerbatimOptions",
-    "build_verbatim_checkpoint",
-    "is_verbatim_details",
-    "saved_spans",
-    "stale_reminder_ids",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_compact.checkpoint.verbatim import *  # noqa: F403
+
+
+def __getattr__(name: str) -> Any:
+    # Not `from pi_compact.checkpoint import verbatim`: that asks this hook for the name again.
+    if not name.startswith("_") and name != "verbatim":
+        verbatim = importlib.import_module(f"{__name__}.verbatim")
+        if name in verbatim.__all__:
+            return getattr(verbatim, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
