@@ -1,11 +1,15 @@
-"""Shared test helpers: run the installed CLI for real, and keep every test away from the real home directory."""
+"""Shared test helpers: run the installed CLI for real, keep every test away from the real home directory, and
+serve provider requests from a real HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from hypothesis import settings
+from pytest_httpserver import HTTPServer
 
 # CI runs must not flake: the same examples every time there; locally hypothesis explores freely.
 settings.register_profile("ci", derandomize=True, deadline=None)
@@ -39,6 +44,42 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     ):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+@pytest.fixture
+def agent(isolated_home: Path) -> Path:
+    """Pi's agent dir (``PI_CODING_AGENT_DIR``) inside the isolated home, created."""
+    path = Path(os.environ["PI_CODING_AGENT_DIR"])
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def _shared_server() -> Iterator[HTTPServer]:
+    """One threaded server for the session (stopping one takes half a second), so concurrent
+    requests and a slow handler do not block each other."""
+    srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    srv.start()
+    yield srv
+    srv.clear()
+    if srv.is_running():
+        srv.stop()
+
+
+@pytest.fixture
+def server(_shared_server: HTTPServer) -> Iterator[HTTPServer]:
+    """The shared server with no expectations and an empty log."""
+    _shared_server.clear()
+    yield _shared_server
+    _shared_server.clear()
+
+
+def set_provider_keys(monkeypatch: pytest.MonkeyPatch, openai_key: str, anthropic_key: str) -> dict[str, str]:
+    """Put fake OpenAI and Anthropic keys in the environment; returns them by variable name."""
+    keys = {"OPENAI_API_KEY": openai_key, "ANTHROPIC_API_KEY": anthropic_key}
+    for name, value in keys.items():
+        monkeypatch.setenv(name, value)
+    return keys
 
 
 @dataclass
@@ -101,3 +142,20 @@ def run(
 def cli() -> Any:
     """The ``run`` helper as a fixture."""
     return run
+
+
+def interrupt_when_arrived(
+    proc: subprocess.Popen[bytes], arrived: threading.Event, release: threading.Event
+) -> tuple[bytes, bytes]:
+    """Press Ctrl-C on ``proc`` once its request reached the server; then let the handler go and reap the process.
+
+    Returns what the process wrote (stdout, stderr)."""
+    try:
+        assert arrived.wait(60), "the request never reached the server"
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=60)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

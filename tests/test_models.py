@@ -20,22 +20,6 @@ from pi_compact.models import (
 )
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
-    return home
-
-
-@pytest.fixture
-def agent(tmp_path: Path) -> Path:
-    path = tmp_path / "agent"
-    path.mkdir(exist_ok=True)
-    return path
-
-
 def table() -> list[dict[str, Any]]:
     return json.loads(resources.files("pi_compact").joinpath("data/pi-models.json").read_text("utf-8"))
 

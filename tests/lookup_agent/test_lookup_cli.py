@@ -183,11 +183,10 @@ def test_lookup_configured_agrees_with_the_command(
 
 
 def test_ctrl_c_while_the_model_thinks_exits_130(history: History, server: HTTPServer, keys: dict) -> None:
-    import signal
     import subprocess
     import threading
 
-    from tests.conftest import picompact_exe
+    from tests.conftest import interrupt_when_arrived, picompact_exe
 
     arrived, release = threading.Event(), threading.Event()
 
@@ -203,14 +202,7 @@ def test_ctrl_c_while_the_model_thinks_exits_130(history: History, server: HTTPS
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    try:
-        assert arrived.wait(60), "the request never reached the server"
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        release.set()
-        if proc.poll() is None:
-            proc.kill()
+    stdout, stderr = interrupt_when_arrived(proc, arrived, release)
     assert proc.returncode == 130, stderr
     assert b"interrupted" in stderr and stdout == b""
 

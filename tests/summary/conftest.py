@@ -1,10 +1,9 @@
-"""Summary-mode fixtures: a real HTTP server on 127.0.0.1 answering as OpenAI or Anthropic, fake keys, sessions."""
+"""Summary-mode fixtures: answers of OpenAI or Anthropic for the server on 127.0.0.1, fake keys, sessions."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from werkzeug import Response as WResponse
 from pi_compact.check import CheckOptions
 from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
 from pi_compact.compact import CompactOptions, CompactResult, Mode, compact_session
+from tests.conftest import set_provider_keys
 from tests.sessionkit import SessionBuilder, simple_session
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
@@ -61,30 +61,10 @@ Go through every module and fix the failing tests.
 - The remaining modules are next"""
 
 
-@pytest.fixture(scope="session")
-def _shared_server() -> Iterator[HTTPServer]:
-    """One threaded server for all summary tests, so concurrent requests do not wait on each other."""
-    srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    srv.start()
-    yield srv
-    srv.clear()
-    if srv.is_running():
-        srv.stop()
-
-
-@pytest.fixture
-def server(_shared_server: HTTPServer) -> Iterator[HTTPServer]:
-    _shared_server.clear()
-    yield _shared_server
-    _shared_server.clear()
-
-
 @pytest.fixture
 def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Fake provider keys in the environment (the server never checks them; the tests check they never leak)."""
-    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-    return {"OPENAI_API_KEY": OPENAI_KEY, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}
+    return set_provider_keys(monkeypatch, OPENAI_KEY, ANTHROPIC_KEY)
 
 
 def openai_reply(
@@ -176,6 +156,23 @@ def split_turn_session(tmp_path: Path, *, earlier_turns: int = 2, name: str = "s
         sb.tool_result(f"fix_{i}", "edit", f"edited fix{i} " + "r" * 400)
     sb.assistant("All green now", usage=5000)
     return sb.write(tmp_path / name)
+
+
+def summary_args(server: HTTPServer, path: Path, *extra: str, keep: int | str = KEEP) -> list[str]:
+    """``picompact compact PATH --mode summary`` with ``OPENAI_MODEL`` served by ``server``."""
+    return [
+        "compact",
+        str(path),
+        "--mode",
+        "summary",
+        "--model",
+        OPENAI_MODEL,
+        "--base-url",
+        server.url_for("/v1"),
+        "--keep-recent-tokens",
+        str(keep),
+        *extra,
+    ]
 
 
 def compact(path: Path, mode: Mode, *, model: str = OPENAI_MODEL, keep: int = KEEP, **kw: Any) -> CompactResult:

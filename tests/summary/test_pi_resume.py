@@ -6,7 +6,6 @@ Needs the Pi oracle (``$PI_ORACLE_HOME`` or ``~/.cache/pi-oracle``); skipped cle
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,10 +17,10 @@ from werkzeug import Response as WResponse
 
 from pi_compact.messages import COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX
 from tests.conftest import PI_FIXTURES, run
-from tests.summary.conftest import GOOD_PREFIX, GOOD_SUMMARY, OPENAI_KEY, OPENAI_MODEL, OPENAI_PATH, openai_reply
+from tests.oracle import ORACLE
+from tests.summary.conftest import GOOD_PREFIX, GOOD_SUMMARY, OPENAI_KEY, OPENAI_PATH, openai_reply, summary_args
 from tests.summary.conftest import user_text as request_user_text
 
-ORACLE = Path(os.environ.get("PI_ORACLE_HOME") or Path.home() / ".cache" / "pi-oracle")
 RESUME = ORACLE / "e2e" / "pi_resume.sh"
 
 pytestmark = pytest.mark.skipif(
@@ -39,20 +38,7 @@ def test_pi_resumes_with_the_summary_first(server: HTTPServer, tmp_path: Path, f
     server.expect_request(OPENAI_PATH).respond_with_handler(_answer)
     path = tmp_path / f"{fixture}.jsonl"
     shutil.copyfile(PI_FIXTURES / f"{fixture}.jsonl", path)
-    compacted = run(
-        "compact",
-        path,
-        "--mode",
-        "summary",
-        "--model",
-        OPENAI_MODEL,
-        "--base-url",
-        server.url_for("/v1"),
-        "--keep-recent-tokens",
-        keep,
-        "--json",
-        env={"OPENAI_API_KEY": OPENAI_KEY},
-    )
+    compacted = run(*summary_args(server, path, "--json", keep=keep), env={"OPENAI_API_KEY": OPENAI_KEY})
     assert compacted.code == 0, compacted.stderr
     entry = compacted.json["entries"][0]
 

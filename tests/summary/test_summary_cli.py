@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 from pathlib import Path
@@ -17,20 +16,20 @@ from werkzeug import Response as WResponse
 
 from pi_compact.checkpoint.summary import SYSTEM_PROMPT
 from pi_compact.models import find_model
-from tests.conftest import picompact_exe, run
+from tests.conftest import interrupt_when_arrived, picompact_exe, run
 from tests.summary.conftest import (
     ANTHROPIC_KEY,
     GOOD_PREFIX,
     GOOD_SUMMARY,
     KEEP,
     OPENAI_KEY,
-    OPENAI_MODEL,
     OPENAI_PATH,
     bodies,
     history_session,
     openai_reply,
     settle,
     split_turn_session,
+    summary_args,
     user_text,
 )
 
@@ -38,24 +37,8 @@ SEEDS = {"PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z", "PICOMPACT_ID_SEED"
 ENV = {**SEEDS, "OPENAI_API_KEY": OPENAI_KEY, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}
 
 
-def _args(server: HTTPServer, path: Path, *extra: str) -> list[str]:
-    return [
-        "compact",
-        str(path),
-        "--mode",
-        "summary",
-        "--model",
-        OPENAI_MODEL,
-        "--base-url",
-        server.url_for("/v1"),
-        "--keep-recent-tokens",
-        str(KEEP),
-        *extra,
-    ]
-
-
 def _summarise(server: HTTPServer, path: Path, *extra: str, env: dict[str, str] | None = None):
-    return run(*_args(server, path, *extra), env={**ENV, **(env or {})})
+    return run(*summary_args(server, path, *extra), env={**ENV, **(env or {})})
 
 
 def _no_secrets(*texts: str) -> None:
@@ -268,17 +251,11 @@ def test_ctrl_c_while_waiting_exits_130_and_writes_nothing(server: HTTPServer, t
     env = {**os.environ, **ENV}
     env.pop("PICOMPACT_DEBUG", None)
     proc = subprocess.Popen(
-        [*picompact_exe(), *_args(server, path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [*picompact_exe(), *summary_args(server, path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
-        assert arrived.wait(60), "the request never reached the server"
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        _, err = interrupt_when_arrived(proc, arrived, release)
     finally:
-        release.set()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         settle(server, 1)
     assert proc.returncode == 130, err.decode()
     assert b"interrupted" in err and b"nothing was written" in err
