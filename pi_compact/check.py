@@ -67,7 +67,7 @@ class CheckResult:
         if not self.plan.can_compact:
             return None
         from pi_compact.checkpoint.context_files import context_files_for
-        from pi_compact.checkpoint.evidence import annotate_file_lists
+        from pi_compact.checkpoint.evidence import annotate_file_lists, evidence_json
         from pi_compact.checkpoint.startup_reads import select_startup_reads
         from pi_compact.checkpoint.verbatim import cumulative_files, is_verbatim_details
 
@@ -78,11 +78,7 @@ class CheckResult:
         state = details.get("startupReads") if is_verbatim_details(details) and isinstance(details, dict) else None
         files = context_files_for(cwd, extra=list(context_files))
         retained, _ = select_startup_reads(self.plan, state, files, cwd)
-        annotations = annotate_file_lists(self.plan, read_files, modified_files, cwd, retained)
-        return {
-            **annotations.to_json(),
-            "startupReads": [{"entryId": r.entry_id, "path": r.path, "displayPath": r.display_path} for r in retained],
-        }
+        return evidence_json(annotate_file_lists(self.plan, read_files, modified_files, cwd, retained), retained)
 
     def to_json(self, *, evidence: bool = True) -> dict[str, Any]:
         plan = self.plan

@@ -158,7 +158,7 @@ def verbatim_mode(
             tokens=getattr(checkpoint, "tokens", None),
             trimmed=getattr(checkpoint, "trimmed", False),
             warnings=tuple(getattr(checkpoint, "warnings", ()) or ()),
-            file_evidence=ctx.check.file_evidence(tuple(Path(f) for f in context_files)),
+            file_evidence=getattr(checkpoint, "evidence", None),
         )
 
     run.mode_name = "verbatim"  # type: ignore[attr-defined]

@@ -358,3 +358,11 @@ def annotate_file_lists(
         read=tuple(annotate(p) for p in read_files),
         modified=tuple(annotate(p) for p in modified_files),
     )
+
+
+def evidence_json(annotations: FileListAnnotations, retained: Sequence[RetainedRead]) -> JsonDict:
+    """The annotated lists and the retained startup reads as ``check --json`` and ``compact --json`` report them."""
+    return {
+        **annotations.to_json(),
+        "startupReads": [{"entryId": r.entry_id, "path": r.path, "displayPath": r.display_path} for r in retained],
+    }

@@ -39,7 +39,7 @@ from pi_compact.checkpoint.envelope import (
     reminder_text,
     retained_reads_section,
 )
-from pi_compact.checkpoint.evidence import FileAnnotation, FileListAnnotations, annotate_file_lists
+from pi_compact.checkpoint.evidence import FileAnnotation, FileListAnnotations, annotate_file_lists, evidence_json
 from pi_compact.checkpoint.signatures import is_windows_path, relative_path
 from pi_compact.checkpoint.spans import (
     REORIENTATION_CUSTOM_TYPE,
@@ -98,6 +98,7 @@ class Checkpoint:
     tokens: int  # Pi's estimate of the summary: ceil(chars / 4)
     trimmed: bool
     warnings: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)  # the annotated file lists, as --json reports them
 
 
 def is_verbatim_details(details: Any) -> bool:
@@ -286,4 +287,5 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
         tokens=tokens,
         trimmed=any(fitted.trimmed),
         warnings=warnings,
+        evidence=evidence_json(annotations, retained),
     )
