@@ -27,6 +27,20 @@ if os.environ.get("CI"):
 FIXTURES = Path(__file__).parent / "fixtures"
 PI_FIXTURES = FIXTURES / "pi"
 
+# The keys of a compaction entry as Pi writes them, in its order.
+PI_COMPACTION_KEYS = [
+    "type",
+    "id",
+    "parentId",
+    "timestamp",
+    "summary",
+    "firstKeptEntryId",
+    "tokensBefore",
+    "details",
+    "usage",
+    "fromHook",
+]
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -72,6 +86,18 @@ def server(_shared_server: HTTPServer) -> Iterator[HTTPServer]:
     _shared_server.clear()
     yield _shared_server
     _shared_server.clear()
+
+
+def side_branch_session(path: Path, question: str) -> tuple[Path, str]:
+    """Six plain turns, then ``question`` (and an answer) branching off the second turn's last reply, so the file
+    ends on the side branch. Returns the written file and the id of the main branch's tip."""
+    from tests.sessionkit import simple_session
+
+    sb = simple_session(turns=6, size=400)
+    main_tip = sb.leaf
+    sb.user(question, parent=sb.entries[8]["id"])
+    sb.assistant("side answer")
+    return sb.write(path), main_tip
 
 
 def set_provider_keys(monkeypatch: pytest.MonkeyPatch, openai_key: str, anthropic_key: str) -> dict[str, str]:

@@ -21,21 +21,10 @@ from pi_compact.checkpoint.entry import (
 from pi_compact.checkpoint.verbatim import REORIENTATION_CUSTOM_TYPE
 from pi_compact.session import get_branch, load_session_bytes
 from pi_compact.session.model import Session
+from tests.conftest import PI_COMPACTION_KEYS
 from tests.sessionkit import SessionBuilder, simple_session
 
-COMPACTION_KEYS = [
-    "type",
-    "id",
-    "parentId",
-    "timestamp",
-    "summary",
-    "firstKeptEntryId",
-    "tokensBefore",
-    "details",
-    "usage",
-    "fromHook",
-    "systemMessage",
-]
+COMPACTION_KEYS = [*PI_COMPACTION_KEYS, "systemMessage"]
 # Pi's appendCustomMessageEntry writes its keys in this order.
 CUSTOM_MESSAGE_KEYS = ["type", "customType", "content", "display", "details", "id", "parentId", "timestamp"]
 HEX8 = re.compile(r"^[0-9a-f]{8}$")

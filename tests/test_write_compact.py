@@ -15,7 +15,7 @@ from pi_compact.compact import CompactOptions, compact_session, default_cap, ver
 from pi_compact.errors import ConcurrentWriteError, ExitCode, NothingToCompactError, SessionError, UsageError
 from pi_compact.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
-from tests.conftest import PI_FIXTURES
+from tests.conftest import PI_FIXTURES, side_branch_session
 from tests.sessionkit import simple_session
 
 WHEN = "2026-02-03T04:05:06.007Z"
@@ -197,11 +197,7 @@ def test_torn_last_line_refused_unless_repair_and_only_warned_in_a_dry_run(tmp_p
 
 
 def test_leaf_on_another_branch_extends_that_branch_and_becomes_pis_leaf(tmp_path):
-    sb = simple_session(turns=6, size=400)
-    main_tip = sb.leaf
-    sb.user("a side question " + "z" * 300, parent=sb.entries[8]["id"])
-    sb.assistant("side answer")
-    path = sb.write(tmp_path / "s.jsonl")
+    path, main_tip = side_branch_session(tmp_path / "s.jsonl", "a side question " + "z" * 300)
     compact_session(path, stand_in, _options(check=CheckOptions(keep_recent_tokens=300, leaf_id=main_tip)))
     session = load_session(path)
     compaction = session.entries[-2]

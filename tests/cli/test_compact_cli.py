@@ -14,7 +14,7 @@ import pytest
 
 from pi_compact.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
-from tests.conftest import PI_FIXTURES, picompact_exe, run
+from tests.conftest import PI_FIXTURES, picompact_exe, run, side_branch_session
 from tests.sessionkit import SessionBuilder, simple_session
 
 SEEDS = {"PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z", "PICOMPACT_ID_SEED": "cli-tests"}
@@ -232,11 +232,7 @@ def test_settings_flags_are_resolved_exactly_as_check_resolves_them(tmp_path):
 
 
 def test_leaf_on_another_branch_is_the_parent_of_the_new_entries(tmp_path):
-    sb = simple_session(turns=6, size=400)
-    main_tip = sb.leaf
-    sb.user("side question " + "q" * 300, parent=sb.entries[8]["id"])
-    sb.assistant("side answer")
-    path = sb.write(tmp_path / "s.jsonl")
+    path, main_tip = side_branch_session(tmp_path / "s.jsonl", "side question " + "q" * 300)
     before = path.read_bytes()
     result = _compact(path, "--leaf", main_tip)
     assert result.code == 0, result.stderr

@@ -91,6 +91,11 @@ def _encode(value: Any, style: str, rng: random.Random) -> str:
     return json.dumps(value)
 
 
+# Message texts for _session_bytes, and the ways it may escape them.
+SESSION_TEXTS = st.lists(st.text(alphabet=ALPHABET, min_size=0, max_size=40), min_size=1, max_size=8)
+STYLES = st.sampled_from(["orjson", "ascii", "slash", "uall"])
+
+
 def _session_bytes(texts: list[str], style: str, seed: int) -> bytes:
     rng = random.Random(seed)
     sb = SessionBuilder()
@@ -137,8 +142,8 @@ def _pattern_forms(literal: str) -> st.SearchStrategy[tuple[str, bool]]:
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(
-    texts=st.lists(st.text(alphabet=ALPHABET, min_size=0, max_size=40), min_size=1, max_size=8),
-    style=st.sampled_from(["orjson", "ascii", "slash", "uall"]),
+    texts=SESSION_TEXTS,
+    style=STYLES,
     seed=st.integers(0, 1000),
     pick=st.data(),
     ignore_case=st.booleans(),

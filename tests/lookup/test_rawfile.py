@@ -17,7 +17,7 @@ from pi_compact.render.transcript import build_transcript
 from pi_compact.session import rawfile
 from pi_compact.session.load import load_session
 from pi_compact.session.rawfile import FileBytes
-from tests.lookup.test_prefilter import ALPHABET, _pattern_forms, _session_bytes
+from tests.lookup.test_prefilter import SESSION_TEXTS, STYLES, _pattern_forms, _session_bytes
 
 BYTES = st.binary(min_size=0, max_size=300).map(lambda b: b.replace(b"\x00", b"\\"))
 
@@ -47,8 +47,8 @@ def test_find_and_search_agree_with_bytes(data, sub, window, start) -> None:
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(
-    texts=st.lists(st.text(alphabet=ALPHABET, min_size=0, max_size=40), min_size=1, max_size=8),
-    style=st.sampled_from(["orjson", "ascii", "slash", "uall"]),
+    texts=SESSION_TEXTS,
+    style=STYLES,
     seed=st.integers(0, 1000),
     pick=st.data(),
     ignore_case=st.booleans(),

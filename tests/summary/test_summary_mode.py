@@ -29,6 +29,7 @@ from pi_compact.models import find_model
 from pi_compact.plan import format_file_operations
 from pi_compact.projection import build_projection
 from pi_compact.session import get_branch, load_session
+from tests.conftest import PI_COMPACTION_KEYS
 from tests.summary.conftest import (
     ANTHROPIC_MODEL,
     ANTHROPIC_PATH,
@@ -128,18 +129,7 @@ def test_openai_summary_is_written_as_pis_own_compaction(server: HTTPServer, sle
     assert entry["firstKeptEntryId"] == plan.first_kept.id
     assert entry["tokensBefore"] == plan.context.tokens
     assert entry["usage"] == pi_usage(Usage(1000, 300, 200), find_model("openai", "gpt-4.1-mini"))
-    assert list(entry) == [
-        "type",
-        "id",
-        "parentId",
-        "timestamp",
-        "summary",
-        "firstKeptEntryId",
-        "tokensBefore",
-        "details",
-        "usage",
-        "fromHook",
-    ]
+    assert list(entry) == PI_COMPACTION_KEYS
 
     projection = build_projection(get_branch(load_session(path)))
     messages = [m for pe in projection.entries for m in pe.messages]
