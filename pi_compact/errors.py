@@ -22,12 +22,17 @@ class PiCompactError(Exception):
     """Base class: a problem the user can act on, with the file and line when known."""
 
     exit_code: ExitCode = ExitCode.USAGE
+    code: str | None = None  # a stable machine name for the problem, when it has one (``picompact lint``)
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: str | None = None, line: int | None = None, code: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.path = path
         self.line = line
+        if code is not None:
+            self.code = code
 
     def __str__(self) -> str:
         where = ""
@@ -50,6 +55,8 @@ class NotFoundError(SessionError):
 
 class CycleError(SessionError):
     """A parentId cycle: Pi would hang on it, so picompact refuses."""
+
+    code = "parent-cycle"
 
 
 class SettingsError(PiCompactError):

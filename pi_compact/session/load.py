@@ -131,6 +131,7 @@ def _bom_error(where: str) -> SessionError:
         "starts with a UTF-8 byte-order mark; Pi 1.6 refuses such a file (remove the first 3 bytes to repair it)",
         path=where,
         line=1,
+        code="bom",
     )
 
 
@@ -174,7 +175,10 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
             value = parse_json_line(body)
         except UnicodeDecodeError as exc:
             raise SessionError(
-                f"not valid UTF-8 (byte {exc.start} of the line): not a Pi session file", path=where, line=number
+                f"not valid UTF-8 (byte {exc.start} of the line): not a Pi session file",
+                path=where,
+                line=number,
+                code="invalid-utf8",
             ) from None
         except ValueError:
             last_parsed_ok = False
@@ -194,11 +198,16 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
                     'not a Pi session: the first JSON line is not a session header ({"type":"session","id":...})',
                     path=where,
                     line=number,
+                    code="missing-header",
                 )
             header = value
             continue
         if not isinstance(value, dict):
-            malformed.append(number)
+            diagnostics.append(
+                Diagnostic(
+                    "warning", "non-object-line", "line is JSON but not an object: skipped, as Pi skips it", number
+                )
+            )
             continue
         length = len(body) - (1 if terminated else 0)
         if length >= BIG_LINE_BYTES:
@@ -209,10 +218,10 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
 
     if header is None:
         if last_line_no == 0 or size == 0:
-            raise SessionError("empty file: not a Pi session", path=where)
+            raise SessionError("empty file: not a Pi session", path=where, code="empty-file")
         if first_line_bom:
             raise _bom_error(where)
-        raise SessionError("not a Pi session: no valid session header", path=where, line=1)
+        raise SessionError("not a Pi session: no valid session header", path=where, line=1, code="missing-header")
 
     torn = not last_terminated and not last_parsed_ok
     for number in malformed:
@@ -280,14 +289,14 @@ def load_session(path: str | os.PathLike[str]) -> Session:
         with open(p, "rb") as stream:
             size = os.fstat(stream.fileno()).st_size
             if size == 0:
-                raise SessionError("empty file: not a Pi session", path=where)
+                raise SessionError("empty file: not a Pi session", path=where, code="empty-file")
             return parse_session(stream, p, size)
     except FileNotFoundError:
-        raise NotFoundError("no such file", path=where) from None
+        raise NotFoundError("no such file", path=where, code="not-found") from None
     except PermissionError:
-        raise SessionError("permission denied", path=where) from None
+        raise SessionError("permission denied", path=where, code="unreadable") from None
     except IsADirectoryError:
-        raise SessionError("is a directory, not a session file", path=where) from None
+        raise SessionError("is a directory, not a session file", path=where, code="unreadable") from None
 
 
 def load_session_bytes(data: bytes, path: str | None = None) -> Session:
