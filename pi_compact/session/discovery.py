@@ -9,7 +9,6 @@ before it are skipped, and a leading UTF-8 BOM makes the first line malformed, a
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -19,8 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from pi_compact.session.jsonline import parse_line
 from pi_compact.settings import _agent_dir, expand_path, load_settings
 
 ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
@@ -59,19 +57,11 @@ class SessionSummary:
 # --------------------------------------------------------------------------- parsing lines like JSON.parse
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
 def _parse_line(line: bytes) -> Any:
-    """Parse one line as Pi does (invalid UTF-8 replaced, lone surrogates allowed); raise ValueError if malformed."""
+    """Parse one line as Pi does (invalid UTF-8 replaced, lone surrogates, any depth); raise ValueError if malformed."""
     if not line.strip():
         raise ValueError("blank line")
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        text = line.decode("utf-8", errors="replace")
-        return json.loads(text, parse_constant=_reject_constant)
+    return parse_line(line).value
 
 
 def _is_falsy(value: Any) -> bool:

@@ -11,13 +11,14 @@ import hashlib
 import json
 import math
 import os
+import re
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from pi_compact.errors import NotFoundError, SessionError
+from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, parse_line
 from pi_compact.session.model import Diagnostic, Entry, JsonDict, Session
 
 CURRENT_VERSION = 3
@@ -26,21 +27,9 @@ BOM = b"\xef\xbb\xbf"
 TAIL_BYTES = 64
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"invalid JSON constant {name}")
-
-
 def parse_json_line(line: bytes) -> Any:
-    """Parse one line like JavaScript's JSON.parse.
-
-    orjson is fast but stricter than JSON.parse on two points (escaped lone surrogates, integers beyond 64 bits);
-    the standard library covers those, with NaN/Infinity rejected as JSON.parse rejects them.
-    """
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        text = line.decode("utf-8")  # raises UnicodeDecodeError for invalid UTF-8
-        return json.loads(text, parse_constant=_reject_constant)
+    """Parse one line as Pi's UTF-8 decoding and JSON.parse read it (see ``jsonline``); ValueError if it throws."""
+    return parse_line(line).value
 
 
 def _is_falsy(value: Any) -> bool:
@@ -77,19 +66,112 @@ def synthetic_id(session_id: str, line: int, taken: set[str]) -> str:
         salt += 1
 
 
-def _header_version(header: JsonDict) -> int:
-    version = header.get("version")
-    if isinstance(version, bool) or not isinstance(version, (int, float)):
-        return 1
-    return int(version)
+_JS_SPACE = (
+    " \t\n\r\v\f\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_JS_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+_JS_RADIX = re.compile(r"0([xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
 
 
-def _migrate(header: JsonDict, entries: list[Entry], diagnostics: list[Diagnostic]) -> int:
+def _js_string(value: Any) -> str:
+    """JavaScript's String(value) for parsed JSON values (arrays join their items with commas)."""
+    if value is None:
+        return ""  # inside an array; a bare null never reaches here
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return ",".join(_js_string(item) for item in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return str(value)
+
+
+def js_number(value: Any) -> float:
+    """JavaScript's ToNumber for a parsed JSON value, as ``header.version >= 3`` applies it (NaN if not a number)."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if value is None:
+        return 0.0
+    text = _js_string(value).strip(_JS_SPACE)
+    if not text:
+        return 0.0
+    if _JS_DECIMAL.fullmatch(text):
+        return float(text.replace("Infinity", "inf"))
+    radix = _JS_RADIX.fullmatch(text)
+    if radix:
+        return float(int(text, 0))
+    return math.nan
+
+
+def _version_text(header: JsonDict) -> str:
+    try:
+        return json.dumps(header.get("version"), ensure_ascii=False)[:40]
+    except (TypeError, ValueError):
+        return "?"
+
+
+def _header_version(header: JsonDict, diagnostics: list[Diagnostic], line: int) -> tuple[int, bool]:
+    """(format version Pi migrates from, whether Pi's ``version >= 3`` test fails) for the header's version.
+
+    Pi reads ``header.version ?? 1`` and compares it with JavaScript's ``>=`` and ``<``: the string "3" is 3, true
+    is 1, a non-numeric string is NaN (no comparison holds: Pi rewrites the file but migrates nothing).
+    """
+    raw = header.get("version")
+    number = 1.0 if raw is None else js_number(raw)
+    if raw is not None and (isinstance(raw, bool) or not isinstance(raw, (int, float))):
+        if math.isnan(number):
+            reading = "not a number: Pi rewrites the file on open but migrates nothing; picompact migrates nothing"
+        else:
+            reading = f"{_js_string(number) if math.isfinite(number) else number}, and so does picompact"
+        diagnostics.append(
+            Diagnostic(
+                "warning",
+                "version-not-number",
+                f"header version {_version_text(header)} is not a JSON number; Pi reads it as {reading}",
+                line,
+            )
+        )
+    if math.isnan(number):
+        return CURRENT_VERSION, False
+    if number < 2:
+        return 1, True
+    if number < CURRENT_VERSION:
+        return 2, True
+    return (int(number) if math.isfinite(number) else CURRENT_VERSION), False
+
+
+def _warn_ids_present(entries: list[Entry], diagnostics: list[Diagnostic]) -> None:
+    """A v1 header over entries that already carry ids: Pi's migration would replace them and flatten the tree."""
+    with_ids = sum(1 for entry in entries if entry.id is not None)
+    if not with_ids:
+        return
+    with_parents = sum(1 for entry in entries if entry.parent_id is not None)
+    diagnostics.append(
+        Diagnostic(
+            "warning",
+            "v1-with-ids",
+            f"the header says format v1, yet {with_ids} entries carry ids ({with_parents} with a parentId): Pi's "
+            "migration gives every entry a new id and chains them in file order, flattening the tree; picompact "
+            'shows that flattened branch and will not rewrite the file (if it is really v3, set "version": 3)',
+            entries[0].line if entries else None,
+        )
+    )
+
+
+def _migrate(header: JsonDict, entries: list[Entry], diagnostics: list[Diagnostic], header_line: int = 1) -> int:
     """Bring entries to v3 in memory as Pi does; return the original version."""
-    version = _header_version(header)
-    if version >= CURRENT_VERSION:
+    version, migrate = _header_version(header, diagnostics, header_line)
+    if not migrate:
         return version
     if version < 2:
+        _warn_ids_present(entries, diagnostics)
         taken: set[str] = set()
         prev: str | None = None
         parsed = [None, *entries]  # a v1 compaction's firstKeptEntryIndex counts the header as 0
@@ -124,6 +206,42 @@ def _migrate(header: JsonDict, entries: list[Entry], diagnostics: list[Diagnosti
         )
     )
     return version
+
+
+def _is_utf8(body: bytes) -> bool:
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _note_lossy(replaced: bool, cut: bool, body: bytes, number: int, diagnostics: list[Diagnostic]) -> None:
+    if replaced:
+        at = 0
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            at = exc.start
+        diagnostics.append(
+            Diagnostic(
+                "warning",
+                "invalid-utf8",
+                f"line is not valid UTF-8 (first bad byte at byte {at + 1} of the line): read with replacement "
+                "characters (U+FFFD), as Pi reads it; the line's bytes are left as they are",
+                number,
+            )
+        )
+    if cut:
+        diagnostics.append(
+            Diagnostic(
+                "warning",
+                "deep-nesting",
+                f"JSON nested deeper than {MAX_DEPTH} levels: the deeper parts are shown as {DEEP_MARKER!r} "
+                "(Pi loads them in full); the line's bytes are left as they are",
+                number,
+            )
+        )
 
 
 def _bom_error(where: str) -> SessionError:
@@ -162,6 +280,8 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
     last_chunk = b""
     prev_chunk = b""
     first_line_bom = False
+    header_line = 1
+    binary_line: int | None = None
     for number, offset, body, terminated in _iter_lines(stream):
         last_line_no = number
         last_terminated = terminated
@@ -172,19 +292,17 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
             last_parsed_ok = True
             continue
         try:
-            value = parse_json_line(body)
-        except UnicodeDecodeError as exc:
-            raise SessionError(
-                f"not valid UTF-8 (byte {exc.start} of the line): not a Pi session file",
-                path=where,
-                line=number,
-                code="invalid-utf8",
-            ) from None
+            parsed = parse_line(body)
         except ValueError:
             last_parsed_ok = False
             malformed.append(number)
+            if header is None and binary_line is None and not _is_utf8(body):
+                binary_line = number
             continue
         last_parsed_ok = True
+        value = parsed.value
+        if parsed.replaced_utf8 or parsed.depth_cut:
+            _note_lossy(parsed.replaced_utf8, parsed.depth_cut, body, number, diagnostics)
         if _is_falsy(value):
             diagnostics.append(
                 Diagnostic("warning", "null-line", "line is JSON null/false: skipped, as Pi does", number)
@@ -201,6 +319,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
                     code="missing-header",
                 )
             header = value
+            header_line = number
             continue
         if not isinstance(value, dict):
             diagnostics.append(
@@ -221,6 +340,13 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
             raise SessionError("empty file: not a Pi session", path=where, code="empty-file")
         if first_line_bom:
             raise _bom_error(where)
+        if binary_line is not None:
+            raise SessionError(
+                "not valid UTF-8 and no session header: not a Pi session file (a binary file?)",
+                path=where,
+                line=binary_line,
+                code="missing-header",
+            )
         raise SessionError("not a Pi session: no valid session header", path=where, line=1, code="missing-header")
 
     torn = not last_terminated and not last_parsed_ok
@@ -246,7 +372,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
         )
 
     tail = (prev_chunk[-TAIL_BYTES:] + last_chunk)[-TAIL_BYTES:]
-    original_version = _migrate(header, entries, diagnostics)
+    original_version = _migrate(header, entries, diagnostics, header_line)
     by_id: dict[str, Entry] = {}
     first_seen: dict[str, int] = {}
     for entry in entries:
@@ -266,6 +392,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
         else:
             first_seen[entry_id] = entry.line
         by_id[entry_id] = entry
+    diagnostics.sort(key=lambda d: (d.line is None, d.line or 0))  # in line order, stable
     return Session(
         path=path,
         header=header,
@@ -281,22 +408,49 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
     )
 
 
+def check_regular_file(path: str | os.PathLike[str]) -> int:
+    """The size of ``path`` if it is a regular file (or a symlink to one); SessionError naming the file otherwise.
+
+    Checked before opening: opening a FIFO would wait forever for a writer, and a device never ends.
+    """
+    where = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise os_error(exc, where) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SessionError("is a directory, not a session file", path=where, code="unreadable")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
+        raise SessionError(f"not a regular file ({kind}): not a session file", path=where, code="not-regular-file")
+    return st.st_size
+
+
+def os_error(exc: OSError, where: str) -> SessionError:
+    """An OS error on a session path as a message naming the file (never a traceback)."""
+    if isinstance(exc, FileNotFoundError):
+        return NotFoundError("no such file", path=where, code="not-found")
+    if isinstance(exc, PermissionError):
+        return SessionError("permission denied", path=where, code="unreadable")
+    if isinstance(exc, IsADirectoryError):
+        return SessionError("is a directory, not a session file", path=where, code="unreadable")
+    reason = exc.strerror or type(exc).__name__
+    return SessionError(f"cannot read: {reason}", path=where, code="unreadable")
+
+
 def load_session(path: str | os.PathLike[str]) -> Session:
     """Load a session file. Fatal problems raise SessionError/NotFoundError; others become diagnostics."""
     p = Path(path)
     where = str(path)
+    check_regular_file(p)
     try:
         with open(p, "rb") as stream:
             size = os.fstat(stream.fileno()).st_size
             if size == 0:
                 raise SessionError("empty file: not a Pi session", path=where, code="empty-file")
             return parse_session(stream, p, size)
-    except FileNotFoundError:
-        raise NotFoundError("no such file", path=where, code="not-found") from None
-    except PermissionError:
-        raise SessionError("permission denied", path=where, code="unreadable") from None
-    except IsADirectoryError:
-        raise SessionError("is a directory, not a session file", path=where, code="unreadable") from None
+    except OSError as exc:
+        raise os_error(exc, where) from None
 
 
 def load_session_bytes(data: bytes, path: str | None = None) -> Session:

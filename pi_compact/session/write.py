@@ -312,11 +312,38 @@ def append_entries(
 def migrated_lines(session: Session) -> list[str]:
     """The session as Pi writes it after migrating to v3: header with version 3, then every parsed entry.
 
-    Blank, malformed and null lines are dropped, as Pi's rewrite drops them (the backup keeps them).
+    Blank, malformed and null lines are dropped, as Pi's rewrite drops them (the backup keeps them). A file whose
+    migration would lose something picompact cannot see (lines read with replacement characters or cut at depth)
+    or that would flatten a tree (a v1 header over entries with ids) is refused: SessionError naming the line.
     """
+    refusal = migration_refusal(session)
+    if refusal is not None:
+        raise refusal
     header = dict(session.header)
     header["version"] = 3
     return [_line(header), *(_line(e.raw) for e in session.entries)]
+
+
+_UNSAFE_TO_MIGRATE = {
+    "invalid-utf8": "the line is not valid UTF-8, and rewriting it would replace its bad bytes for good",
+    "deep-nesting": "the line nests too deeply for picompact to write it back whole",
+    "v1-with-ids": "the header says v1 but the entries carry ids: migrating would replace them and flatten the tree",
+}
+
+
+def migration_refusal(session: Session) -> SessionError | None:
+    """Why rewriting this file in v3 form would damage it, or None when it is safe."""
+    for diag in session.diagnostics:
+        reason = _UNSAFE_TO_MIGRATE.get(diag.code)
+        if reason is not None:
+            return SessionError(
+                f"will not rewrite this v{session.original_version} file in v3 form: {reason} "
+                "(open it in Pi once, or fix the file, then run picompact again)",
+                path=str(session.path or "<session>"),
+                line=diag.line,
+                code="unsafe-migration",
+            )
+    return None
 
 
 def _line(value: dict[str, object]) -> str:

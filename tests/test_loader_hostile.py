@@ -1,0 +1,259 @@
+"""The loader on hostile input: what Pi reads, picompact reads; what it cannot, it says, naming file and line.
+
+Pi's answers come from the oracle (Pi 1.6's own session manager); those tests skip cleanly without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from pi_compact.errors import NotFoundError, PiCompactError, SessionError
+from pi_compact.session import get_branch, load_session
+from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, parse_iterative, parse_line
+from pi_compact.session.load import js_number
+from pi_compact.session.write import migrated_lines
+from tests.oracle import NODE22, ORACLE
+from tests.sessionkit import SessionBuilder, simple_session
+
+ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
+needs_oracle = pytest.mark.skipif(
+    not (ORACLE_SCRIPT.exists() and NODE22.exists()), reason="Pi oracle (node + Pi 1.6) not installed"
+)
+
+
+def pi_analyze(path: Path) -> dict[str, Any]:
+    proc = subprocess.run(
+        [str(NODE22), str(ORACLE_SCRIPT), "analyze", str(path), "--brief"], capture_output=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return orjson.loads(proc.stdout)
+
+
+def tree_session(version: Any) -> SessionBuilder:
+    """Two branches from one root: flattening would put both on one branch."""
+    sb = SessionBuilder()
+    if version is ...:
+        del sb.header["version"]
+    else:
+        sb.header["version"] = version
+    root = sb.user("root question")
+    sb.assistant("first answer")
+    sb.user("abandoned branch")
+    sb.assistant("abandoned answer")
+    sb.user("second try", parent=root)
+    sb.assistant("second answer")
+    return sb
+
+
+# --------------------------------------------------------------------------- header version, as JavaScript compares
+
+
+@pytest.mark.parametrize(
+    ("raw", "number"),
+    [
+        (3, 3.0),
+        ("3", 3.0),
+        (" 3 ", 3.0),
+        ("0x3", 3.0),
+        ("3e0", 3.0),
+        ("", 0.0),
+        (True, 1.0),
+        (False, 0.0),
+        ([], 0.0),
+        ([3], 3.0),
+        ([[3]], 3.0),
+        ("Infinity", float("inf")),
+    ],
+)
+def test_js_number(raw: Any, number: float) -> None:
+    assert js_number(raw) == number
+
+
+@pytest.mark.parametrize("raw", ["abc", "3a", "inf", "1_0", {}, [1, 2], "0x"])
+def test_js_number_nan(raw: Any) -> None:
+    assert js_number(raw) != js_number(raw)
+
+
+@pytest.mark.parametrize("version", ["3", " 3", [3], "4", 3.5, "Infinity"])
+def test_string_version_three_is_not_migrated(tmp_path: Path, version: Any) -> None:
+    path = tree_session(version).write(tmp_path / "s.jsonl")
+    session = load_session(path)
+    assert not session.needs_migration
+    branch = get_branch(session).entries
+    assert len(branch) == 3 and b"abandoned" not in orjson.dumps([e.raw for e in branch])
+    assert any(d.code == "version-not-number" and d.line == 1 for d in session.diagnostics) == (
+        not isinstance(version, (int, float))
+    )
+
+
+def test_v1_header_over_entries_with_ids_is_flagged_and_never_rewritten(tmp_path: Path) -> None:
+    path = tree_session(1).write(tmp_path / "s.jsonl")
+    session = load_session(path)
+    warning = next(d for d in session.diagnostics if d.code == "v1-with-ids")
+    assert warning.level == "warning" and "flatten" in warning.message
+    # The branch is the one Pi shows after its migration: every entry, in file order.
+    assert len(get_branch(session).entries) == 6
+    with pytest.raises(SessionError, match="flatten the tree"):
+        migrated_lines(session)
+
+
+@needs_oracle
+@pytest.mark.parametrize("version", ["3", "2", "1", "abc", True, [3], "", ...])
+def test_version_comparison_agrees_with_pi(tmp_path: Path, version: Any) -> None:
+    path = tree_session(version).write(tmp_path / "s.jsonl")
+    before = path.read_bytes()
+    session = load_session(path)
+    pi = pi_analyze(path)
+    branch = get_branch(session)
+    assert len(branch.entries) == pi["branchLength"]
+    if not session.synthetic_ids:  # Pi makes random ids for a v1 file
+        assert branch.leaf is not None and branch.leaf.id == pi["leaf"]["id"]
+    # Pi rewrites a file it migrates; picompact's read never writes.
+    assert path.read_bytes() == before
+    migrated = session.needs_migration
+    assert migrated == (pi["load"]["piRewroteFile"] and js_number(version if version is not ... else 1) < 3)
+
+
+# --------------------------------------------------------------------------- invalid UTF-8, as Pi decodes it
+
+
+def test_invalid_utf8_is_read_with_replacement_and_warned(tmp_path: Path) -> None:
+    sb = simple_session(turns=2)
+    data = sb.to_bytes().replace(b"Turn 1: please", b"Turn 1: \xff\xc3(please", 1)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    session = load_session(path)
+    line = next(i for i, raw in enumerate(data.split(b"\n"), 1) if b"\xff" in raw)
+    warning = next(d for d in session.diagnostics if d.code == "invalid-utf8")
+    assert warning.line == line and "U+FFFD" in warning.message
+    entry = next(e for e in session.entries if e.line == line)
+    assert entry.raw["message"]["content"].startswith("Turn 1: \ufffd\ufffd(please")
+    assert path.read_bytes() == data
+
+
+@needs_oracle
+def test_invalid_utf8_branch_agrees_with_pi(tmp_path: Path) -> None:
+    data = simple_session(turns=2).to_bytes().replace(b"Reading mod1", b"Reading \xe2\x28\xa1mod1", 1)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    session = load_session(path)
+    pi = pi_analyze(path)
+    assert len(get_branch(session).entries) == pi["branchLength"]
+    assert get_branch(session).leaf.id == pi["leaf"]["id"]  # type: ignore[union-attr]
+
+
+def test_migration_refuses_a_line_read_with_replacement(tmp_path: Path) -> None:
+    sb = simple_session(turns=1)
+    sb.header["version"] = 2
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(sb.to_bytes().replace(b"Turn 0", b"Turn \xff", 1))
+    session = load_session(path)
+    assert session.needs_migration
+    with pytest.raises(SessionError, match="not valid UTF-8") as info:
+        migrated_lines(session)
+    assert info.value.line == next(d.line for d in session.diagnostics if d.code == "invalid-utf8")
+
+
+# --------------------------------------------------------------------------- nesting deeper than orjson follows
+
+
+def deep_value(depth: int) -> bytes:
+    return b"[" * depth + b"1" + b"]" * depth
+
+
+@pytest.mark.parametrize("depth", [1, 5, 1025, 100_000])
+def test_iterative_parser_reads_any_depth(depth: int) -> None:
+    value = parse_iterative(deep_value(depth).decode())
+    for _ in range(depth):
+        assert isinstance(value, list) and len(value) == 1
+        value = value[0]
+    assert value == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": [1, 2.5, -3e2, true, false, null, "x\\u00e9\\ud800"], "b": {}, "c": []}',
+        '"plain"',
+        "  [ ]  ",
+        '{"dup": 1, "dup": 2}',
+        "123456789012345678901234567890",
+    ],
+)
+def test_iterative_parser_agrees_with_json(text: str) -> None:
+    assert parse_iterative(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ["[1,]", '{"a":1,}', "1 2", "NaN", "[", '{"a"}', "tru", '"\x01"', "01"])
+def test_iterative_parser_refuses_what_json_parse_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_iterative(text)
+
+
+def test_deep_line_is_loaded_with_the_deep_part_marked(tmp_path: Path) -> None:
+    sb = simple_session(turns=1)
+    leaf = sb.leaf
+    lines = sb.to_bytes()
+    deep = (
+        b'{"type":"custom","id":"deep0001","parentId":"'
+        + leaf.encode()  # type: ignore[union-attr]
+        + b'","customType":"x","data":'
+        + deep_value(100_000)
+        + b"}\n"
+    )
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines + deep)
+    session = load_session(path)
+    line = lines.count(b"\n") + 1
+    warning = next(d for d in session.diagnostics if d.code == "deep-nesting")
+    assert warning.line == line
+    branch = get_branch(session)
+    assert branch.leaf is not None and branch.leaf.id == "deep0001"
+    value = branch.leaf.raw["data"]
+    depth = 1
+    while isinstance(value, list):
+        value = value[0]
+        depth += 1
+    assert value == DEEP_MARKER and depth == MAX_DEPTH  # containers, the entry object included
+
+
+def test_parse_line_marks_orjson_depth_values_too() -> None:
+    parsed = parse_line(b'{"a":' + deep_value(600) + b"}")
+    assert parsed.depth_cut
+
+
+# --------------------------------------------------------------------------- things that are not regular files
+
+
+def test_fifo_is_refused_before_opening(tmp_path: Path) -> None:
+    fifo = tmp_path / "s.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(SessionError, match="not a regular file") as info:
+        load_session(fifo)  # would block forever if it opened the FIFO
+    assert info.value.path == str(fifo)
+
+
+def test_symlink_loop_and_long_name_name_the_file(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(loop)
+    with pytest.raises(PiCompactError) as info:
+        load_session(loop)
+    assert info.value.path == str(loop) and "symbolic links" in info.value.message
+    long = tmp_path / ("x" * 300 + ".jsonl")
+    with pytest.raises(PiCompactError) as info:
+        load_session(long)
+    assert info.value.path == str(long) and "too long" in info.value.message
+
+
+def test_dangling_symlink_is_not_found(tmp_path: Path) -> None:
+    link = tmp_path / "s.jsonl"
+    link.symlink_to(tmp_path / "gone.jsonl")
+    with pytest.raises(NotFoundError):
+        load_session(link)
