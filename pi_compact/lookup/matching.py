@@ -106,6 +106,7 @@ class Searcher:
 
 
 _BLOCK = 256
+_UNRELIABLE_RAW = frozenset({"invalid-utf8", "deep-nesting"})
 
 
 class Candidates:
@@ -122,6 +123,8 @@ class Candidates:
         self.next_hit = -1
         self.last_start = 0
         self.blocks: dict[int, set[int]] = {}
+        # Lines read with replacement characters or cut at depth: their raw bytes are not what is rendered.
+        self.unreliable = {d.line for d in transcript.session.diagnostics if d.code in _UNRELIABLE_RAW}
         literals = required_literals(pattern, fixed=fixed)
         if literals is None:
             return
@@ -139,6 +142,8 @@ class Candidates:
 
     def raw_hit(self, entry: Entry) -> bool:
         assert self.filter is not None and self.data is not None
+        if entry.line in self.unreliable:
+            return True
         start, end = entry.offset, entry.offset + entry.length
         if start < self.last_start:
             # A branch normally runs forward through the file; a duplicate id can send it back. Start over.
