@@ -270,3 +270,43 @@ def test_grep_finds_replacement_characters_the_raw_bytes_lack(tmp_path: Path) ->
     for pattern, fixed in (("\ufffd mod1", True), ("Reading \ufffd", False)):
         page = grep(transcript, pattern, fixed=fixed)
         assert [m.line.text for m in page.matches] == ["Reading \ufffd mod1"]
+
+
+# --------------------------------------------------------------------------- a compaction keeping from elsewhere
+
+
+def pi_context(path: Path) -> dict[str, Any]:
+    proc = subprocess.run([str(NODE22), str(ORACLE_SCRIPT), "context", str(path)], capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return orjson.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("first_kept", ["elsewhere", None, "side"])
+def test_first_kept_entry_off_the_branch_is_warned(tmp_path: Path, first_kept: str | None) -> None:
+    sb = simple_session(turns=2)
+    fork = sb.entries[3]["id"]
+    main = sb.leaf
+    if first_kept == "side":
+        first_kept = sb.add({"type": "message", "message": {"role": "user", "content": "side"}}, parent=fork)
+    sb.add({"type": "compaction", "summary": "S", "firstKeptEntryId": first_kept, "tokensBefore": 10}, parent=main)
+    sb.user("after")
+    path = sb.write(tmp_path / "s.jsonl")
+    session = load_session(path)
+    branch = get_branch(session)
+    warning = next(d for d in branch.diagnostics if d.code == "first-kept-not-on-branch")
+    assert warning.line == len(sb.entries)  # the compaction's line (header is line 1)
+    assert "drops all" in warning.message
+    if ORACLE_SCRIPT.exists() and NODE22.exists():
+        from pi_compact.lookup.context import build_context_view
+
+        view = build_context_view(session)
+        assert sum(1 for m in view.messages if m.position >= 0) == pi_context(path)["count"] == 2
+
+
+def test_compaction_keeping_from_itself_or_the_branch_is_not_warned(tmp_path: Path) -> None:
+    sb = simple_session(turns=2)
+    kept = sb.entries[-2]["id"]
+    sb.add({"type": "compaction", "summary": "S", "firstKeptEntryId": kept, "tokensBefore": 10})
+    sb.add({"type": "compaction", "id": "self0001", "summary": "S", "firstKeptEntryId": "self0001", "tokensBefore": 1})
+    branch = get_branch(load_session(sb.write(tmp_path / "s.jsonl")))
+    assert not [d for d in branch.diagnostics if d.code == "first-kept-not-on-branch"]

@@ -101,7 +101,31 @@ def get_branch(session: Session, leaf_id: str | None = None) -> Branch:
             )
         current = nxt
     path.reverse()
+    _check_first_kept(path, diagnostics)
     return Branch(session, path, diagnostics)
+
+
+def _check_first_kept(path: list[Entry], diagnostics: list[Diagnostic]) -> None:
+    """Warn when the latest compaction on the branch keeps from an entry that is not before it on the branch:
+    Pi then keeps none of the earlier history, only the summary (a compaction that names itself keeps nothing on
+    purpose, as Pi writes it)."""
+    at = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == "compaction"), None)
+    if at is None:
+        return
+    compaction = path[at]
+    first_kept = compaction.raw.get("firstKeptEntryId")
+    if first_kept == compaction.id or any(path[i].id == first_kept for i in range(at)):
+        return
+    shown = first_kept if isinstance(first_kept, str) else "(missing)"
+    diagnostics.append(
+        Diagnostic(
+            "warning",
+            "first-kept-not-on-branch",
+            f"compaction {compaction.id} keeps from entry {shown}, which is not on the branch before it: Pi drops "
+            f"all {at} earlier entries of the branch from the context and keeps only the summary",
+            compaction.line,
+        )
+    )
 
 
 def children(session: Session) -> dict[str | None, list[Entry]]:
