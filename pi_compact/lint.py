@@ -1,0 +1,616 @@
+"""``lint``: every structural problem of a session file that Pi would silently work around or trip over.
+
+The loader's diagnostics are taken as they are (by code, whatever codes the loader has), so ``lint`` and the
+loader never disagree; on top of them ``lint`` checks what a load does not need to look at: parentId cycles and
+dangling parents anywhere in the tree, entries no root reaches, tool calls and results that do not pair up,
+compactions whose kept range is not on their branch, context edits without a target, impossible usage, entry
+timestamps that go backwards, unknown entry types and roles. Pure data: a ``LintReport`` per file.
+
+``lint_paths`` lints many files in worker processes, a bounded number in flight, and yields the reports in the
+order of the paths, so memory stays bounded however many files there are.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pi_compact.errors import CycleError, PiCompactError, UsageError
+from pi_compact.session.model import Diagnostic, Entry, Session
+
+LINT_SCHEMA_VERSION = 1
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
+
+KNOWN_TYPES = frozenset(
+    {
+        "message",
+        "model_change",
+        "thinking_level_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+        "usage",
+        "context_edit",
+    }
+)
+KNOWN_ROLES = frozenset(
+    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary", "system"}
+)
+# Messages after which Pi's provider layer closes the tool calls still open (transform-messages).
+_TURN_BREAKING_ROLES = frozenset({"user", "custom", "bashExecution", "branchSummary", "compactionSummary"})
+_TURN_BREAKING_TYPES = frozenset({"custom_message", "branch_summary", "compaction"})
+USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+
+# What Pi does about each problem, by code. Codes the loader adds later still lint (with their own message).
+PI_DOES: dict[str, str] = {
+    # from the loader
+    "malformed-line": "skips the line; entries whose parent was on it start a new branch",
+    "non-object-line": "skips the line",
+    "truncated-last-line": "ignores the line, and adds a newline before its next append",
+    "null-line": "skips the line",
+    "no-final-newline": "adds the newline before its next append",
+    "duplicate-id": "indexes the later entry under that id: every parentId naming it reaches the later entry",
+    "orphaned-branch": "starts the branch at this entry: the history before it is not in the model's context",
+    "missing-id": "keeps the entry in the file, but no entry can name it as its parent",
+    "big-line": "reads the whole line into memory on every load",
+    "old-version": "migrates the file to v3 when it opens it, and rewrites it",
+    # fatal for the loader
+    "bom": "refuses to open the file (no valid session header)",
+    "missing-header": "refuses to open the file (not a valid pi session)",
+    "invalid-utf8": "reads the bad bytes as replacement characters (U+FFFD)",
+    "deep-nesting": "loads the line in full",
+    "not-regular-file": "cannot open it as a session file",
+    "empty-file": "treats it as a new, empty session",
+    "not-found": "has nothing to open",
+    "unreadable": "cannot open it either",
+    # lint's own
+    "parent-cycle": "loops forever walking a branch through it (hangs or crashes)",
+    "dangling-parent": "starts a branch at this entry: nothing before it is in the model's context on that branch",
+    "off-branch": "never reaches these entries from a root: they are in no branch's context",
+    "orphan-tool-result": "sends the result without its call; the provider may reject the request",
+    "missing-tool-result": 'sends a synthetic error result "No result provided" in its place',
+    "pending-tool-result": "adds a synthetic error result if the session resumes without one",
+    "compaction-kept-missing": "keeps nothing before the compaction: the history it meant to keep silently vanishes",
+    "edit-target-missing": "applies the edit to nothing",
+    "edit-target-off-branch": "applies the edit to nothing on this branch",
+    "negative-usage": "adds the number as is to its context-size figure",
+    "usage-over-window": "trusts the number: compaction fires at once on the next check",
+    "time-backwards": "keeps file order; tools that sort by time disagree with it",
+    "bad-timestamp": "keeps the entry; its time is unknown",
+    "unknown-type": "keeps the entry but never puts it in the model's context",
+    "unknown-role": "keeps the message; the provider layer may drop or reject it",
+}
+FATAL_DEFAULT_CODE = "unreadable"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem: a stable code, a severity, where it is, and what Pi does about it."""
+
+    code: str
+    severity: Severity
+    message: str
+    line: int | None = None
+    entry_id: str | None = None
+    pi: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "line": self.line,
+            "entry_id": self.entry_id,
+            "message": self.message,
+            "pi": self.pi,
+        }
+
+
+@dataclass(frozen=True)
+class LintReport:
+    """The findings for one file. ``readable`` is False when the file cannot be read as a Pi session at all.
+
+    ``counts`` and ``codes`` cover every finding, also those left out of ``findings`` by a cap.
+    """
+
+    path: str
+    findings: tuple[Finding, ...]
+    readable: bool = True
+    entries: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    codes: dict[str, int] = field(default_factory=dict)
+    omitted: int = 0  # findings left out by ``max_findings``
+
+    def at_or_above(self, level: str) -> int:
+        return sum(n for sev, n in self.counts.items() if RANK[sev] >= RANK[level])
+
+    @property
+    def clean(self) -> bool:
+        return self.readable and not self.findings and not self.omitted
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "readable": self.readable,
+            "entries": self.entries,
+            "counts": {sev: self.counts.get(sev, 0) for sev in SEVERITIES},
+            "codes": dict(self.codes),
+            "findings": [f.to_json() for f in self.findings],
+            "findings_omitted": self.omitted,
+        }
+
+
+def check_level(level: str) -> str:
+    if level not in RANK:
+        raise UsageError(f"--level must be one of error, warning, info (got {level!r})")
+    return level
+
+
+def _finding(
+    code: str, severity: Severity, message: str, entry: Entry | None = None, line: int | None = None
+) -> Finding:
+    return Finding(
+        code=code,
+        severity=severity,
+        message=message,
+        line=entry.line if entry is not None else line,
+        entry_id=entry.id if entry is not None else None,
+        pi=PI_DOES.get(code),
+    )
+
+
+def from_diagnostic(diag: Diagnostic, by_line: dict[int, Entry]) -> Finding:
+    """A loader (or branch) diagnostic as a finding: same code, same level, same line."""
+    entry = by_line.get(diag.line) if diag.line is not None else None
+    severity: Severity = diag.level if diag.level in RANK else "warning"  # type: ignore[assignment]
+    return Finding(diag.code, severity, diag.message, diag.line, entry.id if entry else None, PI_DOES.get(diag.code))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The tree: cycles, dangling parents, entries no root reaches
+
+
+def _tree_findings(session: Session, skip_dangling_lines: set[int]) -> list[Finding]:
+    by_id = session.by_id
+    # 0: unknown, 1: being walked, 2: reaches a root, 3: does not (dangling parent or cycle)
+    state: dict[int, int] = {}
+    findings: list[Finding] = []
+    reported_cycles: set[int] = set()
+    for start in session.entries:
+        if state.get(id(start), 0):
+            continue
+        walk: list[Entry] = []
+        current: Entry | None = start
+        outcome = 2
+        while current is not None:
+            seen = state.get(id(current), 0)
+            if seen == 1:  # back on this walk: a cycle
+                outcome = 3
+                members = walk[walk.index(current) :]
+                key = min(id(m) for m in members)
+                if key not in reported_cycles:
+                    reported_cycles.add(key)
+                    first = min(members, key=lambda e: e.line)
+                    ids = " -> ".join(m.id for m in members[:6]) + (" -> …" if len(members) > 6 else "")
+                    findings.append(
+                        _finding(
+                            "parent-cycle",
+                            "error",
+                            f"parentId cycle of {len(members)} entries ({ids} -> {current.id})",
+                            first,
+                        )
+                    )
+                break
+            if seen in (2, 3):
+                outcome = seen
+                break
+            state[id(current)] = 1
+            walk.append(current)
+            parent = current.parent_id
+            if parent is None:
+                outcome = 2
+                break
+            nxt = by_id.get(parent)
+            if nxt is None:
+                outcome = 3
+                if current.line not in skip_dangling_lines:
+                    findings.append(
+                        _finding(
+                            "dangling-parent",
+                            "warning",
+                            f"parentId {parent} is not in the file (a malformed or lost line?)",
+                            current,
+                        )
+                    )
+                break
+            current = nxt
+        for entry in walk:
+            state[id(entry)] = outcome
+    detached = [e for e in session.entries if state.get(id(e)) == 3 and e.id is not None]
+    if detached:
+        lines = ", ".join(str(e.line) for e in detached[:5]) + (", …" if len(detached) > 5 else "")
+        findings.append(
+            _finding(
+                "off-branch",
+                "warning",
+                f"{len(detached)} entr{'y' if len(detached) == 1 else 'ies'} reach no root through parentId "
+                f"(lines {lines})",
+                detached[0],
+            )
+        )
+    return findings
+
+
+def _children(session: Session) -> dict[str | None, list[Entry]]:
+    """Children by parent id, as Pi reaches them: shadowed duplicates left out, dangling parents made roots (None)."""
+    kids: dict[str | None, list[Entry]] = {}
+    for entry in session.entries:
+        if entry.id is not None and session.by_id.get(entry.id) is not entry:
+            continue  # a shadowed duplicate: Pi reaches the later one
+        parent = entry.parent_id if entry.parent_id in session.by_id else None
+        kids.setdefault(parent, []).append(entry)
+    return kids
+
+
+def _euler(kids: dict[str | None, list[Entry]]) -> dict[int, tuple[int, int]]:
+    """Entry and exit times of a depth-first walk: ``a`` is an ancestor of ``b`` iff a's span contains b's."""
+    spans: dict[int, tuple[int, int]] = {}
+    clock = 0
+    stack: list[tuple[Entry, bool]] = [(e, False) for e in reversed(kids.get(None, []))]
+    opened: dict[int, int] = {}
+    while stack:
+        entry, done = stack.pop()
+        if done:
+            spans[id(entry)] = (opened[id(entry)], clock)
+            clock += 1
+            continue
+        if id(entry) in opened:
+            continue
+        opened[id(entry)] = clock
+        clock += 1
+        stack.append((entry, True))
+        if entry.id is not None:
+            stack.extend((child, False) for child in reversed(kids.get(entry.id, [])))
+    return spans
+
+
+def _on_branch(spans: dict[int, tuple[int, int]], ancestor: Entry | None, entry: Entry) -> bool:
+    if ancestor is None:
+        return False
+    a, b = spans.get(id(ancestor)), spans.get(id(entry))
+    return a is not None and b is not None and a[0] <= b[0] and b[1] <= a[1]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tool calls and results
+
+
+def _tool_findings(session: Session, kids: dict[str | None, list[Entry]]) -> list[Finding]:
+    """Pair calls and results along every branch as Pi's provider layer does: a result answers a call of the
+    latest assistant reply before it; a user turn (or a new reply) closes the calls still open."""
+    answered: set[tuple[int, str]] = set()
+    calls: dict[tuple[int, str], Entry] = {}
+    findings: list[Finding] = []
+    seen: set[int] = set()
+    # Each stack item: an entry and the calls open when reaching it (call id -> (assistant entry, name)).
+    stack: list[tuple[Entry, dict[str, Entry]]] = [(e, {}) for e in reversed(kids.get(None, []))]
+    while stack:
+        entry, pending = stack.pop()
+        if id(entry) in seen:
+            continue
+        seen.add(id(entry))
+        role = entry.role
+        message = entry.message
+        if role == "assistant" and message is not None:
+            pending = {}
+            if message.get("stopReason") not in ("error", "aborted"):
+                for block in message.get("content") or []:
+                    if isinstance(block, dict) and block.get("type") == "toolCall":
+                        call_id = block.get("id")
+                        if isinstance(call_id, str):
+                            pending[call_id] = entry
+                            calls[(id(entry), call_id)] = entry
+        elif role == "toolResult" and message is not None:
+            call_id = message.get("toolCallId")
+            if isinstance(call_id, str) and call_id in pending:
+                answered.add((id(pending[call_id]), call_id))
+            else:
+                findings.append(
+                    _finding(
+                        "orphan-tool-result",
+                        "warning",
+                        f"tool result for call {call_id!r} ({message.get('toolName')}) follows no assistant reply "
+                        "that made that call",
+                        entry,
+                    )
+                )
+        elif (role in _TURN_BREAKING_ROLES) or entry.type in _TURN_BREAKING_TYPES:
+            pending = {}
+        children = kids.get(entry.id, []) if entry.id is not None else []
+        for child in reversed(children):
+            stack.append((child, pending if len(children) == 1 else dict(pending)))
+    leaf = session.leaf
+    for (key, call_id), entry in calls.items():
+        if (key, call_id) in answered:
+            continue
+        if entry is leaf:
+            findings.append(
+                _finding(
+                    "pending-tool-result",
+                    "info",
+                    f"the last entry calls a tool (call {call_id}) whose result is not written yet",
+                    entry,
+                )
+            )
+        else:
+            findings.append(
+                _finding("missing-tool-result", "warning", f"tool call {call_id} has no result on any branch", entry)
+            )
+    return findings
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Entries one at a time
+
+
+@cache
+def max_model_window() -> int:
+    """The largest context window in Pi's model table: no real usage can exceed it."""
+    from pi_compact.models import _builtin_rows
+
+    windows = [row.get("contextWindow") for row in _builtin_rows().values()]
+    return max((int(w) for w in windows if isinstance(w, (int, float)) and not isinstance(w, bool)), default=0)
+
+
+def _parse_time(value: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _entry_findings(session: Session, spans: dict[int, tuple[int, int]]) -> list[Finding]:
+    findings: list[Finding] = []
+    window = max_model_window()
+    previous: tuple[datetime, Entry] | None = None
+    for entry in session.entries:
+        kind = entry.type
+        raw = entry.raw
+        if kind not in KNOWN_TYPES:
+            findings.append(_finding("unknown-type", "info", f"unknown entry type {kind or raw.get('type')!r}", entry))
+        elif kind == "message":
+            message = entry.message
+            role = message.get("role") if message is not None else None
+            if message is None:
+                findings.append(_finding("unknown-role", "warning", "message entry without a message object", entry))
+            elif role not in KNOWN_ROLES:
+                findings.append(_finding("unknown-role", "warning", f"unknown message role {role!r}", entry))
+            elif role == "assistant":
+                findings.extend(_usage_findings(entry, message.get("usage"), window))
+        elif kind == "compaction":
+            kept = raw.get("firstKeptEntryId")
+            target = session.by_id.get(kept) if isinstance(kept, str) else None
+            if kept != entry.id and not _on_branch(spans, target, entry):
+                where = "is not in the file" if target is None else "is not on the compaction's branch"
+                findings.append(
+                    _finding("compaction-kept-missing", "error", f"firstKeptEntryId {kept!r} {where}", entry)
+                )
+        elif kind == "context_edit":
+            target = raw.get("targetId")
+            if not isinstance(target, str) or target not in session.by_id:
+                findings.append(
+                    _finding("edit-target-missing", "warning", f"targetId {target!r} is not in the file", entry)
+                )
+            elif not _on_branch(spans, session.by_id[target], entry):
+                findings.append(
+                    _finding("edit-target-off-branch", "info", f"targetId {target} is not on the edit's branch", entry)
+                )
+        stamp = raw.get("timestamp")
+        when = _parse_time(stamp) if isinstance(stamp, str) else None
+        if when is None:
+            findings.append(_finding("bad-timestamp", "info", f"entry timestamp {stamp!r} is not an ISO time", entry))
+            continue
+        if previous is not None and when < previous[0]:
+            findings.append(
+                _finding(
+                    "time-backwards",
+                    "warning",
+                    f"timestamp {stamp} is earlier than that of the entry before it in the file "
+                    f"({previous[1].timestamp}, line {previous[1].line})",
+                    entry,
+                )
+            )
+        previous = (when, entry)
+    return findings
+
+
+def _usage_findings(entry: Entry, usage: Any, window: int) -> list[Finding]:
+    if not isinstance(usage, dict):
+        return []
+    out: list[Finding] = []
+    numbers = {
+        k: usage[k]
+        for k in USAGE_FIELDS
+        if isinstance(usage.get(k), (int, float)) and not isinstance(usage.get(k), bool)
+    }
+    negative = [f"{k}={v}" for k, v in numbers.items() if v < 0]
+    if negative:
+        out.append(_finding("negative-usage", "error", f"negative usage: {', '.join(negative)}", entry))
+    from pi_compact.projection import calculate_usage_tokens
+
+    total = calculate_usage_tokens(usage)
+    if window and total > window:
+        out.append(
+            _finding(
+                "usage-over-window",
+                "warning",
+                f"usage of {total:,} tokens is larger than any model's context window ({window:,})",
+                entry,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One file, many files
+
+
+def lint_session(session: Session, leaf_id: str | None = None) -> list[Finding]:
+    """Every finding for a loaded session, in line order (file-wide findings first)."""
+    from pi_compact.session.tree import get_branch
+
+    by_line = {e.line: e for e in session.entries}
+    findings = [from_diagnostic(d, by_line) for d in session.diagnostics]
+    branch_lines: set[int] = set()
+    try:
+        branch = get_branch(session, leaf_id)
+    except CycleError:
+        pass  # every cycle is reported below, the leaf's one included
+    else:
+        for diag in branch.diagnostics:
+            findings.append(from_diagnostic(diag, by_line))
+            if diag.line is not None:
+                branch_lines.add(diag.line)
+    findings.extend(_tree_findings(session, branch_lines))
+    kids = _children(session)
+    findings.extend(_tool_findings(session, kids))
+    findings.extend(_entry_findings(session, _euler(kids)))
+    findings.sort(key=lambda f: (f.line if f.line is not None else 0, -RANK[f.severity]))
+    return findings
+
+
+def _report(path: str, findings: list[Finding], entries: int, readable: bool, cap: int | None) -> LintReport:
+    counts = Counter(f.severity for f in findings)
+    codes = Counter(f.code for f in findings)
+    kept = findings if cap is None else findings[:cap]
+    return LintReport(
+        path=path,
+        findings=tuple(kept),
+        readable=readable,
+        entries=entries,
+        counts={sev: counts.get(sev, 0) for sev in SEVERITIES},
+        codes=dict(sorted(codes.items())),
+        omitted=len(findings) - len(kept),
+    )
+
+
+def fatal_finding(exc: PiCompactError) -> Finding:
+    code = exc.code or FATAL_DEFAULT_CODE
+    return Finding(code, "error", exc.message, exc.line, None, PI_DOES.get(code))
+
+
+def lint_file(path: str | os.PathLike[str], leaf_id: str | None = None, max_findings: int | None = None) -> LintReport:
+    """Lint one file. A file that cannot be read as a Pi session gives one error finding and ``readable`` False."""
+    from pi_compact.session.load import load_session
+
+    where = os.fspath(path)
+    try:
+        session = load_session(where)
+    except PiCompactError as exc:
+        return _report(where, [fatal_finding(exc)], 0, False, max_findings)
+    if leaf_id is not None:
+        from pi_compact.session.tree import resolve_entry
+
+        resolve_entry(session, leaf_id)  # an unknown --leaf is a usage error, not a finding
+    return _report(where, lint_session(session, leaf_id), len(session.entries), True, max_findings)
+
+
+def _lint_for_pool(args: tuple[str, int | None]) -> LintReport:
+    return lint_file(args[0], max_findings=args[1])
+
+
+def iter_session_files(roots: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """``*.jsonl`` files under each root (a root that is a file is itself), sorted, walked lazily."""
+    for root in roots:
+        top = Path(root)
+        if top.is_file():
+            yield top
+            continue
+        if not top.is_dir():
+            from pi_compact.errors import NotFoundError
+
+            raise NotFoundError("no such file or directory", path=str(top))
+        for directory, dirs, files in os.walk(top):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".jsonl"):
+                    yield Path(directory) / name
+
+
+def lint_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    jobs: int | None = None,
+    max_findings: int | None = 50,
+    window: int | None = None,
+) -> Iterator[LintReport]:
+    """Lint many files, ``jobs`` worker processes at a time, yielding reports in the order of ``paths``.
+
+    At most ``window`` files are in flight (default: 4 per worker), so memory is bounded by a few sessions per
+    worker whatever the number of files; each report keeps at most ``max_findings`` findings (counts stay exact).
+    """
+    workers = jobs if jobs is not None else min(os.cpu_count() or 1, 8)
+    if workers < 1:
+        raise UsageError(f"--jobs must be at least 1 (got {workers})")
+    iterator = iter(paths)
+    if workers == 1:
+        for p in iterator:
+            yield lint_file(p, max_findings=max_findings)
+        return
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    limit = window if window is not None else 4 * workers
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        in_flight: deque[Future[LintReport]] = deque()
+        for p in iterator:
+            in_flight.append(pool.submit(_lint_for_pool, (os.fspath(p), max_findings)))
+            if len(in_flight) >= limit:
+                yield in_flight.popleft().result()
+        while in_flight:
+            yield in_flight.popleft().result()
+
+
+@dataclass
+class LintTotals:
+    """The running total of a multi-file lint."""
+
+    files: int = 0
+    clean: int = 0
+    with_findings: int = 0
+    unreadable: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def add(self, report: LintReport) -> None:
+        self.files += 1
+        if not report.readable:
+            self.unreadable += 1
+        elif report.clean:
+            self.clean += 1
+        else:
+            self.with_findings += 1
+        self.counts.update(report.counts)
+
+    def at_or_above(self, level: str) -> int:
+        return sum(n for sev, n in self.counts.items() if RANK[sev] >= RANK[level])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "clean": self.clean,
+            "with_findings": self.with_findings,
+            "unreadable": self.unreadable,
+            "counts": {sev: self.counts.get(sev, 0) for sev in SEVERITIES},
+        }
