@@ -8,7 +8,6 @@ where it stopped; following pages is cheap because positions are entry and line 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from pi_compact.render.transcript import (
     safe_text,
 )
 from pi_compact.session.model import Entry, JsonDict, Session
-from pi_compact.session.tree import Branch
+from pi_compact.session.tree import Branch, find_entry, not_found
 
 MESSAGE_ROLES = (
     "user",
@@ -608,38 +607,20 @@ def _page_starts(lines: tuple[str, ...], budget: int) -> list[tuple[int, int]]:
         starts.append(nxt)
 
 
-def _suggest(wanted: str, ids: list[str]) -> str:
-    """`` (did you mean …?)`` naming up to three ids: those sharing the longest prefix, then the most similar."""
-
-    def shared(candidate: str) -> int:
-        n = 0
-        for a, b in zip(candidate, wanted, strict=False):
-            if a != b:
-                break
-            n += 1
-        return n
-
-    near = set(difflib.get_close_matches(wanted, ids, n=3, cutoff=0.5))
-    near |= {i for i in ids if len(wanted) >= 4 and shared(i) >= 4}
-    ranked = sorted(near, key=lambda i: (-shared(i), -difflib.SequenceMatcher(None, wanted, i).ratio(), i))
-    return f" (did you mean {', '.join(ranked[:3])}?)" if ranked else ""
-
-
 def resolve_in_scope(transcript: Transcript, entry_id: str) -> Entry:
     """The entry with this id (or unique prefix) in the transcript, or NotFoundError naming the nearest ids."""
     found = transcript.find(entry_id)
     if found is not None:
         return found
     where = str(transcript.session.path or "<session>")
-    elsewhere = transcript.session.by_id.get(entry_id)
+    elsewhere = find_entry(transcript.session, entry_id)
     if elsewhere is not None:
         raise NotFoundError(
-            f"entry {entry_id} is not on the current branch (it leads to leaf "
+            f"entry {elsewhere.id} is not on the current branch (it leads to leaf "
             f"{transcript.branch_leaf(elsewhere) or '?'}): use --all-branches",
             path=where,
         )
-    hint = _suggest(entry_id, [entry_label(e) for e in transcript.entries])
-    raise NotFoundError(f"no entry with id {entry_id!r}{hint}", path=where)
+    raise not_found(entry_id, [entry_label(e) for e in transcript.entries], where)
 
 
 def show_entry(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pi_compact.errors import CycleError, NotFoundError
@@ -35,28 +36,60 @@ class Branch:
         return len(self.entries)
 
 
-def suggest_ids(session: Session, wanted: str, limit: int = 3) -> list[str]:
-    """Ids that look like a mistyped one: longest shared prefix first, then overall similarity."""
+MIN_PREFIX = 4  # shortest id prefix accepted in place of a whole id
 
-    def score(candidate: str) -> tuple[int, float]:
-        prefix = 0
-        for a, b in zip(candidate, wanted, strict=False):
-            if a != b:
-                break
-            prefix += 1
-        return prefix, difflib.SequenceMatcher(None, candidate, wanted).ratio()
 
-    ranked = sorted(((score(i), i) for i in session.by_id), key=lambda item: item[0], reverse=True)
-    return [i for (prefix, ratio), i in ranked[:limit] if prefix >= 2 or ratio >= 0.5]
+def _shared_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def suggest_ids(session: Session | None, wanted: str, limit: int = 3, ids: Iterable[str] | None = None) -> list[str]:
+    """Ids that look like a mistyped one: ids starting with it first, then the longest shared prefix, then
+    overall similarity. ``ids`` replaces the session's ids (a scope's labels, say)."""
+    pool = list(ids if ids is not None else session.by_id if session is not None else ())
+
+    def score(candidate: str) -> tuple[bool, int, float]:
+        ratio = difflib.SequenceMatcher(None, candidate, wanted).ratio()
+        return candidate.startswith(wanted), _shared_prefix(candidate, wanted), ratio
+
+    ranked = sorted(((score(i), i) for i in pool if i != wanted), key=lambda item: (item[0], item[1]), reverse=True)
+    return [i for (starts, prefix, ratio), i in ranked[:limit] if starts or prefix >= 2 or ratio >= 0.5]
+
+
+def find_entry(session: Session, entry_id: str) -> Entry | None:
+    """The entry with this id, or the only one whose id starts with it (at least MIN_PREFIX characters)."""
+    entry = session.by_id.get(entry_id)
+    if entry is not None or len(entry_id) < MIN_PREFIX:
+        return entry
+    hits = [e for key, e in session.by_id.items() if key.startswith(entry_id)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def not_found(entry_id: str, ids: Iterable[str], where: str, session: Session | None = None) -> NotFoundError:
+    """The error for an id that names no entry: an ambiguous prefix lists its matches; otherwise the nearest ids."""
+    pool = list(ids)
+    starting = sorted(i for i in pool if i.startswith(entry_id))
+    if len(entry_id) >= MIN_PREFIX and len(starting) > 1:
+        shown = ", ".join(starting[:5]) + (", ..." if len(starting) > 5 else "")
+        return NotFoundError(
+            f"id prefix {entry_id!r} matches {len(starting)} entries ({shown}): give more characters", path=where
+        )
+    near = suggest_ids(session, entry_id, ids=pool)
+    hint = f" (did you mean {', '.join(near)}?)" if near else ""
+    short = f"; an id prefix needs at least {MIN_PREFIX} characters" if starting and len(entry_id) < MIN_PREFIX else ""
+    return NotFoundError(f"no entry with id {entry_id!r}{hint}{short}", path=where)
 
 
 def resolve_entry(session: Session, entry_id: str) -> Entry:
-    """The entry with this id, or NotFoundError naming the nearest ids."""
-    entry = session.by_id.get(entry_id)
+    """The entry with this id (or unique prefix of MIN_PREFIX+ characters), or NotFoundError naming the nearest."""
+    entry = find_entry(session, entry_id)
     if entry is None:
-        near = suggest_ids(session, entry_id)
-        hint = f" (did you mean {', '.join(near)}?)" if near else ""
-        raise NotFoundError(f"no entry with id {entry_id!r}{hint}", path=str(session.path or "<session>"))
+        raise not_found(entry_id, session.by_id, str(session.path or "<session>"), session)
     return entry
 
 
