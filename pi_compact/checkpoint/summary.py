@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pi_compact.check import CheckResult
     from pi_compact.llm import ModelRef, Request, Response, Secret, Usage
     from pi_compact.models import ModelInfo
+    from pi_compact.redact import Redactor
 
 # ---------------------------------------------------------------------------------------------------------------
 # The format and the prompts
@@ -222,6 +223,7 @@ class SummaryOptions:
     include_thinking: bool = False
     timeout: float = 120.0
     max_retries: int = 3  # HTTP-level retries (429, 5xx, timeouts) per request
+    redact: bool = True  # mask detected secrets before anything is sent (pi_compact.redact)
 
     def validate(self) -> None:
         if not (self.timeout > 0) or math.isinf(self.timeout):
@@ -335,16 +337,30 @@ def previous_summary_source(plan: CompactionPlan) -> str | None:
     return "picompact-verbatim" if is_verbatim_details(previous.raw.get("details")) else "extension"
 
 
-def build_requests(plan: CompactionPlan, model: SummaryModel, options: SummaryOptions) -> list[SummaryRequest]:
-    """The requests Pi would send for this plan: the history (unless a split turn has none), then the turn prefix."""
+def _masker(redactor: Redactor | None) -> Callable[[str | None], Any]:
+    def mask(text: str | None) -> Any:
+        return redactor.redact(text) if redactor is not None and text else text
+
+    return mask
+
+
+def build_requests(
+    plan: CompactionPlan, model: SummaryModel, options: SummaryOptions, redactor: Redactor | None = None
+) -> list[SummaryRequest]:
+    """The requests Pi would send for this plan: the history (unless a split turn has none), then the turn prefix.
+
+    With a redactor, every text that goes into a request (conversation, previous summary, focus) is masked first.
+    """
+    mask = _masker(redactor)
     kinds: list[tuple[RequestKind, str]] = []
     split = plan.cut.is_split_turn and bool(plan.turn_prefix_messages)
+    focus = mask(options.instructions)
     if plan.messages_to_summarize or not split:
         conversation = serialize_messages(plan.messages_to_summarize, include_thinking=options.include_thinking)
-        kinds.append(("history", history_prompt(conversation, plan.previous_summary, options.instructions)))
+        kinds.append(("history", history_prompt(mask(conversation), mask(plan.previous_summary), focus)))
     if split:
         conversation = serialize_messages(plan.turn_prefix_messages, include_thinking=options.include_thinking)
-        kinds.append(("turn_prefix", turn_prefix_prompt(conversation, options.instructions)))
+        kinds.append(("turn_prefix", turn_prefix_prompt(mask(conversation), focus)))
     out: list[SummaryRequest] = []
     for kind, user in kinds:
         tokens = request_input_tokens(SYSTEM_PROMPT, user)
@@ -481,6 +497,7 @@ class SummaryCheckpoint(CheckpointResult):
 
     model: str = ""
     requests: int = 0
+    redacted: dict[str, int] | None = None  # distinct secrets masked, by kind; None when redaction was off
 
 
 @dataclass
@@ -573,10 +590,14 @@ def summary_mode(
     Answers are remembered per exact set of requests, so the re-plan after a concurrent append does not pay twice
     for an unchanged span.
     """
+    from pi_compact.redact import Redactor
+
     opts = options or SummaryOptions()
     opts.validate()
     wait = waiting or (lambda _label: nullcontext())
     remembered: dict[tuple[Any, ...], _Answer] = {}
+    # One redactor for the whole run: a re-plan after a concurrent append numbers the same secrets the same way.
+    redactor = Redactor() if opts.redact else None
 
     def run(plan: CompactionPlan, ctx: ModeContext) -> SummaryCheckpoint:
         from pi_compact.llm import Secret, require_api_key
@@ -584,7 +605,7 @@ def summary_mode(
         environ = os.environ if env is None else env
         ref = choose_summary_model(ctx.check, opts, environ)
         model = resolve_summary_model(ref, ctx.check)
-        requests = build_requests(plan, model, opts)
+        requests = build_requests(plan, model, opts, redactor)
         problems = fit_problems(requests, model)
         if problems:
             raise UsageError(problems[0])
@@ -598,6 +619,8 @@ def summary_mode(
             remembered[memo] = answer
         read_files, modified_files = file_lists(plan)
         summary = merge_summary(plan, answer.texts) + format_file_operations(read_files, modified_files)
+        if redactor is not None:  # the saved summary never holds a detected secret (a previous summary may have)
+            summary = redactor.redact(summary)
         return SummaryCheckpoint(
             summary=summary,
             details={"readFiles": read_files, "modifiedFiles": modified_files},
@@ -609,6 +632,7 @@ def summary_mode(
             warnings=model.warnings,
             model=model.name,
             requests=answer.requests,
+            redacted=redactor.counts if redactor is not None else None,
         )
 
     run.mode_name = "summary"  # type: ignore[attr-defined]
@@ -642,6 +666,7 @@ class SummaryPreview:
     modified_files: list[str]
     previous_summary_source: str | None
     warnings: tuple[str, ...] = ()
+    redacted: dict[str, int] | None = None  # distinct secrets that would be masked, by kind; None: redaction off
 
     @property
     def input_tokens(self) -> int:
@@ -704,6 +729,11 @@ class SummaryPreview:
             },
             "read_files": self.read_files,
             "modified_files": self.modified_files,
+            "redaction": {
+                "enabled": self.redacted is not None,
+                "secrets_by_kind": self.redacted or {},
+                "secrets": sum((self.redacted or {}).values()),
+            },
             "warnings": list(self.warnings),
         }
 
@@ -732,7 +762,10 @@ def preview_summary(
         warnings.append(f"no API key for {ref.provider}: a real run would stop before sending anything")
     model = resolve_summary_model(ref, check)
     warnings += model.warnings
-    requests = tuple(build_requests(check.plan, model, opts))
+    from pi_compact.redact import Redactor
+
+    redactor = Redactor() if opts.redact else None
+    requests = tuple(build_requests(check.plan, model, opts, redactor))
     warnings += fit_problems(requests, model)
     read_files, modified_files = file_lists(check.plan)
     return SummaryPreview(
@@ -745,6 +778,7 @@ def preview_summary(
         modified_files=modified_files,
         previous_summary_source=previous_summary_source(check.plan),
         warnings=tuple(warnings),
+        redacted=redactor.counts if redactor is not None else None,
     )
 
 

@@ -29,7 +29,12 @@ LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
 def _verbatim(params: dict[str, Any]) -> Any:
     from pi_compact.compact import verbatim_mode
 
-    return verbatim_mode(cap_tokens=params["cap"], no_cap=params["no_cap"], context_files=params["context_files"])
+    mode = verbatim_mode(cap_tokens=params["cap"], no_cap=params["no_cap"], context_files=params["context_files"])
+    if params.get("redact"):
+        from pi_compact.redact import redacting_mode
+
+        return redacting_mode(mode)
+    return mode
 
 
 def _summary(params: dict[str, Any]) -> Any:
@@ -194,6 +199,13 @@ def compact(
     timeout: float | None = typer.Option(
         None, "--timeout", metavar="S", help="--mode summary: seconds to wait for each answer (default 120)."
     ),
+    redact: bool | None = typer.Option(
+        None,
+        "--redact/--no-redact",
+        help="Mask detected secrets (API keys, tokens, private keys, passwords) as [REDACTED:kind:N]: before "
+        "anything is sent to a model with --mode summary (on by default), in the checkpoint text with --mode "
+        "verbatim (off by default). The raw session is never changed.",
+    ),
     json_output: bool = JsonOpt,
 ) -> None:
     """Compact the session: append a checkpoint Pi loads on resume, plus a re-orientation message.
@@ -250,6 +262,7 @@ def compact(
         "instructions": instructions,
         "include_thinking": include_thinking,
         "timeout": timeout,
+        "redact": redact,
         "waiting": _waiting(out),
     }
     chosen = MODES[mode](params)
@@ -277,6 +290,10 @@ def compact(
     try:
         _report(out, result, json_output=json_output, dry_run=dry_run)
         _summary_note(out, result)
+        if getattr(chosen, "redactor", None) is not None and result.status != "not-needed":
+            from pi_compact.redact import describe_counts
+
+            out.note(f"redaction: masked {describe_counts(chosen.redactor.counts)} in the checkpoint text")
     except KeyboardInterrupt:
         if result.written or result.status == "copied":
             sys.stderr.write("picompact: interrupted after the compaction was written\n")
@@ -374,6 +391,7 @@ def _summary_options(params: dict[str, Any]) -> Any:
         instructions=params["instructions"],
         include_thinking=params["include_thinking"],
         timeout=params["timeout"] if params["timeout"] is not None else SummaryOptions.timeout,
+        redact=params.get("redact") is not False,
     )
     options.validate()
     return options
@@ -437,6 +455,7 @@ def _summary_dry_run(out: Output, path: Path, options: Any, summary_options: Any
             out.text(request.system)
             out.text(f"----- {head}: user message -----")
             out.text(request.user)
+    out.note(_redaction_text(preview.redacted, would=True))
     cl100k = [c for c in preview.cl100k if c is not None]
     counted = f"; cl100k {sum(cl100k):,}" if len(cl100k) == len(preview.cl100k) else ""
     cost = preview.cost_upper_bound
@@ -460,8 +479,19 @@ def _summary_note(out: Output, result: Any) -> None:
     if not model or not isinstance(usage, dict):
         return
     requests = getattr(checkpoint, "requests", 1)
+    out.note(_redaction_text(getattr(checkpoint, "redacted", None), would=False))
     cost = usage.get("cost", {}).get("total", 0)
     out.note(
         f"summary by {model} in {requests} request{'s' if requests != 1 else ''}: {usage['input']:,} input + "
         f"{usage['output']:,} output tokens (cache read {usage['cacheRead']:,}), ${cost:.4f}"
     )
+
+
+def _redaction_text(counts: dict[str, int] | None, *, would: bool) -> str:
+    """What redaction did (or would do), as counts by kind, never the secrets."""
+    from pi_compact.redact import describe_counts
+
+    if counts is None:
+        return "redaction off (--no-redact): the history is sent as it is"
+    verb = "would mask" if would else "masked"
+    return f"redaction: {verb} {describe_counts(counts)} before sending"

@@ -37,7 +37,9 @@ block quotes of 10+ characters) must appear verbatim in one entry (whitespace-no
 marked [unverified quote]; every cited ENTRY id must exist on the branch, else it is marked [no such entry].
 
 The model: --model, else the session's current model when picompact supports its provider and has a key,
-else PICOMPACT_MODEL. Keys come from the provider's variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) or
+else PICOMPACT_MODEL. Before anything is sent, detected secrets (API keys, tokens, private keys, passwords
+in assignments, URLs with passwords) are masked as [REDACTED:kind:N] (--no-redact sends them as they are).
+Keys come from the provider's variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) or
 API-key entries in Pi's auth.json.
 
 Exit codes: 0 answered (it cites at least one entry of the branch), 1 nothing found (the answer starts with
@@ -171,6 +173,11 @@ def lookup(
         10, "--budget", metavar="N", help="Substantive searches allowed (following pages is free); calls: 3 x N."
     ),
     timeout: float = typer.Option(120.0, "--timeout", metavar="S", help="Seconds to wait for each model answer."),
+    no_redact: bool = typer.Option(
+        False,
+        "--no-redact",
+        help="Send the history as it is; by default detected secrets are masked as [REDACTED:kind:N] first.",
+    ),
     leaf: str | None = LeafOpt,
     json_output: bool = JsonOpt,
 ) -> None:
@@ -183,7 +190,7 @@ def lookup(
     session_arg, question = _split_args(args)
     if not question.strip():
         raise UsageError("the question is empty")
-    options = LookupOptions(budget=budget, timeout=timeout)
+    options = LookupOptions(budget=budget, timeout=timeout, redact=not no_redact)
     options.validate()
     path = resolve_session_path(session_arg)
     loaded = load_session(path)

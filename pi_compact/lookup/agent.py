@@ -76,6 +76,7 @@ class LookupOptions:
     max_retries: int = 3  # HTTP-level retries per call (429, 5xx, timeouts)
     limits: Limits = DEFAULT_LIMITS
     max_conversation_chars: int = CONVERSATION_CHARS  # results beyond this end the search (less for small windows)
+    redact: bool = True  # mask detected secrets in everything sent to the model (pi_compact.redact)
 
     @property
     def call_limit(self) -> int:
@@ -570,8 +571,16 @@ def run_lookup(
     limits = opts.limits
     tool_defs = prompts.tools(limits)
     system = prompts.system_prompt(opts.budget, opts.call_limit, limits)
-    about = overview(transcript)
-    messages: list[Message] = [Message.user(prompts.first_message(question, about))]
+    from pi_compact.redact import Redactor
+
+    redactor = Redactor() if opts.redact else None
+
+    def mask(text: str) -> str:
+        return redactor.redact(text) if redactor is not None else text
+
+    about = mask(overview(transcript))
+    asked = mask(question)
+    messages: list[Message] = [Message.user(prompts.first_message(asked, about))]
     tools = _Tools(transcript, limits)
     max_tokens = MAX_OUTPUT_TOKENS
     if model.info is not None and model.info.max_tokens:
@@ -634,6 +643,7 @@ def run_lookup(
         over_budget = False
         for call in response.tool_calls:
             text, record = _run_call(tools, call, limits, searches, opts.budget)
+            text = mask(text)
             if record.kind == "search":
                 searches += 1
             elif record.kind == "refused":
@@ -656,7 +666,7 @@ def run_lookup(
             progress(f"writing up with {model.ref}")
         log = _write_log(turns, conversation_limit)
         request = Request(
-            [Message.user(prompts.writeup_message(question, about, stopped_by or "", log))],
+            [Message.user(prompts.writeup_message(asked, about, stopped_by or "", log))],
             system=prompts.writeup_system_prompt(),
             max_tokens=max_tokens,
         )

@@ -1,0 +1,164 @@
+"""Nothing detected as a secret reaches the provider: the bytes the 127.0.0.1 server received are checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pytest_httpserver import HTTPServer
+
+from tests.conftest import run
+from tests.lookup_agent.conftest import ScriptedModel
+from tests.redact.secrets_kit import ORDINARY, PLANTED, secrets_session
+from tests.summary.conftest import (
+    ANTHROPIC_KEY,
+    GOOD_SUMMARY,
+    OPENAI_KEY,
+    OPENAI_PATH,
+    openai_reply,
+    summary_args,
+)
+
+ENV = {
+    "PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z",
+    "PICOMPACT_ID_SEED": "redact",
+    "OPENAI_API_KEY": OPENAI_KEY,
+    "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+}
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _received(server: HTTPServer) -> bytes:
+    """Every byte the fake provider was sent: the raw bodies, then their strings decoded (escapes cannot hide)."""
+    raw = b"".join(request.get_data() for request, _ in server.log)
+    decoded = "\n".join(s for request, _ in server.log for s in _strings(json.loads(request.get_data())))
+    return raw + b"\n" + decoded.encode()
+
+
+def _leaks(data: bytes) -> list[str]:
+    text = data.decode("utf-8", "replace").replace("\\n", "\n")
+    leaks = []
+    for kind, secret in PLANTED.items():
+        for line in secret.splitlines():
+            if "PRIVATE KEY" not in line and line in text:
+                leaks.append(kind)
+    return leaks
+
+
+def test_summary_sends_no_planted_secret_and_saves_none(server: HTTPServer, tmp_path: Path) -> None:
+    server.expect_request(OPENAI_PATH).respond_with_response(openai_reply(GOOD_SUMMARY))
+    path = secrets_session(tmp_path / "s.jsonl")
+    before = path.read_bytes()
+    result = run(*summary_args(server, path, keep=600), env=ENV)
+    assert result.code == 0, result.stderr
+    sent = _received(server)
+    assert sent, "nothing was sent"
+    assert _leaks(sent) == []
+    # The model still sees where each secret was, by kind.
+    for kind in PLANTED:
+        assert f"[REDACTED:{kind}:1]".encode() in sent, kind
+    # Ordinary text (lockfile hashes, UUIDs, an image, code) went through untouched.
+    for text in ORDINARY.values():
+        assert text.splitlines()[0].encode() in sent
+    assert f"redaction: masked {len(PLANTED)} secrets".encode() in result.stderr_bytes
+    # The raw session is untouched; the saved summary holds no secret.
+    data = path.read_bytes()
+    assert data.startswith(before)
+    assert _leaks(data[len(before) :]) == []
+    assert not any(s.encode() in result.stderr_bytes + result.stdout_bytes for s in PLANTED.values())
+
+
+def test_no_redact_sends_the_history_as_it_is(server: HTTPServer, tmp_path: Path) -> None:
+    server.expect_request(OPENAI_PATH).respond_with_response(openai_reply(GOOD_SUMMARY))
+    path = secrets_session(tmp_path / "s.jsonl")
+    result = run(*summary_args(server, path, "--no-redact", keep=600), env=ENV)
+    assert result.code == 0, result.stderr
+    assert PLANTED["github-token"].encode() in _received(server)
+    assert b"redaction off (--no-redact)" in result.stderr_bytes
+
+
+def test_dry_run_counts_by_kind_and_shows_only_placeholders(server: HTTPServer, tmp_path: Path) -> None:
+    path = secrets_session(tmp_path / "s.jsonl")
+    result = run(*summary_args(server, path, "--dry-run", "--json", keep=600), env=ENV)
+    assert result.code == 0, result.stderr
+    assert server.log == []
+    data = result.json
+    assert data["redaction"] == {
+        "enabled": True,
+        "secrets_by_kind": {kind: 1 for kind in sorted(PLANTED)},
+        "secrets": len(PLANTED),
+    }
+    assert _leaks(result.stdout_bytes + result.stderr_bytes) == []
+    text = run(*summary_args(server, path, "--dry-run", keep=600), env=ENV)
+    assert f"would mask {len(PLANTED)} secrets (anthropic-key 1, ".encode() in text.stderr_bytes
+    assert _leaks(text.stdout_bytes + text.stderr_bytes) == []
+
+
+def _model_text(path: Path, before: bytes) -> tuple[bytes, list[dict[str, Any]]]:
+    """The text of the new entries that the model reads on resume (summary, re-orientation), and the entries."""
+    data = path.read_bytes()
+    assert data.startswith(before)
+    entries = [orjson.loads(line) for line in data[len(before) :].split(b"\n") if line.strip()]
+    assert [e["type"] for e in entries] == ["compaction", "custom_message"]
+    return (entries[0]["summary"] + "\n" + entries[1]["content"]).encode(), entries
+
+
+def test_verbatim_redact_masks_the_checkpoint_text_only(tmp_path: Path) -> None:
+    plain = secrets_session(tmp_path / "plain.jsonl")
+    plain_before = plain.read_bytes()
+    assert run("compact", plain, "--no-cap", "--keep-recent-tokens", "600", env=ENV).code == 0
+    plain_text, plain_entries = _model_text(plain, plain_before)
+    quoted = _leaks(plain_text)
+    assert {"anthropic-key", "openai-key", "github-token"} <= set(quoted)
+    assert b"[REDACTED:" not in plain_text
+
+    path = secrets_session(tmp_path / "s.jsonl")
+    before = path.read_bytes()
+    result = run("compact", path, "--redact", "--no-cap", "--keep-recent-tokens", "600", env=ENV)
+    assert result.code == 0, result.stderr
+    text, entries = _model_text(path, before)
+    assert _leaks(text) == []
+    for kind in quoted:
+        assert f"[REDACTED:{kind}:1]".encode() in text, kind
+    assert b"redaction: masked" in result.stderr_bytes
+    # details (file lists and the spans later compactions carry) stay on the machine unchanged.
+    assert entries[0]["details"] == plain_entries[0]["details"]
+
+
+def test_lookup_sends_no_planted_secret(server: HTTPServer, tmp_path: Path, keys: dict[str, str]) -> None:
+    scripted = ScriptedModel(server, "openai")
+    scripted.tools(("grep", {"pattern": "TOKEN|KEY|PASSWORD|Bearer|PRIVATE"}))
+    scripted.tools(("list_entries", {}))
+    scripted.answer("Not found in this session.")
+    path = secrets_session(tmp_path / "s.jsonl")
+    result = run(
+        "lookup", path, "Which keys were used?", "--model", scripted.model_arg, "--base-url", scripted.base_url
+    )
+    assert result.code in (0, 1), result.stderr
+    sent = _received(server)
+    assert len(server.log) >= 3
+    assert b"[REDACTED:github-token:1]" in sent
+    assert _leaks(sent) == []
+
+
+def test_lookup_no_redact(server: HTTPServer, tmp_path: Path, keys: dict[str, str]) -> None:
+    scripted = ScriptedModel(server, "openai")
+    scripted.tools(("grep", {"pattern": "GITHUB_TOKEN"}))
+    scripted.answer("Not found in this session.")
+    path = secrets_session(tmp_path / "s.jsonl")
+    result = run(
+        "lookup", path, "Which keys?", "--model", scripted.model_arg, "--base-url", scripted.base_url, "--no-redact"
+    )
+    assert result.code in (0, 1), result.stderr
+    assert PLANTED["github-token"].encode() in _received(server)
