@@ -1,0 +1,308 @@
+"""``picompact pi …``: install picompact's extension into Pi, inspect and remove it, and the machine-readable
+commands the extension runs (``checkpoint``, ``tool``, ``config``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import typer
+
+from pi_compact.cli.app import app
+from pi_compact.cli.common import Output, check_nonneg, handle_errors
+from pi_compact.cli.options import JsonOpt
+from pi_compact.errors import UsageError
+
+pi_app = typer.Typer(
+    name="pi",
+    help=(
+        "Use picompact inside Pi: an extension that makes Pi's own compaction write picompact's checkpoint "
+        "and gives the agent the context_* recovery tools.\n\n"
+        "Start with `picompact pi install`; `picompact pi status` says what is installed; "
+        "`picompact pi uninstall` removes it."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(pi_app, name="pi")
+
+ProjectOpt = typer.Option(
+    False,
+    "--project",
+    help="The project's .pi/extensions/ (loaded only in a trusted project) instead of the agent dir.",
+)
+
+
+def _shown(command: list[str]) -> str:
+    import shlex
+
+    return shlex.join(command)
+
+
+@pi_app.command("install")
+@handle_errors
+def install_command(
+    project: bool = ProjectOpt,
+    mode: str = typer.Option(
+        "verbatim", "--mode", help="Default compaction mode: verbatim (no model) or summary (settings may override)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace files changed since picompact installed them."),
+    json_output: bool = JsonOpt,
+) -> None:
+    """Install the Pi extension where Pi discovers it.
+
+    Globally: <agent dir>/extensions/picompact/ (~/.pi/agent, or $PI_CODING_AGENT_DIR). With --project:
+    ./.pi/extensions/picompact/ (loaded only when Pi trusts the project). Writes index.ts (the extension) and
+    install.json (the absolute command of this picompact, its version, the mode), so the extension works even
+    when picompact is not on Pi's PATH. A file changed since picompact wrote it is never overwritten without
+    --force. Run it again after upgrading picompact. Exit 0 installed, 2 refused or bad flags.
+    """
+    from pi_compact.pi.install import install
+
+    out = Output(json_output)
+    result = install("project" if project else "global", mode=mode, force=force)
+    if json_output:
+        out.json({"schema_version": 1, "status": "installed", **result.to_json()})
+        return
+    for path in result.replaced_changed:
+        out.warn(f"replaced {path}, which had been changed (--force)")
+    state = "already up to date" if not any(p.name == "index.ts" for p in result.written) else "installed"
+    out.text(f"picompact extension {state}: {result.directory}")
+    out.text(f"  calls: {_shown(result.command)}")
+    out.text(f'  mode:  {result.mode} (settings.json "picompact": {{"mode": …}} overrides it)')
+    if project:
+        from pi_compact.pi.install import project_trust
+
+        out.text(f"  project: {project_trust()[1]}")
+    out.text("Pi loads it when it next starts (or on /reload). `picompact pi status` checks it.")
+
+
+@pi_app.command("uninstall")
+@handle_errors
+def uninstall_command(
+    project: bool = ProjectOpt,
+    force: bool = typer.Option(False, "--force", help="Also remove files changed since picompact installed them."),
+    json_output: bool = JsonOpt,
+) -> None:
+    """Remove exactly what `picompact pi install` wrote (and the directory, if nothing else is in it).
+
+    A file changed since it was installed is kept (exit 1) unless --force. Settings under "picompact" in Pi's
+    settings.json are left alone. Exit 0 removed or nothing was installed, 1 something was kept.
+    """
+    from pi_compact.pi.install import uninstall
+
+    out = Output(json_output)
+    result = uninstall("project" if project else "global", force=force)
+    if json_output:
+        out.json({"schema_version": 1, **result.to_json()})
+    elif not result.installed:
+        out.text(f"no picompact extension installed in {result.directory}; nothing to remove")
+    else:
+        for path in result.removed:
+            out.text(f"removed {path}")
+        if result.removed_directory:
+            out.text(f"removed {result.directory}")
+    for path in result.kept:
+        out.warn(f"kept {path}: changed since picompact installed it (use --force to remove it)")
+    if result.kept:
+        raise typer.Exit(1)
+
+
+@pi_app.command("status")
+@handle_errors
+def status_command(json_output: bool = JsonOpt) -> None:
+    """Say what is installed, where, which picompact it calls, whether versions match and whether Pi loads it.
+
+    Looks at the global install and the current directory's project install, the project's trust (a project
+    install and project settings load only in a trusted project) and the effective "picompact" settings.
+    Exit 0 when an install would work, 1 when nothing is installed or an install is broken.
+    """
+    from pi_compact import __version__
+    from pi_compact.pi.config import load_config
+    from pi_compact.pi.install import location_status, picompact_command, project_trust
+
+    out = Output(json_output)
+    trusted, trust_text = project_trust()
+    statuses = [location_status("global"), location_status("project", trust=trust_text)]
+    config = load_config(os.getcwd(), trusted if trusted is not None else False)
+    working = [s for s in statuses if s.installed and s.command_ok and s.entry_state != "missing"]
+    if json_output:
+        out.json(
+            {
+                "schema_version": 1,
+                "version": __version__,
+                "command": picompact_command(),
+                "installs": [s.to_json() for s in statuses],
+                "project_trusted": trusted,
+                "project_trust": trust_text,
+                "settings": config.to_json(),
+            }
+        )
+    else:
+        out.text(f"picompact {__version__} ({_shown(picompact_command())})")
+        for s in statuses:
+            out.text(_status_text(s, __version__))
+        out.text(f"project {os.getcwd()}: {trust_text}")
+        out.text(f"settings: {_config_text(config.to_json())}")
+        for warning in config.warnings:
+            out.warn(warning)
+    if not working:
+        raise typer.Exit(1)
+
+
+def _status_text(s: Any, version: str) -> str:
+    head = f"{s.scope}: {s.directory}"
+    if s.error:
+        return f"{head}\n  broken: {s.error}"
+    if not s.installed:
+        return f"{head}\n  not installed"
+    m = s.manifest
+    lines = [head]
+    entry = {
+        "current": "the extension of this picompact",
+        "outdated": "an older extension (run `picompact pi install` again to update it)",
+        "changed": "changed since it was installed (`picompact pi install --force` restores it)",
+        "missing": "index.ts is missing (run `picompact pi install` again)",
+    }[s.entry_state]
+    lines.append(f"  extension: {entry}")
+    if s.command_ok:
+        match = "same version" if s.command_version == version else f"version {s.command_version}, this is {version}"
+        lines.append(f"  calls: {_shown(m.command)} ({match})")
+    else:
+        lines.append(f"  calls: {_shown(m.command)}: does not run; reinstall from a working picompact")
+    lines.append(f"  mode: {m.mode} (unless settings say otherwise)")
+    lines.append(f"  loads: {s.loads}")
+    return "\n".join(lines)
+
+
+def _config_text(config: dict[str, Any]) -> str:
+    cap = config["cap"]
+    cap_text = "none (--no-cap)" if cap is False else ("default (keepRecentTokens / 2)" if cap is None else str(cap))
+    return (
+        f"enabled={str(config['enabled']).lower()}, mode={config['mode'] or 'as installed'}, cap={cap_text}, "
+        f"lookupModel={config['lookupModel'] or 'default'}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the extension runs
+
+
+@pi_app.command("config")
+@handle_errors
+def config_command(
+    cwd: Path | None = typer.Option(None, "--cwd", metavar="DIR", help="The session's working directory."),
+    trusted: bool | None = typer.Option(
+        None, "--trusted/--untrusted", help="Whether Pi trusts the project (default: Pi's stored decision)."
+    ),
+    session_model: str | None = typer.Option(
+        None, "--session-model", metavar="PROVIDER/ID", help="The session's model (for context_lookup)."
+    ),
+    json_output: bool = JsonOpt,
+) -> None:
+    """The effective "picompact" settings for a directory, and whether context_lookup has a model.
+
+    JSON: {"schema_version": 1, "enabled", "mode" (null: as installed), "cap" (null: default; false: no cap),
+    "lookupModel", "sources" ({key: global|project}), "warnings", "projectTrusted", "capArgs" (the same cap as
+    compact flags), "lookupAvailable"}.
+    """
+    from pi_compact.pi.hook import effective_config
+
+    out = Output(json_output)
+    data = effective_config(str(cwd or os.getcwd()), trusted, session_model)
+    if json_output:
+        out.json(data)
+        return
+    out.text(_config_text(data))
+    out.text(f"context_lookup: {'available' if data['lookupAvailable'] else 'no model with an API key'}")
+    for warning in data["warnings"]:
+        out.warn(warning)
+
+
+@pi_app.command("checkpoint")
+@handle_errors
+def checkpoint_command(
+    session: Path = typer.Argument(..., help="The Pi session file.", show_default=False),
+    leaf: str = typer.Option(..., "--leaf", help="The branch's leaf: the last entry Pi has."),
+    context_window: int = typer.Option(..., "--context-window", help="The model's context window in tokens."),
+    reserve_tokens: int = typer.Option(..., "--reserve-tokens", help="Pi's compaction.reserveTokens."),
+    keep_recent_tokens: int = typer.Option(..., "--keep-recent-tokens", help="Pi's compaction.keepRecentTokens."),
+    mode: str = typer.Option("verbatim", "--mode", help="verbatim (no model) or summary."),
+    cap: int | None = typer.Option(None, "--cap", metavar="N", help="verbatim: checkpoint budget in tokens."),
+    no_cap: bool = typer.Option(False, "--no-cap", help="verbatim: no budget."),
+    model: str | None = typer.Option(None, "--model", metavar="PROVIDER/ID", help="summary: the model to ask."),
+    instructions: str | None = typer.Option(None, "--instructions", metavar="TEXT", help="summary: the focus."),
+    timeout: float | None = typer.Option(None, "--timeout", metavar="S", help="summary: seconds per answer."),
+    json_output: bool = typer.Option(True, "--json", hidden=True),
+) -> None:
+    """The checkpoint for Pi's session_before_compact, as JSON; nothing is written (Pi appends it).
+
+    The same code path as `picompact compact SESSION --dry-run --leaf … --context-window … --reserve-tokens …
+    --keep-recent-tokens …` (and --cap/--no-cap): the same summary, cut and details, byte for byte.
+    JSON: {"schema_version": 1, "mode", "summary", "firstKeptEntryId", "tokensBefore", "details", "usage",
+    "reminder" (verbatim: the re-orientation message), "reminderCustomType", "leafId", "settings" ({enabled,
+    reserveTokens, keepRecentTokens}), "contextWindow", "stats" (as compact --json), "trimmed", "warnings"}.
+    """
+    from pi_compact.pi.hook import CheckpointRequest, build_checkpoint
+
+    out = Output(True)
+    for name, value in (
+        ("--context-window", context_window),
+        ("--reserve-tokens", reserve_tokens),
+        ("--keep-recent-tokens", keep_recent_tokens),
+        ("--cap", cap),
+    ):
+        check_nonneg(name, value)
+    if cap is not None and no_cap:
+        raise UsageError("--cap and --no-cap clash: give one of them")
+    if mode == "summary" and (cap is not None or no_cap):
+        raise UsageError("--cap and --no-cap apply only to --mode verbatim")
+    if mode != "summary" and (model or instructions or timeout is not None):
+        raise UsageError("--model, --instructions and --timeout apply only to --mode summary")
+    data = build_checkpoint(
+        CheckpointRequest(
+            session=session,
+            leaf=leaf,
+            context_window=context_window,
+            reserve_tokens=reserve_tokens,
+            keep_recent_tokens=keep_recent_tokens,
+            mode=mode,
+            cap=cap,
+            no_cap=no_cap,
+            model=model,
+            instructions=instructions,
+            timeout=timeout,
+        )
+    )
+    out.json(data)
+
+
+@pi_app.command("tool")
+@handle_errors
+def tool_command(
+    name: str = typer.Argument(..., help="context_list_entries, context_grep or context_show_entry."),
+    session: Path = typer.Argument(..., help="The Pi session file.", show_default=False),
+    arguments: str = typer.Option("{}", "--args", metavar="JSON", help="The tool call's arguments (a JSON object)."),
+    leaf: str | None = typer.Option(None, "--leaf", help="Search the branch ending here (default: the last entry)."),
+    json_output: bool = typer.Option(True, "--json", hidden=True),
+) -> None:
+    """Run one recovery tool call and print {"text": …}: what the agent reads.
+
+    The tools are `picompact list/grep/show` with the arguments, page sizes and result limits the lookup model
+    uses. Bad arguments exit 2 with the reason, which the extension returns to the agent as the tool's error.
+    """
+    from pi_compact.pi.hook import run_tool
+
+    out = Output(True)
+    try:
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        raise UsageError("--args is not JSON") from None
+    if not isinstance(args, dict):
+        raise UsageError("--args must be a JSON object")
+    out.json({"schema_version": 1, "text": run_tool(session, leaf, name, args)})

@@ -1,0 +1,152 @@
+"""picompact's settings inside Pi's own settings files: the ``picompact`` key of ``settings.json``.
+
+Global (``<agent dir>/settings.json``) and project (``<cwd>/.pi/settings.json``, only in a trusted project) are
+merged the way Pi merges settings (objects key by key, the project winning)::
+
+    {"picompact": {"enabled": true, "mode": "verbatim", "cap": 6000, "lookupModel": "openai/gpt-5-mini"}}
+
+- ``enabled`` (default true): false turns the extension off (Pi compacts its own way; no tools).
+- ``mode``: ``verbatim`` or ``summary``; default: the mode given to ``picompact pi install`` (verbatim).
+- ``cap``: the verbatim checkpoint's budget in tokens (``compact --cap``); ``null`` or absent: the default
+  (keepRecentTokens / 2); ``false``: no cap (``compact --no-cap``).
+- ``lookupModel``: ``PROVIDER/ID`` of the model ``context_lookup`` uses (default: the session's model if
+  picompact can call it, else ``PICOMPACT_MODEL``).
+
+A value of the wrong type is reported and ignored (the default applies), never fatal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_compact.settings import load_settings
+
+SETTINGS_KEY = "picompact"
+MODES = ("verbatim", "summary")
+
+
+@dataclass(frozen=True)
+class PicompactConfig:
+    """The effective ``picompact`` settings; None means "not set" (the default applies)."""
+
+    enabled: bool = True
+    mode: str | None = None
+    cap: int | None = None
+    no_cap: bool = False
+    lookup_model: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)  # key -> "global" | "project"
+    warnings: tuple[str, ...] = ()
+    project_trusted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "mode": self.mode,
+            "cap": False if self.no_cap else self.cap,
+            "lookupModel": self.lookup_model,
+            "sources": self.sources,
+            "warnings": list(self.warnings),
+            "projectTrusted": self.project_trusted,
+        }
+
+    def cap_args(self) -> list[str]:
+        """The ``compact`` flags that say the same as this cap setting."""
+        if self.no_cap:
+            return ["--no-cap"]
+        return ["--cap", str(self.cap)] if self.cap is not None else []
+
+
+def parse_config(
+    merged: Mapping[str, Any], where: Mapping[str, str] | None = None, project_trusted: bool = False
+) -> PicompactConfig:
+    """The ``picompact`` object of merged settings, validated key by key."""
+    raw = merged.get(SETTINGS_KEY)
+    warnings: list[str] = []
+    if raw is None:
+        return PicompactConfig(project_trusted=project_trusted)
+    if not isinstance(raw, dict):
+        return PicompactConfig(
+            warnings=(f"settings: {SETTINGS_KEY} must be an object; ignored",), project_trusted=project_trusted
+        )
+    enabled = True
+    mode = cap = lookup = None
+    no_cap = False
+    value = raw.get("enabled")
+    if isinstance(value, bool):
+        enabled = value
+    elif value is not None:
+        warnings.append(f"settings: {SETTINGS_KEY}.enabled must be true or false (got {value!r}); ignored")
+    value = raw.get("mode")
+    if value in MODES:
+        mode = value
+    elif value is not None:
+        warnings.append(f"settings: {SETTINGS_KEY}.mode must be verbatim or summary (got {value!r}); ignored")
+    value = raw.get("cap")
+    if value is False:
+        no_cap = True
+    elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        cap = value
+    elif value is not None:
+        warnings.append(
+            f"settings: {SETTINGS_KEY}.cap must be a number of tokens, null or false (got {value!r}); ignored"
+        )
+    value = raw.get("lookupModel")
+    if isinstance(value, str) and "/" in value.strip("/"):
+        lookup = value.strip()
+    elif value is not None:
+        warnings.append(f"settings: {SETTINGS_KEY}.lookupModel must be PROVIDER/ID (got {value!r}); ignored")
+    sources = {k: v for k, v in (where or {}).items() if k in raw}
+    return PicompactConfig(enabled, mode, cap, no_cap, lookup, sources, tuple(warnings), project_trusted)
+
+
+def load_config(cwd: str | os.PathLike[str], project_trusted: bool | None = None) -> PicompactConfig:
+    """The effective configuration for a Pi session working in ``cwd``.
+
+    ``project_trusted`` None follows Pi's stored trust decision (as ``load_settings`` does)."""
+    loaded = load_settings(cwd, project_trusted=project_trusted)
+    where: dict[str, str] = {}
+    for layer in loaded.layers:
+        own = layer.data.get(SETTINGS_KEY)
+        if isinstance(own, dict):
+            for key in own:
+                where[key] = layer.scope
+    config = parse_config(loaded.merged, where, loaded.project_trusted)
+    if loaded.warnings:
+        config = PicompactConfig(
+            config.enabled,
+            config.mode,
+            config.cap,
+            config.no_cap,
+            config.lookup_model,
+            config.sources,
+            (*loaded.warnings, *config.warnings),
+            config.project_trusted,
+        )
+    return config
+
+
+def tools_installed(cwd: str | os.PathLike[str]) -> bool:
+    """Whether Pi sessions in ``cwd`` get the ``context_*`` recovery tools: the extension is installed (globally,
+    or in the project and the project is trusted) and not disabled in settings.
+
+    This one decision picks what a verbatim checkpoint advertises for recovery (the tools, or shell commands),
+    for ``picompact compact`` and for the extension alike."""
+    from pi_compact.pi.install import InstallError, extension_dir, project_trust, read_manifest
+
+    def installed(scope: Any) -> bool:
+        directory = extension_dir(scope, cwd)
+        try:
+            return directory.is_dir() and read_manifest(directory) is not None
+        except InstallError:
+            return False
+
+    found = installed("global") or (installed("project") and project_trust(cwd)[0] is True)
+    if not found:
+        return False
+    try:
+        return load_config(cwd).enabled
+    except Exception:  # unreadable settings: the extension would still load
+        return True
