@@ -109,13 +109,15 @@ def default_cap(keep_recent_tokens: int) -> int:
     return keep_recent_tokens // 2
 
 
-def lookup_configured(session_model: tuple[str, str] | None) -> bool:
-    """Whether ``picompact lookup SESSION "…"`` (no flags) would find a model and a key, exactly as that command
-    decides it, so the checkpoint advertises it only when it would work."""
-    from pi_compact.lookup.agent import lookup_model_available
+def lookup_configured(session_model: tuple[str, str] | None, model: str | None = None) -> bool:
+    """Whether ``picompact lookup SESSION "…"`` (with ``--model MODEL`` when given) would find a model and a key,
+    exactly as that command decides it, so the checkpoint advertises it only when it would work."""
+    from pi_compact.llm import require_api_key
+    from pi_compact.lookup.agent import choose_lookup_model
 
     try:
-        return lookup_model_available(session_model, os.environ)
+        require_api_key(choose_lookup_model(session_model, model, os.environ), os.environ)
+        return True
     except Exception:  # an unreadable auth file, say: simply not advertised
         return False
 
@@ -126,8 +128,11 @@ def verbatim_mode(
     no_cap: bool = False,
     context_files: Sequence[str | os.PathLike[str]] = (),
     lookup_available: bool | None = None,
+    recovery_tools: bool | None = None,
 ) -> Mode:
-    """The deterministic checkpoint (no model). ``cap_tokens`` None means the default cap; ``no_cap`` lifts it."""
+    """The deterministic checkpoint (no model). ``cap_tokens`` None means the default cap (``picompact.cap`` in Pi's
+    settings, else keepRecentTokens / 2); ``no_cap`` lifts it. ``recovery_tools`` None: advertise the Pi
+    extension's tools when it is installed for the session's directory, else shell commands."""
     if no_cap and cap_tokens is not None:
         raise UsageError("--cap and --no-cap clash: give one of them")
     if cap_tokens is not None and cap_tokens < 0:
@@ -136,9 +141,26 @@ def verbatim_mode(
     def run(plan: CompactionPlan, ctx: ModeContext) -> CheckpointResult:
         from pi_compact.checkpoint.context_files import context_files_for
         from pi_compact.checkpoint.verbatim import VerbatimOptions, build_verbatim_checkpoint
+        from pi_compact.pi.config import load_config, tools_installed
 
-        cap = None if no_cap else (cap_tokens if cap_tokens is not None else default_cap(ctx.check.keep_recent_tokens))
-        lookup = lookup_available if lookup_available is not None else lookup_configured(plan.projection.model)
+        config = load_config(ctx.session.cwd) if ctx.session.cwd else None
+        cap: int | None
+        if no_cap:
+            cap = None
+        elif cap_tokens is not None:
+            cap = cap_tokens
+        elif config is not None and (config.cap is not None or config.no_cap):
+            cap = config.cap  # picompact.cap in Pi's settings (None for false: no cap)
+        else:
+            cap = default_cap(ctx.check.keep_recent_tokens)
+        if recovery_tools is not None:
+            tools = recovery_tools
+        else:
+            tools = bool(ctx.session.cwd) and tools_installed(ctx.session.cwd)
+        lookup_model = config.lookup_model if tools and config is not None else None
+        lookup = (
+            lookup_available if lookup_available is not None else lookup_configured(plan.projection.model, lookup_model)
+        )
         # The instruction files Pi would load for the session's cwd on this machine, then the user's.
         files = context_files_for(ctx.session.cwd, extra=[Path(f) for f in context_files])
         options = VerbatimOptions(
@@ -147,6 +169,7 @@ def verbatim_mode(
             cap_tokens=cap,
             context_files=tuple(files),  # type: ignore[arg-type]
             lookup_available=lookup,
+            recovery_tools=tools,
         )
         checkpoint = build_verbatim_checkpoint(plan, options)
         return CheckpointResult(

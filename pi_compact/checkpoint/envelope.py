@@ -24,12 +24,22 @@ class Recovery:
 
     session_path: str
     lookup_available: bool
+    tools: bool = False  # the agent has picompact's context_* tools (the Pi extension): advertise those instead
 
     @property
     def session(self) -> str:
         return shlex.quote(self.session_path)
 
     def commands(self) -> list[tuple[str, str]]:
+        if self.tools:
+            rows = [
+                ("context_grep(pattern)", "search the full history (outputs and thinking included) by regex"),
+                ("context_show_entry(id)", "one entry in full; ids are the [bracketed] ones in the spans"),
+                ("context_list_entries()", "entry ids with their role, time and a preview"),
+            ]
+            if self.lookup_available:
+                rows.append(("context_lookup(question)", "a search by a helper model that answers citing entry ids"))
+            return rows
         s = self.session
         rows = [
             (f"picompact grep {s} '<regex>'", "search the full history (outputs and thinking included) by regex"),
@@ -51,6 +61,7 @@ def introduction(recovery: Recovery, cwd: str, has_startup_reads: bool = False) 
     width = max(len(cmd) for cmd, _ in recovery.commands())
     commands = "\n".join(f"  {cmd.ljust(width)}  # {why}" for cmd, why in recovery.commands())
     where = f" ({cwd})" if cwd else ""
+    how = "call these tools" if recovery.tools else "run from the shell"
     outputs = (
         "Every tool output is removed, except the startup reads retained after the conversation."
         if has_startup_reads
@@ -70,7 +81,7 @@ directory{where}, and `.` in shell commands stands for it: display only, not a c
 - Custom (extension) messages show only their type, marked `content removed`.
 
 Nothing is lost: the session file still holds every entry in full, including thinking, arguments and outputs. \
-To recover a detail, run from the shell:
+To recover a detail, {how}:
 {commands}
 
 Each compaction is one <span> below, oldest first; its `entries` attribute gives the first and last entry id it \
@@ -152,7 +163,12 @@ def reminder_text(recovery: Recovery, recap: Recap) -> str:
     """The re-orientation message read right where work resumes (V25). Wording is picompact's own."""
     s = recovery.session
     inputs = "the retained startup reads in the checkpoint and " if recap.has_startup_reads else ""
-    lookup = f', or `picompact lookup {s} "<question>"`' if recovery.lookup_available else ""
+    if recovery.tools:
+        lookup = ", or `context_lookup`" if recovery.lookup_available else ""
+        tools = "`context_grep`, `context_show_entry`"
+    else:
+        lookup = f', or `picompact lookup {s} "<question>"`' if recovery.lookup_available else ""
+        tools = f"`picompact grep {s} '<regex>'`, `picompact show {s} <entry-id>`"
     counts = (
         f"{recap.spans} compacted span{'s' if recap.spans != 1 else ''}, "
         f"{recap.user_messages} user message{'s' if recap.user_messages != 1 else ''}, "
@@ -171,8 +187,8 @@ Before you continue:
 redo cheap checks (a listing, a quick test run) rather than trusting old output. Still in view: \
 {inputs}the recent conversation kept after the checkpoint. No blanket re-reading is needed.
 2. Recover history only when the task needs something that is gone, such as an exact earlier error, where a \
-finding came from, or results that would be slow to redo: `picompact grep {s} '<regex>'`, \
-`picompact show {s} <entry-id>`{lookup}. What you recover tells you what was recorded, not whether it was right.
+finding came from, or results that would be slow to redo: {tools}{lookup}. What you recover tells you what was \
+recorded, not whether it was right.
 3. Do not repeat writes or edits the checkpoint shows as done. Run `git status` and `git diff` to see what is \
 actually on disk.
 4. Old tool output does not establish the current state of files, builds or tests. Where something relevant is \

@@ -84,6 +84,7 @@ class VerbatimOptions:
     # session's system prompt.
     context_files: tuple[ContextFile | Path | str, ...] = ()
     lookup_available: bool = False  # mention `picompact lookup` only when a model is configured
+    recovery_tools: bool = False  # advertise the Pi extension's context_* tools instead of shell commands
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,7 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     annotations = annotate_file_lists(plan, read_files, modified_files, cwd, retained)
     read_lines, modified_lines = _file_lines(annotations, cwd)
 
-    recovery = Recovery(options.session_path, options.lookup_available)
+    recovery = Recovery(options.session_path, options.lookup_available, options.recovery_tools)
     intro = introduction(recovery, cwd, bool(retained))
     reads_text = retained_reads_section(retained)
     lists_text = file_lists_section(annotations.header, read_lines, modified_lines)

@@ -1,0 +1,599 @@
+/**
+ * picompact inside Pi.
+ *
+ * - Pi's own compaction (threshold, overflow, /compact) writes picompact's checkpoint: on session_before_compact
+ *   this runs `picompact pi checkpoint` on the session file and hands the result to Pi, which appends it.
+ * - After a verbatim compaction the re-orientation reminder reaches the model once, where work resumes; older
+ *   reminders are kept out of what the model reads.
+ * - context_list_entries, context_grep, context_show_entry (and context_lookup when a lookup model is available)
+ *   search the raw session branch through picompact.
+ * - /picompact shows the configuration and the last compaction; /picompact compact compacts now.
+ *
+ * Thin on purpose: every decision about the checkpoint and every search is picompact's (Python); this file runs
+ * it and translates. Any failure leaves Pi to compact its own way, with a notice. Installed by
+ * `picompact pi install`, which writes install.json beside this file.
+ */
+import type {
+	ExtensionAPI,
+	ExtensionCommandContext,
+	ExtensionContext,
+	SessionBeforeCompactEvent,
+	SessionBeforeCompactResult,
+} from "@earendil-works/pi-coding-agent";
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const REMINDER_TYPE = "picompact.reorientation";
+const TOOL_NAMES = ["context_lookup", "context_list_entries", "context_grep", "context_show_entry"];
+const CHECKPOINT_TIMEOUT_MS = 120_000;
+const SUMMARY_TIMEOUT_MS = 600_000;
+const TOOL_TIMEOUT_MS = 120_000;
+const LOOKUP_TIMEOUT_MS = 600_000;
+
+interface InstallRecord {
+	command: string[];
+	version?: string;
+	mode?: string;
+}
+
+interface Config {
+	enabled: boolean;
+	mode: string | null;
+	cap: number | false | null;
+	lookupModel: string | null;
+	capArgs: string[];
+	lookupAvailable: boolean;
+	warnings: string[];
+}
+
+interface Checkpoint {
+	mode: string;
+	summary: string;
+	firstKeptEntryId: string;
+	tokensBefore: number;
+	details?: unknown;
+	reminder: string | null;
+	reminderCustomType: string | null;
+	settings: { enabled: boolean; reserveTokens: number; keepRecentTokens: number };
+	stats: {
+		tokens_before: number;
+		tokens_after: number;
+		freed_tokens: number;
+		freed_percent: number;
+	} | null;
+	trimmed: boolean;
+	warnings: string[];
+}
+
+interface RunResult {
+	code: number | null;
+	stdout: string;
+	stderr: string;
+	error?: string;
+}
+
+interface LastCompaction {
+	reason: string;
+	mode: string;
+	tokensBefore: number;
+	tokensAfter: number | null;
+	freed: number | null;
+	freedPercent: number | null;
+	trimmed: boolean;
+	fromPicompact: boolean;
+	note?: string;
+}
+
+function here(): string {
+	try {
+		return dirname(fileURLToPath(import.meta.url));
+	} catch {
+		return __dirname;
+	}
+}
+
+function readInstall(): InstallRecord | undefined {
+	try {
+		const data = JSON.parse(readFileSync(join(here(), "install.json"), "utf8")) as InstallRecord;
+		if (Array.isArray(data.command) && data.command.length > 0 && data.command.every((p) => typeof p === "string")) {
+			return data;
+		}
+	} catch {
+		// no record: fall back to `picompact` on PATH
+	}
+	return undefined;
+}
+
+/** Run picompact with `args`; never throws. */
+function runPicompact(command: string[], args: string[], timeoutMs: number, signal?: AbortSignal): Promise<RunResult> {
+	return new Promise((resolve) => {
+		const out: Buffer[] = [];
+		const err: Buffer[] = [];
+		let settled = false;
+		const finish = (result: RunResult) => {
+			if (!settled) {
+				settled = true;
+				clearTimeout(timer);
+				signal?.removeEventListener("abort", onAbort);
+				resolve(result);
+			}
+		};
+		let child: ReturnType<typeof spawn>;
+		try {
+			child = spawn(command[0], [...command.slice(1), ...args], {
+				stdio: ["ignore", "pipe", "pipe"],
+				env: { ...process.env, NO_COLOR: "1" },
+			});
+		} catch (error) {
+			resolve({ code: null, stdout: "", stderr: "", error: String(error) });
+			return;
+		}
+		const timer = setTimeout(() => {
+			child.kill("SIGTERM");
+			finish({ code: null, stdout: "", stderr: "", error: `picompact did not answer within ${timeoutMs / 1000} s` });
+		}, timeoutMs);
+		const onAbort = () => {
+			child.kill("SIGINT");
+			finish({ code: null, stdout: "", stderr: "", error: "aborted" });
+		};
+		if (signal?.aborted) {
+			onAbort();
+			return;
+		}
+		signal?.addEventListener("abort", onAbort, { once: true });
+		child.stdout?.on("data", (chunk: Buffer) => out.push(chunk));
+		child.stderr?.on("data", (chunk: Buffer) => err.push(chunk));
+		child.on("error", (error) => finish({ code: null, stdout: "", stderr: "", error: error.message }));
+		child.on("close", (code) =>
+			finish({ code, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }),
+		);
+	});
+}
+
+/** The error line picompact printed, or what went wrong running it. */
+function failure(result: RunResult): string {
+	if (result.error) return result.error;
+	const lines = result.stderr.split("\n").filter((l) => l.startsWith("picompact: error:"));
+	const line = lines.length > 0 ? lines[lines.length - 1] : result.stderr.trim().split("\n").pop();
+	return (line || `exit ${result.code}`).replace(/^picompact: error: /, "");
+}
+
+function parseJson<T>(result: RunResult): T | undefined {
+	if (result.code !== 0) return undefined;
+	try {
+		return JSON.parse(result.stdout) as T;
+	} catch {
+		return undefined;
+	}
+}
+
+export default function picompact(pi: ExtensionAPI) {
+	const install = readInstall();
+	const command = install?.command ?? ["picompact"];
+	let config: Config | undefined;
+	let configError: string | undefined;
+	let running = false; // between agent_start and agent_end
+	let pending: { entryLeaf: string; checkpoint: Checkpoint; reason: string } | undefined;
+	let last: LastCompaction | undefined;
+	let lookupAttempts = 0; // context_lookup calls since the last reset (user message, bash, other tool result)
+	const lookupVerdicts = new Map<string, boolean>();
+	let toolsRegistered = false;
+
+	function notify(ctx: ExtensionContext, message: string, level: "info" | "warning" | "error" = "warning") {
+		const text = `picompact: ${message}`;
+		if (ctx.hasUI) ctx.ui.notify(text, level);
+		else process.stderr.write(`${text}\n`);
+	}
+
+	function mode(): string {
+		return config?.mode ?? install?.mode ?? "verbatim";
+	}
+
+	async function loadConfig(ctx: ExtensionContext): Promise<void> {
+		const args = ["pi", "config", "--json", "--cwd", ctx.cwd, ctx.isProjectTrusted() ? "--trusted" : "--untrusted"];
+		if (ctx.model) args.push("--session-model", `${ctx.model.provider}/${ctx.model.id}`);
+		const result = await runPicompact(command, args, TOOL_TIMEOUT_MS);
+		const data = parseJson<Config>(result);
+		if (!data) {
+			config = undefined;
+			configError = failure(result);
+			return;
+		}
+		config = data;
+		configError = undefined;
+		for (const warning of data.warnings) notify(ctx, warning);
+	}
+
+	function sessionFile(ctx: ExtensionContext): string | undefined {
+		const file = ctx.sessionManager.getSessionFile();
+		return file && existsSync(file) ? file : undefined;
+	}
+
+	/** The leaf a search runs on: the branch before the assistant message that holds this tool call, so a search
+	 * never finds the call that asked for it. */
+	function searchLeaf(ctx: ExtensionContext, toolCallId: string): string | undefined {
+		const branch = ctx.sessionManager.getBranch();
+		for (let i = branch.length - 1; i >= 0; i--) {
+			const entry = branch[i];
+			if (entry.type !== "message" || entry.message.role !== "assistant") continue;
+			const content = entry.message.content;
+			if (Array.isArray(content) && content.some((c) => c.type === "toolCall" && c.id === toolCallId)) {
+				return entry.parentId ?? undefined;
+			}
+		}
+		return ctx.sessionManager.getLeafId() ?? undefined;
+	}
+
+	// ---------------------------------------------------------------------------------------------------------
+	// Compaction
+
+	async function onBeforeCompact(
+		event: SessionBeforeCompactEvent,
+		ctx: ExtensionContext,
+	): Promise<SessionBeforeCompactResult | undefined> {
+		pending = undefined;
+		if (!config) await loadConfig(ctx);
+		if (config && !config.enabled) return undefined;
+		const fallback = (why: string): undefined => {
+			notify(ctx, `${why}; Pi compacts its own way this time`);
+			last = {
+				reason: event.reason,
+				mode: "pi",
+				tokensBefore: event.preparation.tokensBefore,
+				tokensAfter: null,
+				freed: null,
+				freedPercent: null,
+				trimmed: false,
+				fromPicompact: false,
+				note: why,
+			};
+			return undefined;
+		};
+		if (!config) return fallback(`picompact did not run (${configError ?? "no answer"})`);
+		const file = sessionFile(ctx);
+		if (!file) return fallback("this session is in memory only (no session file to read)");
+		const leaf = event.branchEntries[event.branchEntries.length - 1]?.id;
+		if (!leaf) return fallback("the branch is empty");
+		const window = ctx.model?.contextWindow;
+		if (!window) return fallback("the model's context window is unknown");
+		const settings = event.preparation.settings;
+		const chosen = mode();
+		const args = [
+			"pi",
+			"checkpoint",
+			file,
+			"--leaf",
+			leaf,
+			"--context-window",
+			String(window),
+			"--reserve-tokens",
+			String(settings.reserveTokens),
+			"--keep-recent-tokens",
+			String(settings.keepRecentTokens),
+			"--mode",
+			chosen,
+		];
+		if (chosen === "verbatim") args.push(...config.capArgs);
+		else {
+			if (ctx.model) args.push("--model", `${ctx.model.provider}/${ctx.model.id}`);
+			if (event.customInstructions) args.push("--instructions", event.customInstructions);
+		}
+		const timeout = chosen === "summary" ? SUMMARY_TIMEOUT_MS : CHECKPOINT_TIMEOUT_MS;
+		const result = await runPicompact(command, args, timeout, event.signal);
+		if (event.signal.aborted) return undefined;
+		const checkpoint = parseJson<Checkpoint>(result);
+		if (!checkpoint) return fallback(`picompact failed: ${failure(result)}`);
+		const prep = event.preparation;
+		if (checkpoint.firstKeptEntryId !== prep.firstKeptEntryId) {
+			return fallback(
+				`picompact would cut at ${checkpoint.firstKeptEntryId}, Pi at ${prep.firstKeptEntryId}: they disagree`,
+			);
+		}
+		if (checkpoint.tokensBefore !== prep.tokensBefore) {
+			return fallback(
+				`picompact counts ${checkpoint.tokensBefore} tokens before compaction, Pi ${prep.tokensBefore}: they disagree`,
+			);
+		}
+		const used = checkpoint.settings;
+		if (used.reserveTokens !== settings.reserveTokens || used.keepRecentTokens !== settings.keepRecentTokens) {
+			return fallback("picompact used other compaction settings than Pi");
+		}
+		for (const warning of checkpoint.warnings) notify(ctx, warning, "info");
+		pending = { entryLeaf: leaf, checkpoint, reason: event.reason };
+		return {
+			compaction: {
+				summary: checkpoint.summary,
+				firstKeptEntryId: checkpoint.firstKeptEntryId,
+				tokensBefore: checkpoint.tokensBefore,
+				details: checkpoint.details,
+			},
+		};
+	}
+
+	pi.on("session_before_compact", async (event, ctx) => {
+		try {
+			return await onBeforeCompact(event, ctx);
+		} catch (error) {
+			pending = undefined;
+			notify(ctx, `unexpected error (${String(error)}); Pi compacts its own way this time`);
+			return undefined;
+		}
+	});
+
+	pi.on("session_compact", async (event, ctx) => {
+		const mine = pending;
+		pending = undefined;
+		if (!event.fromExtension || !mine || event.compactionEntry.summary !== mine.checkpoint.summary) return;
+		const stats = mine.checkpoint.stats;
+		last = {
+			reason: event.reason,
+			mode: mine.checkpoint.mode,
+			tokensBefore: mine.checkpoint.tokensBefore,
+			tokensAfter: stats?.tokens_after ?? null,
+			freed: stats?.freed_tokens ?? null,
+			freedPercent: stats?.freed_percent ?? null,
+			trimmed: mine.checkpoint.trimmed,
+			fromPicompact: true,
+		};
+		const reminder = mine.checkpoint.reminder;
+		if (!reminder) return;
+		const message = {
+			customType: mine.checkpoint.reminderCustomType ?? REMINDER_TYPE,
+			content: reminder,
+			display: false,
+			details: { compactionId: event.compactionEntry.id },
+		};
+		try {
+			// Where the work resumes: mid-run and after an overflow the next request continues the run (steer lands
+			// right before it); after a run, and for /compact, the next prompt comes later (append it now).
+			if (event.willRetry || (running && event.reason !== "manual")) {
+				pi.sendMessage(message, { deliverAs: "steer" });
+			} else {
+				pi.sendMessage(message, { triggerTurn: false });
+			}
+		} catch (error) {
+			notify(ctx, `could not add the re-orientation message (${String(error)})`);
+		}
+	});
+
+	pi.on("agent_start", async () => {
+		running = true;
+	});
+	pi.on("agent_end", async () => {
+		running = false;
+	});
+
+	// Only the newest reminder stays in what the model reads; older ones are still in the session file.
+	pi.on("context", async (event) => {
+		let newest = -1;
+		event.messages.forEach((m, i) => {
+			if (m.role === "custom" && m.customType === REMINDER_TYPE) newest = i;
+		});
+		if (newest < 0) return undefined;
+		const kept = event.messages.filter((m, i) => !(m.role === "custom" && m.customType === REMINDER_TYPE) || i === newest);
+		if (kept.length === event.messages.length) return undefined;
+		return { messages: kept };
+	});
+
+	// ---------------------------------------------------------------------------------------------------------
+	// Recovery tools
+
+	async function runTool(
+		name: string,
+		params: Record<string, unknown>,
+		toolCallId: string,
+		signal: AbortSignal | undefined,
+		ctx: ExtensionContext,
+	) {
+		const file = sessionFile(ctx);
+		if (!file) throw new Error("this session is in memory only: there is no session file to search");
+		const args = ["pi", "tool", name, file, "--args", JSON.stringify(params)];
+		const leaf = searchLeaf(ctx, toolCallId);
+		if (leaf) args.push("--leaf", leaf);
+		const result = await runPicompact(command, args, TOOL_TIMEOUT_MS, signal);
+		const data = parseJson<{ text: string }>(result);
+		if (!data) throw new Error(failure(result));
+		return { content: [{ type: "text" as const, text: data.text }], details: {} };
+	}
+
+	const cursorParam = {
+		type: "string",
+		description:
+			"To get the next page of an earlier result: the cursor that result gave, with all other arguments as before.",
+	};
+	const roleParam = {
+		type: "array",
+		items: { type: "string" },
+		description: "Only entries of these roles or entry types: user, assistant, toolResult, bashExecution, custom, ...",
+	};
+
+	function registerTools(lookup: boolean) {
+		if (toolsRegistered) return;
+		toolsRegistered = true;
+		pi.registerTool({
+			name: "context_list_entries",
+			label: "List session entries",
+			description:
+				"List the entries of this session's full recorded history (the current branch, including what compaction " +
+				"removed from your context): id, role, timestamp, size and a one-line preview, 50 per page. Use it to find " +
+				"the entry id of an earlier step, then context_show_entry to read it.",
+			parameters: {
+				type: "object",
+				properties: {
+					role: roleParam,
+					since: { type: "string", description: "Only entries at or after this ISO time." },
+					limit: { type: "integer", minimum: 1, maximum: 50, description: "Entries per page (at most 50)." },
+					cursor: cursorParam,
+				},
+				additionalProperties: false,
+			} as never,
+			execute: (toolCallId, params, signal, _onUpdate, ctx) =>
+				runTool("context_list_entries", params as Record<string, unknown>, toolCallId, signal, ctx),
+		});
+		pi.registerTool({
+			name: "context_grep",
+			label: "Search session history",
+			description:
+				"Search this session's full recorded history (every tool output, thinking and argument, also what " +
+				"compaction removed from your context) with a regular expression. Each matching line comes back as " +
+				"`<entry id>:<section>:<line>:<text>`. Use it to recover an exact earlier error or output, or where a " +
+				"finding came from, instead of redoing slow work; re-read project files for their current contents.",
+			parameters: {
+				type: "object",
+				properties: {
+					pattern: { type: "string", description: "The regular expression (or text, with fixed)." },
+					ignore_case: { type: "boolean", description: "Match regardless of case." },
+					fixed: { type: "boolean", description: "Treat the pattern as literal text." },
+					context: { type: "integer", minimum: 0, maximum: 20, description: "Lines of context around each match." },
+					role: roleParam,
+					max_count: { type: "integer", minimum: 1, maximum: 50, description: "Matches per page (at most 50)." },
+					cursor: cursorParam,
+				},
+				required: ["pattern"],
+				additionalProperties: false,
+			} as never,
+			execute: (toolCallId, params, signal, _onUpdate, ctx) =>
+				runTool("context_grep", params as Record<string, unknown>, toolCallId, signal, ctx),
+		});
+		pi.registerTool({
+			name: "context_show_entry",
+			label: "Show session entry",
+			description:
+				"Show one entry of this session's recorded history in full (thinking, tool arguments and outputs " +
+				"included), paged. Ids are the ones context_grep, context_list_entries or the checkpoint show.",
+			parameters: {
+				type: "object",
+				properties: {
+					id: { type: "string", description: "The entry id (a unique prefix of 4+ characters works)." },
+					cursor: cursorParam,
+				},
+				required: ["id"],
+				additionalProperties: false,
+			} as never,
+			execute: (toolCallId, params, signal, _onUpdate, ctx) =>
+				runTool("context_show_entry", params as Record<string, unknown>, toolCallId, signal, ctx),
+		});
+		if (!lookup) return;
+		pi.registerTool({
+			name: "context_lookup",
+			label: "Look up session history",
+			description:
+				"Ask a helper model to search this session's full recorded history (including what compaction removed " +
+				"from your context) and answer one question, citing entry ids; its searching stays out of your context. " +
+				"Use it to recover specific earlier details: an exact error, where a finding came from, why something was " +
+				"decided, or to settle a contradiction. Not for project discovery or the current state of files. One " +
+				"attempt until the user writes, a bash command runs or another tool returns; then use context_grep.",
+			parameters: {
+				type: "object",
+				properties: { question: { type: "string", description: "The question, with what to cite." } },
+				required: ["question"],
+				additionalProperties: false,
+			} as never,
+			execute: async (toolCallId, params, signal, _onUpdate, ctx) => {
+				const allowed = lookupVerdicts.get(toolCallId) ?? lookupAttempts++ === 0;
+				lookupVerdicts.delete(toolCallId);
+				if (!allowed) {
+					return {
+						content: [
+							{
+								type: "text" as const,
+								text:
+									"context_lookup was already tried since the last user message or tool result; use " +
+									"context_grep, context_show_entry or context_list_entries to search directly.",
+							},
+						],
+						details: {},
+					};
+				}
+				const file = sessionFile(ctx);
+				if (!file) throw new Error("this session is in memory only: there is no session file to search");
+				const question = String((params as { question?: unknown }).question ?? "");
+				const args = ["lookup", file, question, "--json"];
+				const leaf = searchLeaf(ctx, toolCallId);
+				if (leaf) args.push("--leaf", leaf);
+				if (config?.lookupModel) args.push("--model", config.lookupModel);
+				const result = await runPicompact(command, args, LOOKUP_TIMEOUT_MS, signal);
+				let data: { answer?: string; note?: string | null } | undefined;
+				try {
+					data = JSON.parse(result.stdout);
+				} catch {
+					data = undefined;
+				}
+				if (!data || typeof data.answer !== "string") throw new Error(failure(result));
+				const text = data.note ? `${data.answer}\n\n[note] ${data.note}` : data.answer;
+				return { content: [{ type: "text" as const, text }], details: {} };
+			},
+		});
+	}
+
+	// The one-attempt rule: calls in one assistant message are judged in order, before any of them runs.
+	pi.on("tool_execution_start", async (event) => {
+		if (event.toolName === "context_lookup") lookupVerdicts.set(event.toolCallId, lookupAttempts++ === 0);
+	});
+	pi.on("tool_result", async (event) => {
+		if (!TOOL_NAMES.includes(event.toolName)) lookupAttempts = 0;
+	});
+	pi.on("user_bash", async () => {
+		lookupAttempts = 0;
+	});
+	pi.on("before_agent_start", async (event) => {
+		if (event.messageType === "user") lookupAttempts = 0;
+	});
+
+	pi.on("session_start", async (_event, ctx) => {
+		await loadConfig(ctx);
+		if (!config) {
+			notify(ctx, `picompact does not run (${configError}); Pi compacts its own way`);
+			return;
+		}
+		if (config.enabled) registerTools(config.lookupAvailable);
+	});
+
+	// ---------------------------------------------------------------------------------------------------------
+	// /picompact
+
+	function describe(): string {
+		const lines: string[] = [];
+		if (!config) lines.push(`picompact does not run: ${configError ?? "not loaded yet"}`);
+		else {
+			const cap = config.cap === false ? "none" : config.cap === null ? "default (keepRecentTokens / 2)" : `${config.cap}`;
+			lines.push(
+				`picompact: ${config.enabled ? "enabled" : "disabled"}, mode ${mode()}, cap ${cap}, lookup ${
+					config.lookupAvailable ? (config.lookupModel ?? "session model") : "unavailable"
+				}`,
+			);
+		}
+		lines.push(`command: ${command.join(" ")}${install?.version ? ` (installed by picompact ${install.version})` : ""}`);
+		if (!last) lines.push("no compaction yet in this process");
+		else if (!last.fromPicompact) lines.push(`last compaction (${last.reason}): Pi's own, because ${last.note}`);
+		else {
+			const after = last.tokensAfter !== null ? `${last.tokensAfter}` : "?";
+			const freed = last.freed !== null ? `${last.freed} freed (${Math.round(last.freedPercent ?? 0)}%)` : "";
+			lines.push(
+				`last compaction (${last.reason}, ${last.mode}): ${last.tokensBefore} -> ${after} tokens, ${freed}, ` +
+					`trimmed by the cap: ${last.trimmed ? "yes" : "no"}`,
+			);
+		}
+		return lines.join("\n");
+	}
+
+	pi.registerCommand("picompact", {
+		description: "picompact: show the configuration and the last compaction; `/picompact compact` compacts now",
+		handler: async (args: string, ctx: ExtensionCommandContext) => {
+			const [sub, ...rest] = args.trim().split(/\s+/);
+			if (sub === "compact") {
+				const focus = rest.join(" ").trim();
+				ctx.compact({
+					customInstructions: focus || undefined,
+					onComplete: () => notify(ctx, describe(), "info"),
+					onError: (error) => notify(ctx, `compaction failed: ${error.message}`, "error"),
+				});
+				return;
+			}
+			if (!config) await loadConfig(ctx);
+			notify(ctx, describe(), "info");
+		},
+	});
+}

@@ -1,0 +1,156 @@
+"""What the Pi extension asks of picompact, as data: a checkpoint for Pi's ``session_before_compact``, one recovery
+tool call, and the effective configuration. No printing; ``pi_compact.cli.pi`` turns these into JSON.
+
+The checkpoint comes from ``compact_session`` in dry-run mode, the code path of ``picompact compact --dry-run``, so
+for the same session prefix (``--leaf``), settings and environment the extension's checkpoint and the dry run's
+are the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pi_compact.errors import UsageError
+
+SCHEMA_VERSION = 1
+
+# The extension's tool names -> the search tools of ``picompact lookup`` they run.
+TOOLS = {
+    "context_list_entries": "list_entries",
+    "context_grep": "grep",
+    "context_show_entry": "show_entry",
+}
+
+
+@dataclass(frozen=True)
+class CheckpointRequest:
+    """Everything Pi decided that picompact must not decide differently."""
+
+    session: Path
+    leaf: str
+    context_window: int
+    reserve_tokens: int
+    keep_recent_tokens: int
+    mode: str = "verbatim"
+    cap: int | None = None
+    no_cap: bool = False
+    model: str | None = None  # summary mode: PROVIDER/ID of the model that writes the summary
+    instructions: str | None = None  # summary mode: /compact's focus text
+    timeout: float | None = None  # summary mode: seconds per model answer
+
+
+def build_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
+    """The compaction Pi should append: ``summary``, ``firstKeptEntryId``, ``tokensBefore``, ``details``, plus the
+    re-orientation ``reminder`` (verbatim mode), the settings used and the figures for ``/picompact``."""
+    from pi_compact.check import CheckOptions
+    from pi_compact.compact import CompactOptions, compact_session, verbatim_mode
+
+    if request.mode == "verbatim":
+        mode = verbatim_mode(cap_tokens=request.cap, no_cap=request.no_cap)
+    elif request.mode == "summary":
+        from pi_compact.checkpoint.summary import SummaryOptions, summary_mode
+
+        options = SummaryOptions(model=request.model, instructions=request.instructions or None)
+        if request.timeout is not None:
+            options = SummaryOptions(model=request.model, instructions=request.instructions, timeout=request.timeout)
+        options.validate()
+        mode = summary_mode(options)
+    else:
+        raise UsageError(f"--mode must be verbatim or summary (got {request.mode!r})")
+    result = compact_session(
+        request.session,
+        mode,
+        CompactOptions(
+            check=CheckOptions(
+                context_window=request.context_window,
+                model=request.model,
+                reserve_tokens=request.reserve_tokens,
+                keep_recent_tokens=request.keep_recent_tokens,
+                leaf_id=request.leaf,
+            ),
+            dry_run=True,
+        ),
+    )
+    compaction = result.entries[0]
+    reminder = next((e for e in result.entries if e["type"] == "custom_message"), None)
+    check = result.check
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "mode": request.mode,
+        "summary": compaction["summary"],
+        "firstKeptEntryId": compaction["firstKeptEntryId"],
+        "tokensBefore": compaction["tokensBefore"],
+        "details": compaction.get("details"),
+        "usage": compaction.get("usage"),
+        "reminder": reminder["content"] if reminder else None,
+        "reminderCustomType": reminder["customType"] if reminder else None,
+        "leafId": check.branch.leaf.id if check.branch.leaf else None,
+        "settings": {
+            "enabled": check.enabled,
+            "reserveTokens": check.reserve_tokens,
+            "keepRecentTokens": check.keep_recent_tokens,
+        },
+        "contextWindow": check.context_window,
+        "stats": result.stats.to_json() if result.stats else None,
+        "trimmed": bool(result.checkpoint.trimmed) if result.checkpoint else False,
+        # The checkpoint's own warnings (a cap it cannot keep, say); not compact's advice about flags, since Pi
+        # decided when and where to compact.
+        "warnings": [*check.warnings, *(result.checkpoint.warnings if result.checkpoint else ())],
+    }
+
+
+def run_tool(session: Path, leaf: str | None, tool: str, arguments: Mapping[str, Any]) -> str:
+    """One recovery tool call on the raw branch ending at ``leaf``: the text the agent reads."""
+    from pi_compact.render.transcript import build_transcript
+    from pi_compact.session.load import load_session
+
+    inner = TOOLS.get(tool)
+    if inner is None:
+        raise UsageError(f"unknown tool {tool!r}: one of {', '.join(sorted(TOOLS))}")
+    transcript = build_transcript(load_session(session), leaf_id=leaf)
+    return run_search_tool(transcript, inner, arguments, name=tool)
+
+
+def run_search_tool(transcript: Any, tool: str, arguments: Mapping[str, Any], *, name: str = "") -> str:
+    """One call of the lookup model's ``list_entries``, ``grep`` or ``show_entry``, with the same argument checks,
+    limits and result text; ``name`` is the tool's name as the agent knows it, for the "call … again" hint."""
+    from pi_compact.llm.types import ToolCall
+    from pi_compact.lookup.agent import _BadArguments, _parse, _Tools
+    from pi_compact.lookup.search import DEFAULT_LIMITS
+
+    try:
+        params, cursor = _parse(ToolCall("direct", tool, dict(arguments)), DEFAULT_LIMITS)
+    except _BadArguments as exc:
+        raise UsageError(str(exc)) from None
+    text, _ = _Tools(transcript, DEFAULT_LIMITS).run(tool, params, cursor)
+    if name and name != tool:
+        head, sep, last = text.rpartition("\n")
+        prefix = f"(more: call {tool} again"
+        if last.startswith(prefix):
+            text = head + sep + f"(more: call {name} again" + last[len(prefix) :]
+    return text
+
+
+def effective_config(
+    cwd: str, project_trusted: bool | None, session_model: str | None, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The configuration the extension runs with: settings, and whether ``context_lookup`` has a model."""
+    from pi_compact.compact import lookup_configured
+    from pi_compact.pi.config import load_config
+
+    config = load_config(cwd, project_trusted)
+    model: tuple[str, str] | None = None
+    if session_model and "/" in session_model:
+        provider, _, ident = session_model.partition("/")
+        model = (provider, ident)
+    env = os.environ if env is None else env
+    return {
+        "schema_version": SCHEMA_VERSION,
+        **config.to_json(),
+        "capArgs": config.cap_args(),
+        "lookupAvailable": lookup_configured(model, config.lookup_model),
+    }
