@@ -12,13 +12,14 @@ Every regex call carries a timeout, so a catastrophic pattern ends in PatternErr
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from itertools import accumulate
 from typing import Any
 
-from pi_compact.errors import PatternError
+from pi_compact.errors import PatternError, UsageError
 from pi_compact.lookup.prefilter import RawFilter, build_raw_filter, required_literals, take_census
 from pi_compact.render.transcript import RenderedEntry, Transcript, render_entry
 from pi_compact.session.model import Entry
@@ -51,6 +52,19 @@ def joinable(pattern: str, *, fixed: bool = False) -> bool:
     return fixed or _NOT_JOINABLE.search(pattern) is None
 
 
+NO_LIMIT = 1e6  # a regex timeout at least this long (about 11 days) means no limit
+
+
+def regex_timeout(seconds: float | None) -> float | None:
+    """The timeout to give ``regex``: None for no limit (None, infinity or NO_LIMIT+); UsageError for NaN, zero
+    or a negative number (NaN would silently disable the guard against runaway patterns)."""
+    if seconds is None:
+        return None
+    if math.isnan(seconds) or seconds <= 0:
+        raise UsageError(f"--regex-timeout must be a positive number of seconds (got {seconds})")
+    return None if seconds >= NO_LIMIT else float(seconds)
+
+
 class SlowJoin(Exception):
     """A joined search ran out of time; search line by line instead."""
 
@@ -61,7 +75,12 @@ class Searcher:
     ``regex``'s timeout costs a few microseconds per call, so whole entries (their lines joined) are searched
     first when that is equivalent (see ``joinable``), and single lines only within entries that match."""
 
-    def __init__(self, pattern: str, ignore_case: bool, fixed: bool, timeout: float) -> None:
+    def __init__(self, pattern: str, ignore_case: bool, fixed: bool, timeout: float | None) -> None:
+        self.timeout = regex_timeout(timeout)
+        # A joined search gets a quarter of the time; when it runs out, single lines get what is left, so a runaway
+        # pattern stops after ``timeout`` seconds in all, not after the join's time plus a line's.
+        self.join_timeout = None if self.timeout is None else self.timeout / 4
+        self.line_timeout = self.timeout
         self.compiled = compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)
         self.joined = (
             compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed, multiline=True)
@@ -69,28 +88,32 @@ class Searcher:
             else None
         )
         self.pattern = pattern
-        self.timeout = timeout
 
     def _timed_out(self) -> PatternError:
         return PatternError(
-            f"regular expression {self.pattern!r} took more than {self.timeout:g}s on one line "
+            f"regular expression {self.pattern!r} took more than {self.timeout or 0:g}s on one line "
             "(catastrophic backtracking?): simplify it, or use -F for a fixed string"
         )
 
     def search(self, text: str, pos: int = 0) -> Any:
         try:
-            return self.compiled.search(text, pos, timeout=self.timeout)
+            found = self.compiled.search(text, pos, timeout=self.line_timeout)
         except TimeoutError:
             raise self._timed_out() from None
+        return found
 
     def search_joined(self, text: str, pos: int = 0) -> Any:
         """Search lines joined with "\\n"; SlowJoin if that takes longer than one line may (a huge entry, or a
         runaway pattern): the caller then goes line by line, where the timeout means what it says."""
         assert self.joined is not None, "only for joinable patterns"
         try:
-            return self.joined.search(text, pos, timeout=self.timeout)
+            found = self.joined.search(text, pos, timeout=self.join_timeout)
         except TimeoutError:
+            if self.timeout is not None and self.join_timeout is not None:
+                self.line_timeout = self.timeout - self.join_timeout
             raise SlowJoin from None
+        self.line_timeout = self.timeout  # lines after a join in time get the whole limit again
+        return found
 
     def spans(self, text: str, first: Any, stop: int) -> list[tuple[int, int]]:
         """Match spans starting at ``first`` and before ``stop``."""

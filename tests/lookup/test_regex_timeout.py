@@ -1,0 +1,66 @@
+"""The regex time limit: NaN refused, huge values mean no limit, and a runaway pattern is stopped within the limit
+in all (the joined search and the single-line search share it). Checked by the timeouts handed to ``regex``,
+never by timing."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from pi_compact.errors import PatternError, UsageError
+from pi_compact.lookup.matching import NO_LIMIT, Searcher, SlowJoin, regex_timeout
+
+
+@pytest.mark.parametrize("bad", [math.nan, 0.0, -1.0, -math.inf])
+def test_nan_zero_and_negative_are_refused(bad: float) -> None:
+    with pytest.raises(UsageError, match="--regex-timeout"):
+        regex_timeout(bad)
+    with pytest.raises(UsageError):
+        Searcher("x", False, False, bad)
+
+
+@pytest.mark.parametrize("huge", [math.inf, 1e308, NO_LIMIT])
+def test_huge_values_mean_no_limit(huge: float) -> None:
+    assert regex_timeout(huge) is None
+    searcher = Searcher("b+", False, False, huge)
+    assert searcher.search("abbbc") is not None  # regex refuses such timeouts itself; no limit works
+    assert searcher.search_joined("a\nbb") is not None
+
+
+class Recorder:
+    """Stands in for a compiled pattern: records each timeout it is given; times out when told to."""
+
+    def __init__(self, slow: bool) -> None:
+        self.slow = slow
+        self.timeouts: list[float | None] = []
+
+    def search(self, text: str, pos: int = 0, timeout: float | None = None) -> Any:
+        self.timeouts.append(timeout)
+        if self.slow:
+            raise TimeoutError
+        return None
+
+
+def test_a_runaway_pattern_gets_the_limit_in_all_not_join_plus_line() -> None:
+    searcher = Searcher("(a|aa)+$", False, False, 2.0)
+    joined, line = Recorder(slow=True), Recorder(slow=True)
+    searcher.joined, searcher.compiled = joined, line
+    with pytest.raises(SlowJoin):
+        searcher.search_joined("aaaa\nbbbb")
+    with pytest.raises(PatternError, match="more than 2s"):
+        searcher.search("aaaa")
+    assert joined.timeouts[0] is not None and line.timeouts[0] is not None
+    assert joined.timeouts[0] + line.timeouts[0] == pytest.approx(2.0)
+
+
+def test_after_a_join_in_time_each_line_gets_the_whole_limit() -> None:
+    searcher = Searcher("x", False, False, 2.0)
+    searcher.joined, searcher.compiled = Recorder(slow=True), Recorder(slow=False)
+    with pytest.raises(SlowJoin):
+        searcher.search_joined("a")
+    searcher.joined = Recorder(slow=False)
+    searcher.search_joined("a")
+    searcher.search("a")
+    assert searcher.compiled.timeouts == [2.0]
