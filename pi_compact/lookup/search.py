@@ -130,7 +130,10 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
     match = re.fullmatch(r"(\d+)\s*([smhdw])", value)
     if match:
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
-        return (now or datetime.now(UTC)) - timedelta(**{unit: int(match.group(1))})
+        try:
+            return (now or datetime.now(UTC)) - timedelta(**{unit: int(match.group(1))})
+        except OverflowError:  # further back than year 1: every entry is newer
+            return datetime.min.replace(tzinfo=UTC)
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

@@ -1,6 +1,6 @@
-"""The regex time limit: NaN refused, huge values mean no limit, and a runaway pattern is stopped within the limit
-in all (the joined search and the single-line search share it). Checked by the timeouts handed to ``regex``,
-never by timing."""
+"""Limits users set: the regex time limit (NaN refused, huge values mean no limit, a runaway pattern stopped within
+the limit in all: the joined and single-line searches share it; checked by the timeouts handed to ``regex``, never
+by timing) and ages for --since."""
 
 from __future__ import annotations
 
@@ -64,3 +64,12 @@ def test_after_a_join_in_time_each_line_gets_the_whole_limit() -> None:
     searcher.search_joined("a")
     searcher.search("a")
     assert searcher.compiled.timeouts == [2.0]
+
+
+@pytest.mark.parametrize("age", ["99999999d", "99999999999999999999999w", "1" + "0" * 40 + "s"])
+def test_an_age_beyond_year_one_means_every_entry(age: str) -> None:
+    from datetime import UTC, datetime
+
+    from pi_compact.lookup.search import parse_time
+
+    assert parse_time(age) == datetime.min.replace(tzinfo=UTC)
