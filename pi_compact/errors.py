@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     NO = 1  # check: compaction needed; grep: no match; lookup: nothing found
     USAGE = 2  # usage or input error
     EXTERNAL = 3  # provider failure, lock timeout, file changed underneath
+    INTERNAL = 70  # a bug in picompact (an unexpected exception); sysexits.h's EX_SOFTWARE
     INTERRUPTED = 130
 
 

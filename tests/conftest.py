@@ -1,24 +1,26 @@
-"""Shared test helpers: run the installed CLI for real, keep every test away from the real home directory, and
-serve provider requests from a real HTTP server on 127.0.0.1."""
+"""Fixtures shared by every test: keep each test away from the real home directory, and serve provider requests
+from a real HTTP server on 127.0.0.1. Helper functions live in ``tests.helpers`` (re-exported here for older
+imports)."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import settings
 from pytest_httpserver import HTTPServer
+
+from tests.helpers.cli import Result, picompact_exe, run, run_process
+
+__all__ = ["Result", "picompact_exe", "run", "run_process"]
 
 # CI runs must not flake: the same examples every time there; locally hypothesis explores freely.
 settings.register_profile("ci", derandomize=True, deadline=None)
@@ -127,62 +129,6 @@ def set_provider_keys(monkeypatch: pytest.MonkeyPatch, openai_key: str, anthropi
     for name, value in keys.items():
         monkeypatch.setenv(name, value)
     return keys
-
-
-@dataclass
-class Result:
-    """What a CLI run produced: raw bytes (a \\r inside a message must survive), decoded text, exit code."""
-
-    stdout_bytes: bytes
-    stderr_bytes: bytes
-    code: int
-
-    @property
-    def stdout(self) -> str:
-        return self.stdout_bytes.decode("utf-8")
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_bytes.decode("utf-8")
-
-    @property
-    def json(self) -> Any:
-        return orjson.loads(self.stdout_bytes)
-
-    @property
-    def jsonl(self) -> list[Any]:
-        return [orjson.loads(line) for line in self.stdout_bytes.split(b"\n") if line.strip()]
-
-
-def picompact_exe() -> list[str]:
-    """The installed console script, next to this interpreter (else ``python -m pi_compact``)."""
-    exe = Path(sys.executable).parent / "picompact"
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("picompact")
-    return [found] if found else [sys.executable, "-m", "pi_compact"]
-
-
-def run(
-    *args: str | os.PathLike[str],
-    input: bytes | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    env: dict[str, str] | None = None,
-    timeout: float = 120,
-) -> Result:
-    """Run ``picompact ARGS`` as a real subprocess; output is read as bytes."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("PICOMPACT_DEBUG", None)
-    proc = subprocess.run(
-        [*picompact_exe(), *map(str, args)],
-        input=input,
-        capture_output=True,
-        cwd=cwd,
-        env=full_env,
-        timeout=timeout,
-        check=False,
-    )
-    return Result(proc.stdout, proc.stderr, proc.returncode)
 
 
 @pytest.fixture

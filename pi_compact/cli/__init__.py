@@ -1,41 +1,29 @@
-"""Command-line interface: a thin layer over the library. The only package that prints or exits."""
+"""Command-line interface: a thin layer over the library. The only package that prints.
+
+``main(argv, env) -> ExitCode`` (in ``pi_compact.cli.core``) runs a command line; it is also the console script.
+Every other module of this package that is not infrastructure defines commands and registers them on ``app`` when
+imported: adding a command is adding a module.
+"""
 
 from __future__ import annotations
 
-import os
-import sys
+import importlib
+import pkgutil
 
-# Command modules register themselves on ``app`` when imported.
-from pi_compact.cli import check as _check  # noqa: F401
 from pi_compact.cli.app import app
+from pi_compact.cli.core import main
+from pi_compact.cli.env import Environment
+
+# Modules of this package that define no commands.
+INFRASTRUCTURE = frozenset({"app", "common", "compat", "core", "env", "options", "schema"})
 
 
-def _register_optional() -> None:
-    """Import command modules that exist; each registers its commands."""
-    import importlib
-
-    for name in ("sessions", "compact", "search", "lookup"):
-        try:
-            importlib.import_module(f"pi_compact.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"pi_compact.cli.{name}":
-                raise
+def _register_commands() -> None:
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module.name not in INFRASTRUCTURE and not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
 
 
-_register_optional()
+_register_commands()
 
-
-def main() -> None:
-    """Console-script entry point."""
-    try:
-        app()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
-    except KeyboardInterrupt:
-        sys.stderr.write("picompact: interrupted; nothing was written\n")
-        sys.exit(130)
-
-
-__all__ = ["app", "main"]
+__all__ = ["Environment", "app", "main"]

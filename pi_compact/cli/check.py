@@ -7,8 +7,9 @@ from typing import Any
 
 import typer
 
-from pi_compact.cli.app import app
-from pi_compact.cli.common import Output, check_nonneg, handle_errors, report_diagnostics, resolve_session_path
+from pi_compact.cli.app import app, env_of
+from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
+from pi_compact.cli.env import Environment
 from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ModelOpt, ReserveOpt, SessionArg
 from pi_compact.errors import ExitCode
 
@@ -78,27 +79,27 @@ def check_rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def render_rows(out: Output, rows: list[tuple[str, str, str]]) -> None:
+def render_rows(env: Environment, rows: list[tuple[str, str, str]]) -> None:
     """A rich table on a terminal; plain aligned lines in a pipe (no wrapping, no padding)."""
-    if not out.stdout_isatty:
+    if not env.stdout_isatty:
         width = max(len(label) for label, _, _ in rows)
         for label, value, _ in rows:
-            out.text(f"{label.ljust(width)}  {value}")
+            env.text(f"{label.ljust(width)}  {value}")
         return
     from rich.table import Table
     from rich.text import Text
 
     table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
-    table.add_column(style="bold" if out.color else None, no_wrap=True)
+    table.add_column(style="bold" if env.colors else None, no_wrap=True)
     table.add_column()
     for label, value, style in rows:
-        table.add_row(label, Text(value, style=style if out.color else ""))
-    out.console.print(table)
+        table.add_row(label, Text(value, style=style if env.colors else ""))
+    env.console.print(table)
 
 
 @app.command()
-@handle_errors
 def check(
+    ctx: typer.Context,
     session: Path | None = SessionArg,
     context_window: int | None = ContextWindowOpt,
     model: str | None = ModelOpt,
@@ -108,13 +109,13 @@ def check(
     tokenizer: str = typer.Option("pi", "--tokenizer", help="pi (Pi's chars/4 rule) or cl100k (extra view)."),
     files: bool = typer.Option(False, "--files", help="List the read and modified files too."),
     json_output: bool = JsonOpt,
-) -> None:
+) -> ExitCode:
     """Does the session need compacting, and where would Pi cut? Exit 1 when it should compact."""
     from pi_compact.check import CheckOptions, check_session
 
-    out = Output(json_output)
+    env = env_of(ctx)
     if context_window is not None and model is not None:
-        out.warn("--context-window given: --model then only selects per-model settings overrides")
+        env.warn("--context-window given: --model then only selects per-model settings overrides")
     check_nonneg("--context-window", context_window)
     check_nonneg("--reserve-tokens", reserve_tokens)
     check_nonneg("--keep-recent-tokens", keep_recent_tokens)
@@ -131,17 +132,17 @@ def check(
         ),
     )
     data = result.to_json(evidence=json_output or files)
-    report_diagnostics(out, result.diagnostics, path)
+    report_diagnostics(env, result.diagnostics, path)
     for warning in result.warnings:
-        out.warn(warning)
+        env.warn(warning)
     if json_output:
-        out.json(data)
+        env.emit(data)
     else:
-        render_rows(out, check_rows(data))
+        render_rows(env, check_rows(data))
         evidence = data.get("file_evidence")
         if files and evidence:
             for kind, key in (("read", "readFiles"), ("modified", "modifiedFiles")):
                 for item in evidence[key]:
                     label = f"  ({item['label']})" if item["label"] else ""
-                    out.text(f"  {kind:<9} {item['displayPath']}{label}")
-    raise typer.Exit(int(ExitCode.NO) if result.should_compact else int(ExitCode.OK))
+                    env.text(f"  {kind:<9} {item['displayPath']}{label}")
+    return ExitCode.NO if result.should_compact else ExitCode.OK

@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
+
+from pi_compact.cli.schema import JSON_LINES_COMMANDS
+
+
+def _json_mode(ctx: typer.Context, value: bool) -> bool:
+    """``--json`` switches the Environment to JSON as soon as it is parsed, so that errors are JSON too."""
+    if value:
+        from pi_compact.cli.app import env_of
+
+        env_of(ctx).json_mode = "lines" if ctx.info_name in JSON_LINES_COMMANDS else "document"
+    return value
+
+
+def json_option(help: str = "Print one JSON document (see README for the schema).") -> Any:
+    """The ``--json`` flag of a command (JSON Lines commands are listed in ``pi_compact.cli.schema``)."""
+    return typer.Option(False, "--json", help=help, callback=_json_mode, is_eager=True)
+
 
 SessionArg = typer.Argument(
     None,
     help="Pi session file (.jsonl). Default: the most recent session for the current directory.",
     show_default=False,
 )
-JsonOpt = typer.Option(False, "--json", help="Print one JSON document (see README for the schema).")
+JsonOpt = json_option()
 ContextWindowOpt = typer.Option(
     None, "--context-window", help="Context window in tokens (default: from Pi's model table for the session's model)."
 )
@@ -20,4 +38,14 @@ ReserveOpt = typer.Option(None, "--reserve-tokens", help="Override compaction.re
 KeepOpt = typer.Option(None, "--keep-recent-tokens", help="Override compaction.keepRecentTokens.")
 LeafOpt = typer.Option(None, "--leaf", help="Work on the branch ending at this entry id instead of the last entry.")
 
-__all__ = ["ContextWindowOpt", "JsonOpt", "KeepOpt", "LeafOpt", "ModelOpt", "Path", "ReserveOpt", "SessionArg"]
+__all__ = [
+    "ContextWindowOpt",
+    "JsonOpt",
+    "KeepOpt",
+    "LeafOpt",
+    "ModelOpt",
+    "Path",
+    "ReserveOpt",
+    "SessionArg",
+    "json_option",
+]

@@ -7,19 +7,17 @@ terminal and plain (grep-like, one record a line) in a pipe; ``--json`` is stabl
 from __future__ import annotations
 
 import shlex
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from pi_compact.cli.app import app
-from pi_compact.cli.common import Output, handle_errors, quiet_broken_pipe, report_diagnostics, resolve_session_path
-from pi_compact.cli.options import JsonOpt, LeafOpt, SessionArg
+from pi_compact.cli.app import app, env_of
+from pi_compact.cli.common import human_size, report_diagnostics, resolve_session_path, split_session_args
+from pi_compact.cli.env import Environment
+from pi_compact.cli.options import JsonOpt, LeafOpt, SessionArg, json_option
 from pi_compact.errors import ExitCode, UsageError
-
-SCHEMA_VERSION = 1
 
 AllBranchesOpt = typer.Option(
     False, "--all-branches", help="Also entries off the current branch, each labelled with the leaf of its branch."
@@ -34,60 +32,42 @@ CursorOpt = typer.Option(
     None, "--cursor", metavar="CURSOR", help="Continue where the previous page ended (printed with each page)."
 )
 
-_RESET = "\x1b[0m"
-_STYLES = {
-    "heading": "\x1b[1;35m",
-    "id": "\x1b[35m",
-    "number": "\x1b[32m",
-    "section": "\x1b[36m",
-    "match": "\x1b[1;31m",
-    "dim": "\x1b[2m",
-}
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F]}
 
 
 class _Printer:
-    """Human output: ANSI colours only on a terminal; control characters made visible there."""
+    """Human output: colours only on a terminal; control characters made visible there."""
 
-    def __init__(self, out: Output) -> None:
-        self.out = out
-        self.color = out.color
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.color = env.colors
 
     def style(self, text: str, name: str) -> str:
-        return f"{_STYLES[name]}{text}{_RESET}" if self.color else text
+        return self.env.style(text, name)
 
     def clean(self, text: str) -> str:
         from pi_compact.render.transcript import safe_text
 
         text = safe_text(text)
-        return text.translate(_CONTROL) if self.out.stdout_isatty else text
+        return text.translate(_CONTROL) if self.env.stdout_isatty else text
 
     def write(self, line: str) -> None:
-        sys.stdout.write(line + "\n")
+        self.env.text(line)
 
 
-def _load(session: Path | None, out: Output, leaf: str | None, all_branches: bool) -> Any:
+def _load(env: Environment, session: Path | None, leaf: str | None, all_branches: bool) -> Any:
     from pi_compact.render.transcript import build_transcript
     from pi_compact.session.load import load_session
 
     path = resolve_session_path(session)
     loaded = load_session(path)
-    report_diagnostics(out, loaded.diagnostics, path)
+    report_diagnostics(env, loaded.diagnostics, path)
     return build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
 
 
-def _split_args(args: list[str], what: str) -> tuple[Path | None, str]:
-    """``[SESSION] THING``: one argument is THING, two are SESSION and THING."""
-    if len(args) == 1:
-        return None, args[0]
-    if len(args) == 2:
-        return Path(args[0]), args[1]
-    raise UsageError(f"expected [SESSION] {what}, got {len(args)} arguments")
-
-
-def _next_command(cursor: str) -> str:
+def _next_command(env: Environment, cursor: str) -> str:
     """This command line again, with ``--cursor`` set to the next page."""
-    argv = list(sys.argv[1:])
+    argv = list(env.argv)
     end = argv.index("--") if "--" in argv else len(argv)
     kept: list[str] = []
     skip = False
@@ -101,23 +81,15 @@ def _next_command(cursor: str) -> str:
         if arg.startswith("--cursor="):
             continue
         kept.append(arg)
-    return shlex.join(["picompact", *kept, "--cursor", cursor, *argv[end:]])
-
-
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n / 1024 / 1024:.1f} MB"
+    return shlex.join([env.program_name, *kept, "--cursor", cursor, *argv[end:]])
 
 
 # ---------------------------------------------------------------------------------------------------------------
 
 
 @app.command("list")
-@handle_errors
 def list_command(
+    ctx: typer.Context,
     session: Path | None = SessionArg,
     leaf: str | None = LeafOpt,
     all_branches: bool = AllBranchesOpt,
@@ -128,7 +100,7 @@ def list_command(
     limit: int | None = typer.Option(None, "--limit", metavar="N", help="Entries per page (default 50)."),
     cursor: str | None = CursorOpt,
     json_output: bool = JsonOpt,
-) -> None:
+) -> ExitCode:
     """List the entries of the raw branch: id, type/role, timestamp, size, a one-line preview.
 
     JSON: {"schema_version": 1, "entries": [{"id", "type", "role", "timestamp", "preview", "size" (bytes of the
@@ -137,27 +109,27 @@ def list_command(
     """
     from pi_compact.lookup.search import list_entries
 
-    out = Output(json_output)
-    transcript = _load(session, out, leaf, all_branches)
+    env = env_of(ctx)
+    transcript = _load(env, session, leaf, all_branches)
     page = list_entries(transcript, roles=role, since=since, limit=limit, cursor=cursor)
-    with quiet_broken_pipe():
-        if json_output:
-            out.json({"schema_version": SCHEMA_VERSION, **page.to_json()})
-            return
-        printer = _Printer(out)
-        for info in page.entries:
-            kind = info.role or info.type
-            branch = ""
-            if all_branches:
-                branch = "current  " if info.on_branch else f"{info.branch or '?':<8} "
-            size = _size(info.size) if out.stdout_isatty else str(info.size)
-            printer.write(
-                f"{printer.style(info.id, 'id')}  {kind:<17} {info.timestamp or '-':<24} "
-                f"{size:>9}  {branch}{printer.clean(info.preview)}"
-            )
-        sys.stdout.flush()
-        if page.next_cursor:
-            out.note(f"showing {len(page.entries)} of {page.total}; next page: {_next_command(page.next_cursor)}")
+    if json_output:
+        env.emit(page.to_json())
+        return ExitCode.OK
+    printer = _Printer(env)
+    for info in page.entries:
+        kind = info.role or info.type
+        branch = ""
+        if all_branches:
+            branch = "current  " if info.on_branch else f"{info.branch or '?':<8} "
+        size = human_size(info.size) if env.stdout_isatty else str(info.size)
+        printer.write(
+            f"{printer.style(info.id, 'id')}  {kind:<17} {info.timestamp or '-':<24} "
+            f"{size:>9}  {branch}{printer.clean(info.preview)}"
+        )
+    env.stdout.flush()
+    if page.next_cursor:
+        env.note(f"showing {len(page.entries)} of {page.total}; next page: {_next_command(env, page.next_cursor)}")
+    return ExitCode.OK
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -187,8 +159,8 @@ printed as a command with --cursor.
 
 
 @app.command(help=_GREP_HELP)
-@handle_errors
 def grep(
+    ctx: typer.Context,
     args: list[str] = typer.Argument(..., metavar="[SESSION] PATTERN", show_default=False),
     ignore_case: bool = typer.Option(False, "-i", "--ignore-case", help="Case-insensitive match."),
     fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="PATTERN is a literal string."),
@@ -216,17 +188,17 @@ def grep(
         metavar="SECONDS",
         help="Seconds the pattern may spend on one line before grep gives up (exit 2).",
     ),
-    json_output: bool = typer.Option(False, "--json", help="JSON Lines: a record per match, then a summary."),
-) -> None:
+    json_output: bool = json_option("JSON Lines: a record per match, then a summary (an error is an error record)."),
+) -> ExitCode:
     from pi_compact.lookup.search import DEFAULT_LIMITS
     from pi_compact.lookup.search import grep as grep_transcript
 
-    out = Output(json_output)
-    session, pattern = _split_args(args, "PATTERN")
+    env = env_of(ctx)
+    session, pattern = split_session_args(args, "PATTERN")
     if regex_timeout <= 0:
         raise UsageError(f"--regex-timeout must be positive (got {regex_timeout})")
     limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout)
-    transcript = _load(session, out, leaf, all_branches)
+    transcript = _load(env, session, leaf, all_branches)
     page = grep_transcript(
         transcript,
         pattern,
@@ -240,16 +212,15 @@ def grep(
         cursor=cursor,
         limits=limits,
     )
-    with quiet_broken_pipe():
-        if json_output:
-            for record in page.json_lines():
-                out.jsonl(record)
-            sys.stdout.flush()
-        else:
-            _print_grep(_Printer(out), page)
-            if page.next_cursor:
-                out.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(page.next_cursor)}")
-    raise typer.Exit(int(ExitCode.OK) if page.matches else int(ExitCode.NO))
+    if json_output:
+        for match in page.matches:
+            env.emit_record("match", match.to_json())
+        env.emit_record("summary", page.to_json())
+    else:
+        _print_grep(_Printer(env), page)
+        if page.next_cursor:
+            env.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(env, page.next_cursor)}")
+    return ExitCode.OK if page.matches else ExitCode.NO
 
 
 def _highlight(printer: _Printer, line: Any) -> str:
@@ -275,10 +246,9 @@ def _highlight(printer: _Printer, line: Any) -> str:
 
 
 def _print_grep(printer: _Printer, page: Any) -> None:
-    if not printer.out.stdout_isatty:
+    if not printer.env.stdout_isatty:
         for text in page.text_lines():
             printer.write(text)
-        sys.stdout.flush()
         return
     last_entry: str | None = None
     last_line = -1
@@ -302,15 +272,14 @@ def _print_grep(printer: _Printer, page: Any) -> None:
             printer.write(f"{number}{sep}{section}{sep}{_highlight(printer, line)}")
         last_entry = entry
         last_line = lines[-1][0].number
-    sys.stdout.flush()
 
 
 # ---------------------------------------------------------------------------------------------------------------
 
 
 @app.command()
-@handle_errors
 def show(
+    ctx: typer.Context,
     args: list[str] = typer.Argument(..., metavar="[SESSION] ENTRY_ID", show_default=False),
     page: int | None = typer.Option(
         None, "--page", metavar="N", help="Page N of a long entry (pages of 20,000 characters)."
@@ -319,7 +288,7 @@ def show(
     raw: bool = typer.Option(False, "--raw", help="The entry's exact JSON line from the file, unrendered."),
     leaf: str | None = LeafOpt,
     json_output: bool = JsonOpt,
-) -> None:
+) -> ExitCode:
     """Show one entry in full, rendered as grep sees it (or its raw JSON line with --raw).
 
     ENTRY_ID may be any entry of the file (a unique prefix of 4+ characters works); an unknown id exits 2 and
@@ -331,45 +300,43 @@ def show(
     """
     from pi_compact.lookup.search import entry_raw, show_entry
 
-    out = Output(json_output)
-    session, entry_id = _split_args(args, "ENTRY_ID")
+    env = env_of(ctx)
+    session, entry_id = split_session_args(args, "ENTRY_ID")
     if raw and (page is not None or cursor is not None):
         raise UsageError("--raw prints the whole line: it cannot be combined with --page or --cursor")
-    transcript = _load(session, out, leaf, True)
-    with quiet_broken_pipe():
-        if raw:
-            data = entry_raw(transcript, entry_id)
-            sys.stdout.buffer.write(data + b"\n")
-            sys.stdout.buffer.flush()
-            return
-        result = show_entry(transcript, entry_id, page=page, cursor=cursor)
-        if json_output:
-            out.json({"schema_version": SCHEMA_VERSION, **result.to_json()})
-            return
-        printer = _Printer(out)
-        if not result.entry.on_branch:
-            out.note(f"entry {result.entry.id} is off the current branch (its branch ends at {result.entry.branch})")
-        for line in result.lines:
-            text = printer.clean(line.text)
-            if line.number == 1 and line.offset == 0 and line.section == "header":
-                text = printer.style(text, "heading")
-            printer.write(text)
-        sys.stdout.flush()
-        if result.pages > 1:
-            more = f"; next: {_next_command(result.next_cursor)}" if result.next_cursor else ""
-            out.note(f"page {result.page} of {result.pages} ({result.total_chars:,} characters){more}")
+    transcript = _load(env, session, leaf, True)
+    if raw:
+        env.write_bytes(entry_raw(transcript, entry_id) + b"\n")
+        return ExitCode.OK
+    result = show_entry(transcript, entry_id, page=page, cursor=cursor)
+    if json_output:
+        env.emit(result.to_json())
+        return ExitCode.OK
+    printer = _Printer(env)
+    if not result.entry.on_branch:
+        env.note(f"entry {result.entry.id} is off the current branch (its branch ends at {result.entry.branch})")
+    for line in result.lines:
+        text = printer.clean(line.text)
+        if line.number == 1 and line.offset == 0 and line.section == "header":
+            text = printer.style(text, "heading")
+        printer.write(text)
+    env.stdout.flush()
+    if result.pages > 1:
+        more = f"; next: {_next_command(env, result.next_cursor)}" if result.next_cursor else ""
+        env.note(f"page {result.page} of {result.pages} ({result.total_chars:,} characters){more}")
+    return ExitCode.OK
 
 
 # ---------------------------------------------------------------------------------------------------------------
 
 
 @app.command()
-@handle_errors
 def context(
+    ctx: typer.Context,
     session: Path | None = SessionArg,
     leaf: str | None = LeafOpt,
     json_output: bool = JsonOpt,
-) -> None:
+) -> ExitCode:
     """What the model sees now: Pi's context after compactions and context edits, message by message.
 
     Each message with its position, entry id, role and estimated tokens (Pi's chars/4 rule), the compaction
@@ -383,33 +350,32 @@ def context(
     from pi_compact.lookup.context import SEGMENT_TITLES, build_context_view
     from pi_compact.session.load import load_session
 
-    out = Output(json_output)
+    env = env_of(ctx)
     path = resolve_session_path(session)
     loaded = load_session(path)
-    report_diagnostics(out, loaded.diagnostics, path)
+    report_diagnostics(env, loaded.diagnostics, path)
     view = build_context_view(loaded, leaf_id=leaf)
-    with quiet_broken_pipe():
-        if json_output:
-            out.json({"schema_version": SCHEMA_VERSION, **view.to_json()})
-            return
-        printer = _Printer(out)
-        segment = None
-        for message in view.messages:
-            if message.segment != segment:
-                segment = message.segment
-                title = SEGMENT_TITLES[segment]
-                if segment == "summary":
-                    title += f" (entry {view.compaction_id}; it replaces everything before {view.first_kept_id})"
-                printer.write(printer.style(f"── {title} ──", "heading"))
-            position = "-" if message.position < 0 else str(message.position)
-            edit = f" [{message.edit} by {message.edit_id}]" if message.edit else ""
-            printer.write(
-                f"{position:>5}  {printer.style(message.entry_id, 'id')}  {message.role:<17} "
-                f"{message.tokens:>8,}  {printer.clean(message.preview)}{edit}"
-            )
-        count = sum(1 for m in view.messages if m.position >= 0)
+    if json_output:
+        env.emit(view.to_json())
+        return ExitCode.OK
+    printer = _Printer(env)
+    segment = None
+    for message in view.messages:
+        if message.segment != segment:
+            segment = message.segment
+            title = SEGMENT_TITLES[segment]
+            if segment == "summary":
+                title += f" (entry {view.compaction_id}; it replaces everything before {view.first_kept_id})"
+            printer.write(printer.style(f"── {title} ──", "heading"))
+        position = "-" if message.position < 0 else str(message.position)
+        edit = f" [{message.edit} by {message.edit_id}]" if message.edit else ""
         printer.write(
-            f"{count} messages, ~{view.estimated_tokens:,} tokens estimated; "
-            f"context tokens {view.context_tokens:,} [{view.context_tokens_source}]"
+            f"{position:>5}  {printer.style(message.entry_id, 'id')}  {message.role:<17} "
+            f"{message.tokens:>8,}  {printer.clean(message.preview)}{edit}"
         )
-        sys.stdout.flush()
+    count = sum(1 for m in view.messages if m.position >= 0)
+    printer.write(
+        f"{count} messages, ~{view.estimated_tokens:,} tokens estimated; "
+        f"context tokens {view.context_tokens:,} [{view.context_tokens_source}]"
+    )
+    return ExitCode.OK

@@ -6,22 +6,14 @@ from pathlib import Path
 
 import typer
 
-from pi_compact.cli.app import app
-from pi_compact.cli.common import Output, handle_errors
+from pi_compact.cli.app import app, env_of
+from pi_compact.cli.common import human_size
 from pi_compact.cli.options import JsonOpt
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
-
-
 @app.command()
-@handle_errors
 def sessions(
+    ctx: typer.Context,
     cwd: Path | None = typer.Option(None, "--cwd", help="Project directory (default: the current directory)."),
     all_: bool = typer.Option(False, "--all", help="Sessions of every project."),
     json_output: bool = JsonOpt,
@@ -29,12 +21,11 @@ def sessions(
     """List Pi sessions: path, id, name, first user message, entries, size, modified time."""
     from pi_compact.session.discovery import list_sessions
 
-    out = Output(json_output)
+    env = env_of(ctx)
     found = list_sessions(str(cwd) if cwd else None, all_=all_)
     if json_output:
-        out.json(
+        env.emit(
             {
-                "schema_version": 1,
                 "sessions": [
                     {
                         "path": str(s.path),
@@ -54,12 +45,14 @@ def sessions(
         )
         return
     if not found:
-        out.note("no sessions found" + ("" if all_ else " for this directory (try --all)"))
+        env.note("no sessions found" + ("" if all_ else " for this directory (try --all)"))
         return
     for s in found:
         title = s.name or (s.first_message or "").replace("\n", " ")
         if len(title) > 70:
             title = title[:69] + "…"
-        out.text(f"{s.modified.strftime('%Y-%m-%d %H:%M')}  {s.entry_count:>6} entries  {_size(s.size):>9}  {s.path}")
+        env.text(
+            f"{s.modified.strftime('%Y-%m-%d %H:%M')}  {s.entry_count:>6} entries  {human_size(s.size):>9}  {s.path}"
+        )
         if title:
-            out.text(f"    {title}")
+            env.text(f"    {title}")

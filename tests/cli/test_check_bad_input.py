@@ -51,20 +51,17 @@ def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         assert_clean_error(result, path)
         assert "permission denied" in result.stderr
         return
-    # root reads anything, so the operating system cannot refuse here: make open() refuse instead, and drive
-    # the same CLI code in-process.
-    from typer.testing import CliRunner
-
+    # root reads anything, so the operating system cannot refuse here: make open() refuse instead (the CLI runs
+    # in this process).
     import pi_compact.session.load as load
-    from pi_compact.cli import app
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(load, "open", refuse, raising=False)
-    result = CliRunner().invoke(app, ["check", str(path), "--context-window", "1000"])
-    assert result.exit_code == 2
-    assert f"picompact: error: {path}: permission denied" in result.output
+    result = check(path)
+    assert_clean_error(result, path)
+    assert f"picompact: error: {path}: permission denied" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,117 @@
+"""``main(argv, env) -> ExitCode``: run the typer app; the only place where exceptions become exit codes.
+
+After httpie's ``raw_main``: typer runs with ``standalone_mode=False`` so that every outcome comes back here.
+
+- a command returns an ``ExitCode`` (or None: 0), or raises ``typer.Exit(code)``;
+- ``PiCompactError`` -> ``picompact: error: FILE:LINE: message`` and the error's code (2 or 3);
+- a usage error found by click (unknown option, bad value, missing argument) -> the same one-line format, exit 2;
+- with ``--json`` an error is also one JSON line on stdout (a JSON Lines command writes an ``error`` record);
+- stdout's reader went away (``| head``) -> quiet exit 0;
+- Ctrl-C -> ``picompact: interrupted; nothing was written``, exit 130;
+- anything else is a bug: ``picompact: error: internal error (TYPE)``, exit 70; only ``--debug`` shows the
+  traceback (its message may quote session text, so it is not shown otherwise).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+from pi_compact.cli.app import Interrupted, ReaderGone, app
+from pi_compact.cli.compat import ClickException, NoArgsIsHelpError, UsageError
+from pi_compact.cli.env import Environment
+from pi_compact.cli.schema import JSON_LINES_COMMANDS
+from pi_compact.errors import ExitCode, PiCompactError
+
+_command: Any = None
+
+
+def command() -> Any:
+    """The click command typer builds from the app (built once, after every command module registered)."""
+    global _command
+    if _command is None:
+        import typer.main
+
+        _command = typer.main.get_command(app)
+    return _command
+
+
+def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> ExitCode:
+    """Run ``picompact ARGV`` in ``env`` (default: this process) and return the exit code."""
+    if env is None:
+        env = Environment.from_process(argv)
+    args = list(env.argv if argv is None else argv)
+    env.argv = args
+    try:
+        try:
+            result = command().main(args=args, prog_name=env.program_name, standalone_mode=False, obj=env)
+            code = _exit_code(result)
+            env.stdout.flush()
+            return code
+        except (ReaderGone, BrokenPipeError):
+            env.reader_gone()
+            return ExitCode.OK
+        except (Interrupted, KeyboardInterrupt):
+            env.stderr.write(f"{env.program_name}: {env.interrupted_note}\n")
+            env.stderr.flush()
+            return ExitCode.INTERRUPTED
+        except PiCompactError as exc:
+            env.error(str(exc), exc.exit_code)
+            return ExitCode(exc.exit_code)
+        except NoArgsIsHelpError as exc:
+            env.stderr.write(exc.format_message() + "\n")
+            return ExitCode.USAGE
+        except UsageError as exc:
+            env.json_mode = env.json_mode or _json_mode_from_argv(args)
+            env.error(_usage_message(exc), ExitCode.USAGE)
+            return ExitCode.USAGE
+        except ClickException as exc:
+            env.json_mode = env.json_mode or _json_mode_from_argv(args)
+            env.error(exc.format_message(), ExitCode.USAGE)
+            return ExitCode.USAGE
+        except Exception as exc:  # a bug in picompact: say so briefly, the traceback only when asked
+            if env.debug:
+                env.stderr.write("".join(traceback.format_exception(exc)))
+            hint = "" if env.debug else "; run with --debug for the traceback"
+            env.error(f"internal error ({type(exc).__name__}){hint}", ExitCode.INTERNAL)
+            return ExitCode.INTERNAL
+    except BrokenPipeError:  # the report itself met a closed pipe
+        env.reader_gone()
+        return ExitCode.OK
+
+
+def _exit_code(result: Any) -> ExitCode:
+    if result is None:
+        return ExitCode.OK
+    if isinstance(result, bool) or not isinstance(result, int):
+        raise TypeError(f"a command returned {type(result).__name__}, not an exit code")
+    try:
+        return ExitCode(result)
+    except ValueError:
+        raise TypeError(f"a command returned the undocumented exit code {result}") from None
+
+
+def _usage_message(exc: Any) -> str:
+    message = exc.format_message().strip()
+    ctx = getattr(exc, "ctx", None)
+    where = f"{ctx.command_path} --help" if ctx is not None else "picompact --help"
+    return f"{message} (see '{where}')"
+
+
+def _json_mode_from_argv(args: list[str]) -> Any:
+    """For an error click found before any option was processed: was ``--json`` given, and to which command?"""
+    end = args.index("--") if "--" in args else len(args)
+    given = args[:end]
+    if "--json" not in given:
+        return None
+    name = next((a for a in given if not a.startswith("-")), None)
+    return "lines" if name in JSON_LINES_COMMANDS else "document"
+
+
+def console_main() -> int:
+    """The console script: ``picompact``."""
+    return int(main())
+
+
+__all__ = ["command", "console_main", "main"]

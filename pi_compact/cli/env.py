@@ -1,0 +1,264 @@
+"""The Environment: everything a command touches besides its arguments (after httpie's ``Environment``).
+
+One object owns the streams, the terminal facts (TTY, colour, ``NO_COLOR``), the variables, the JSON mode and the
+debug flag. ``pi_compact.cli.core.main`` creates it (or takes one a test built) and hands it to every command through
+the click context; commands print only through it: ``emit`` (one JSON document, ``schema_version`` stamped),
+``emit_record`` (one JSON Lines record in the versioned envelope), ``text``, ``warn``, ``note``, ``progress``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TextIO
+
+import orjson
+
+from pi_compact.errors import ExitCode
+
+# The version of every JSON document and JSON Lines record picompact prints (README, "JSON output").
+SCHEMA_VERSION = 1
+
+JsonMode = Literal["document", "lines"]
+
+# ANSI styles for inline colour in human output (only used when ``Environment.colors`` is true).
+_RESET = "\x1b[0m"
+_STYLES = {
+    "heading": "\x1b[1;35m",
+    "id": "\x1b[35m",
+    "number": "\x1b[32m",
+    "section": "\x1b[36m",
+    "match": "\x1b[1;31m",
+    "dim": "\x1b[2m",
+    "bold": "\x1b[1m",
+    "red": "\x1b[1;31m",
+    "green": "\x1b[32m",
+}
+
+INTERRUPTED_NOTE = "interrupted; nothing was written"
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+@dataclass(eq=False)
+class Environment:
+    """Streams, terminal and variables of one run of picompact; build one with ``from_process`` or ``captured``."""
+
+    stdin: TextIO
+    stdout: TextIO
+    stderr: TextIO
+    environ: Mapping[str, str]
+    stdin_isatty: bool = False
+    stdout_isatty: bool = False
+    stderr_isatty: bool = False
+    program_name: str = "picompact"
+    argv: list[str] = field(default_factory=list)
+    debug: bool = False
+    # None: human output; "document": one JSON document (errors too); "lines": JSON Lines (errors as a record).
+    json_mode: JsonMode | None = None
+    # What Ctrl-C means at this point of the command (a command that already wrote says so here).
+    interrupted_note: str = INTERRUPTED_NOTE
+    _console: Any = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_process(cls, argv: Sequence[str] | None = None) -> Environment:
+        """The real process: ``sys`` streams, ``os.environ``, TTY detection."""
+        return cls(
+            stdin=sys.stdin,
+            stdout=sys.stdout,
+            stderr=sys.stderr,
+            environ=os.environ,
+            stdin_isatty=_isatty(sys.stdin),
+            stdout_isatty=_isatty(sys.stdout),
+            stderr_isatty=_isatty(sys.stderr),
+            argv=list(sys.argv[1:] if argv is None else argv),
+            debug=os.environ.get("PICOMPACT_DEBUG", "") not in ("", "0"),
+        )
+
+    @classmethod
+    def captured(
+        cls,
+        *,
+        stdin: bytes = b"",
+        environ: Mapping[str, str] | None = None,
+        tty: bool = False,
+    ) -> Environment:
+        """In-memory streams (read them back with ``stdout_bytes``/``stderr_bytes``): for tests and embedding."""
+        environ = dict(os.environ if environ is None else environ)
+        return cls(
+            stdin=_memory_stream(stdin),
+            stdout=_memory_stream(),
+            stderr=_memory_stream(),
+            environ=environ,
+            stdin_isatty=tty,
+            stdout_isatty=tty,
+            stderr_isatty=tty,
+            debug=environ.get("PICOMPACT_DEBUG", "") not in ("", "0"),
+        )
+
+    def stdout_bytes(self) -> bytes:
+        """Everything written to an in-memory stdout."""
+        return _memory_value(self.stdout)
+
+    def stderr_bytes(self) -> bytes:
+        """Everything written to an in-memory stderr."""
+        return _memory_value(self.stderr)
+
+    # ------------------------------------------------------------------ terminal
+
+    @property
+    def colors(self) -> bool:
+        """Colour on stdout: a terminal, ``NO_COLOR`` unset, ``TERM`` not ``dumb``."""
+        return self.stdout_isatty and "NO_COLOR" not in self.environ and self.environ.get("TERM") != "dumb"
+
+    @property
+    def stderr_colors(self) -> bool:
+        return self.stderr_isatty and "NO_COLOR" not in self.environ and self.environ.get("TERM") != "dumb"
+
+    def style(self, text: str, name: str) -> str:
+        """``text`` in one of the named styles (heading, id, number, section, match, dim, bold, red, green)."""
+        return f"{_STYLES[name]}{text}{_RESET}" if self.colors else text
+
+    @property
+    def console(self) -> Any:
+        """A rich Console on stdout, created on first use (rich is slow to import)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(
+                file=self.stdout,
+                no_color=not self.colors,
+                force_terminal=self.colors or None,
+                highlight=False,
+                soft_wrap=not self.stdout_isatty,
+                emoji=False,
+                markup=False,
+            )
+        return self._console
+
+    @contextlib.contextmanager
+    def progress(self, label: str, hint: str = "Ctrl-C aborts") -> Iterator[Callable[[str], None]]:
+        """A spinner with the elapsed time on stderr while something slow runs (only on a terminal).
+
+        Yields a function that changes the label."""
+        if not self.stderr_isatty:
+            yield lambda _label: None
+            return
+        from rich.console import Console
+        from rich.text import Text
+
+        start = time.monotonic()
+        state = {"label": label}
+
+        class Elapsed:
+            def __rich__(self) -> Text:
+                return Text(f"{state['label']}… {time.monotonic() - start:.0f} s ({hint})")
+
+        console = Console(file=self.stderr, force_terminal=True, no_color=not self.stderr_colors, highlight=False)
+        with console.status(Elapsed()):
+
+            def update(new_label: str) -> None:
+                state["label"] = new_label
+
+            yield update
+
+    # ------------------------------------------------------------------ output
+
+    def text(self, line: str = "") -> None:
+        """One line of human output on stdout."""
+        self.stdout.write(line + "\n")
+
+    def write_bytes(self, data: bytes) -> None:
+        """Bytes on stdout, after any text written before them."""
+        self.stdout.flush()
+        self.stdout.buffer.write(data)
+        self.stdout.buffer.flush()
+
+    def emit(self, doc: Mapping[str, Any]) -> None:
+        """One JSON document on stdout, ``schema_version`` first."""
+        stamped = {"schema_version": SCHEMA_VERSION, **doc}
+        stamped["schema_version"] = SCHEMA_VERSION
+        self.write_bytes(orjson.dumps(stamped, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+
+    def emit_record(self, record_type: str, data: Mapping[str, Any]) -> None:
+        """One JSON Lines record on stdout: ``{"type", "version", "data"}`` (ripgrep's envelope)."""
+        record = {"type": record_type, "version": SCHEMA_VERSION, "data": data}
+        self.stdout.flush()
+        self.stdout.buffer.write(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+
+    def warn(self, message: str) -> None:
+        self.stderr.write(f"{self.program_name}: warning: {message}\n")
+        self.stderr.flush()
+
+    def note(self, message: str) -> None:
+        self.stderr.write(f"{self.program_name}: {message}\n")
+        self.stderr.flush()
+
+    def error(self, message: str, code: int) -> None:
+        """The documented error report: one line on stderr; with ``--json`` also one JSON line on stdout."""
+        message = " ".join(message.split("\n")).strip()
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            error = {"message": message, "exit_code": int(code)}
+            if self.json_mode == "lines":
+                record = {"type": "error", "version": SCHEMA_VERSION, "data": error}
+                self.write_bytes(orjson.dumps(record) + b"\n")
+            elif self.json_mode == "document":
+                self.write_bytes(orjson.dumps({"schema_version": SCHEMA_VERSION, "error": error}) + b"\n")
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self.stderr.write(f"{self.program_name}: error: {message}\n")
+            self.stderr.flush()
+
+    def reader_gone(self) -> None:
+        """stdout's reader went away (``| head``): stop writing there, quietly.
+
+        For a real file descriptor, point it at /dev/null so that the interpreter's last flush cannot fail."""
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            fd = self.stdout.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+
+    # ------------------------------------------------------------------ compatibility with the older ``Output``
+
+    @property
+    def color(self) -> bool:
+        return self.colors
+
+    def json(self, data: Any) -> None:
+        self.emit(data)
+
+
+def _memory_stream(data: bytes = b"") -> TextIO:
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="surrogateescape", write_through=True)
+
+
+def _memory_value(stream: TextIO) -> bytes:
+    stream.flush()
+    buffer = stream.buffer
+    if isinstance(buffer, io.BytesIO):
+        return buffer.getvalue()
+    raise TypeError("not an in-memory stream")
+
+
+def current_env() -> Environment:
+    """The Environment of the command being run (from the click context), else one for this process."""
+    from pi_compact.cli.compat import get_current_context
+
+    ctx = get_current_context(silent=True)
+    obj = ctx.find_object(Environment) if ctx is not None else None
+    return obj if obj is not None else Environment.from_process()
+
+
+__all__ = ["INTERRUPTED_NOTE", "SCHEMA_VERSION", "Environment", "ExitCode", "JsonMode", "current_env"]
