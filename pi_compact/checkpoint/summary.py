@@ -667,6 +667,8 @@ class SummaryPreview:
     previous_summary_source: str | None
     warnings: tuple[str, ...] = ()
     redacted: dict[str, int] | None = None  # distinct secrets that would be masked, by kind; None: redaction off
+    sendable: bool = True  # False: picompact cannot send to this model (the dry run still sizes the requests)
+    key_source: str | None = None  # where the key would come from (a variable name or auth.json's path)
 
     @property
     def input_tokens(self) -> int:
@@ -703,11 +705,13 @@ class SummaryPreview:
                 "provider": ref.provider,
                 "id": ref.model_id,
                 "source": ref.source,
-                "protocol": ref.protocol,
-                "base_url": ref.base_url,
+                "protocol": ref.protocol if self.sendable else None,
+                "base_url": ref.base_url if self.sendable else None,
+                "sendable": self.sendable,
                 "context_window": self.model.context_window,
                 "max_tokens": self.model.max_tokens,
                 "api_key_available": self.key_available,
+                "api_key_source": self.key_source,
             },
             "requests": [
                 {
@@ -743,22 +747,28 @@ def preview_summary(
 ) -> SummaryPreview:
     """The requests summary mode would send for ``check.plan``, without sending anything.
 
-    Without a usable key for the session's model the preview still uses that model (and says so).
+    A dry run sends nothing, so it works for any session: without a usable key for the session's model, or when
+    picompact cannot send to its provider, the preview still shows the requests as sized for that model (and says
+    what a real run would need).
     """
-    from pi_compact.llm import has_api_key, resolve_model
+    from pi_compact.llm import find_api_key
 
     opts = options or SummaryOptions()
     opts.validate()
     environ = os.environ if env is None else env
     warnings: list[str] = []
+    sendable = True
     try:
         ref = choose_summary_model(check, opts, environ)
     except UsageError:
-        if check.model is None or opts.model:
+        if opts.model:  # the user's own --model is the problem: say so
             raise
-        ref = resolve_model(check.model, base_url=opts.base_url, source="session")
-    key_available = has_api_key(ref, environ)
-    if not key_available:
+        ref, sendable, why = _preview_model(check, opts)
+        if why:
+            warnings.append(why)
+    key = find_api_key(ref, environ) if sendable else None
+    key_available = sendable and (key is not None or not ref.key_required)
+    if sendable and not key_available:
         warnings.append(f"no API key for {ref.provider}: a real run would stop before sending anything")
     model = resolve_summary_model(ref, check)
     warnings += model.warnings
@@ -779,7 +789,25 @@ def preview_summary(
         previous_summary_source=previous_summary_source(check.plan),
         warnings=tuple(warnings),
         redacted=redactor.counts if redactor is not None else None,
+        sendable=sendable,
+        key_source=key.source if key is not None else None,
     )
+
+
+def _preview_model(check: CheckResult, options: SummaryOptions) -> tuple[ModelRef, bool, str]:
+    """The model a dry run sizes the requests for when no model can be used: the session's, sendable or not."""
+    from pi_compact.llm import ModelRef, find_model, resolve_model
+
+    advice = "a real run needs --model PROVIDER/ID (or PICOMPACT_MODEL) naming a model picompact can send to"
+    if check.model is None:
+        ref = ModelRef("(none)", "(none)", "openai", "", key_required=False, source="none")
+        return ref, False, f"the session names no model; {advice}; the requests are sized with Pi's defaults"
+    try:
+        return resolve_model(check.model, base_url=options.base_url, source="session"), True, ""
+    except UsageError as exc:
+        provider, model_id = check.model
+        ref = ModelRef(provider, model_id, "openai", "", info=find_model(provider, model_id), source="session")
+        return ref, False, f"{exc.message}; {advice}"
 
 
 __all__ = [

@@ -464,10 +464,26 @@ def _summary_dry_run(out: Output, path: Path, options: Any, summary_options: Any
         if cost is not None
         else "cost unknown (no prices for this model)"
     )
+    limits = [r.max_tokens for r in preview.requests]
+    if len(limits) == 1:
+        output = f"output limit {limits[0]:,} tokens"
+    else:
+        output = (
+            f"output at most {preview.max_output_tokens:,} tokens in all (the sum of each request's limit: "
+            f"{' + '.join(f'{n:,}' for n in limits)})"
+        )
+    if not preview.sendable:
+        key = "picompact cannot send to this model"
+    elif preview.key_source:
+        key = f"API key from {preview.key_source}"
+    elif preview.key_available:
+        key = "no API key needed"
+    else:
+        key = "no API key"
     out.note(
         f"dry run, nothing sent: {len(preview.requests)} request(s) to {preview.model.name} "
-        f"(window {preview.model.context_window:,}); input ~{preview.input_tokens:,} tokens (Pi's estimate{counted}); "
-        f"output limit {preview.max_output_tokens:,} tokens; {price}"
+        f"(window {preview.model.context_window:,}; {key}); input ~{preview.input_tokens:,} tokens "
+        f"(Pi's estimate{counted}); {output}; {price}"
     )
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_compact.errors import ProviderError, UsageError
 from pi_compact.llm import wire_anthropic, wire_openai
-from pi_compact.llm.keys import Secret, redact, require_api_key
+from pi_compact.llm.keys import Secret, describe_source, redact, require_api_key
 from pi_compact.llm.providers import ModelRef
 from pi_compact.llm.types import Request, Response
 
@@ -151,9 +151,10 @@ def _error_text(response: httpx.Response, model: ModelRef, api_key: Secret | Non
     return _shorten(redact(message or "", api_key))
 
 
-def _hint(status: int, model: ModelRef) -> str:
+def _hint(status: int, model: ModelRef, api_key: Secret | None = None) -> str:
     if status in (401, 403):
-        return f" (check the API key for {model.provider})"
+        where = f", {describe_source(api_key)}" if describe_source(api_key) else ""
+        return f" (check the API key for {model.provider}{where})"
     if status == 404:
         if model.protocol == "openai":
             return " (check the model id and the base URL; OpenAI-compatible servers usually end in /v1)"
@@ -196,7 +197,7 @@ def complete(
 ) -> Response:
     """Send one request and return the normalised response.
 
-    api_key None looks the key up (environment, then Pi's auth.json). Retries 408, 429, 5xx,
+    api_key None looks the key up (Pi's auth.json, then the environment). Retries 408, 429, 5xx,
     timeouts and connection errors up to max_retries times, waiting as Retry-After asks or with
     exponential backoff; other errors fail at once. Raises ProviderRequestError (exit 3).
     `cancel`, when set by another thread, stops further retries.
@@ -230,7 +231,7 @@ def complete(
                 text = _error_text(response, model, key)
                 if status not in RETRYABLE_STATUS:
                     raise ProviderRequestError(
-                        f"{model.ref}: HTTP {status}: {text}{_hint(status, model)}", status=status
+                        f"{model.ref}: HTTP {status}: {text}{_hint(status, model, key)}", status=status
                     )
                 failure = f"HTTP {status}: {text}"
                 wait = parse_retry_after(response.headers)

@@ -1,7 +1,8 @@
-"""API keys: from the provider's environment variable, else Pi's auth.json.
+"""API keys: from Pi's auth.json, else the provider's environment variable (Pi's own order).
 
 Keys travel wrapped in `Secret` so that printing, logging or a traceback shows a mask,
-never the key. Only API-key entries of auth.json are used; Pi's OAuth logins are not.
+never the key; a Secret also says where it came from (``source``), for messages.
+Only API-key entries of auth.json are used; Pi's OAuth logins are not.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ MASK = "********"
 class Secret:
     """A string that does not show itself: repr, str and format all give a mask."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_value", "source")
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str, source: str = "") -> None:
         self._value = value
+        # Where the key came from ("OPENAI_API_KEY", "/home/me/.pi/agent/auth.json"), never the key itself.
+        self.source = source
 
     def reveal(self) -> str:
         """The real value, for the one place that builds a request header."""
@@ -154,18 +157,22 @@ def _from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | Non
     else:
         extra: dict[str, Any] = entry["env"] if isinstance(entry.get("env"), dict) else {}
         value = _expand(key, env, {k: v for k, v in extra.items() if isinstance(v, str)})
-    return (Secret(value), None) if value else (None, "api_key")
+    return (Secret(value, str(auth_file(env))), None) if value else (None, "api_key")
 
 
 def _from_env(model: ModelRef, env: Mapping[str, str]) -> Secret | None:
-    values = (env.get(name, "").strip() for name in model.key_env)
-    return next((Secret(value) for value in values if value), None)
+    for name in model.key_env:
+        value = env.get(name, "").strip()
+        if value:
+            return Secret(value, name)
+    return None
 
 
 def find_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
-    """The key for model's provider: its environment variable first, then Pi's auth.json."""
+    """The key for model's provider as Pi finds it: an API-key entry of Pi's auth.json first, then the
+    provider's environment variable. ``Secret.source`` says which."""
     env = os.environ if env is None else env
-    return _from_env(model, env) or _from_auth_file(model.provider, env)[0]
+    return _from_auth_file(model.provider, env)[0] or _from_env(model, env)
 
 
 def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
@@ -176,11 +183,13 @@ def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
 def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
     """The key, None for servers that need none, or a UsageError saying how to provide one."""
     env = os.environ if env is None else env
+    key, other = _from_auth_file(model.provider, env)
+    if key is not None:
+        return key
     if (from_env := _from_env(model, env)) is not None:
         return from_env
-    key, other = _from_auth_file(model.provider, env)
-    if key is not None or not model.key_required:
-        return key
+    if not model.key_required:
+        return None
     path = auth_file(env)
     hint = ""
     if other == "oauth":
@@ -193,4 +202,14 @@ def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Se
     elif other:
         hint = f" ({path} holds a {other!r} credential for {model.provider}, which picompact cannot use)"
     names = " or ".join(model.key_env) or "an API key"
-    raise UsageError(f"no API key for {model.provider}: set {names}, or store an API key for it in {path}{hint}")
+    raise UsageError(
+        f"no API key for {model.provider}: looked in {path}, then {names}; store an API key for it there or set "
+        f"{names}{hint}"
+    )
+
+
+def describe_source(key: Secret | None) -> str:
+    """Where a key came from, for messages: "from OPENAI_API_KEY", "from /…/auth.json", or "" (no key)."""
+    if key is None or not key.source:
+        return ""
+    return f"from {key.source}"

@@ -47,11 +47,20 @@ def test_key_from_auth_file(agent_dir: Path) -> None:
     assert key is not None and key.reveal() == SECRET_TEXT
 
 
-def test_environment_wins_over_auth_file(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auth_file_wins_over_environment_as_in_pi(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _write_auth(agent_dir, {"openai": {"type": "api_key", "key": "sk-from-file"}})
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    key = find_api_key(resolve_model("openai/gpt-4.1"))
-    assert key is not None and key.reveal() == "sk-from-env"
+    for key in (find_api_key(resolve_model("openai/gpt-4.1")), require_api_key(resolve_model("openai/gpt-4.1"))):
+        assert key is not None and key.reveal() == "sk-from-file"
+        assert key.source == str(agent_dir / "auth.json")
+
+
+def test_environment_is_used_when_auth_file_has_no_usable_key(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_auth(agent_dir, {"openai": {"type": "oauth", "access": "x", "refresh": "r", "expires": 1}})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    key = require_api_key(resolve_model("openai/gpt-4.1"))
+    assert key is not None and key.reveal() == "sk-from-env" and key.source == "OPENAI_API_KEY"
+    assert "sk-from-env" not in repr(key) + str(key) + key.source
 
 
 def test_auth_file_key_may_name_an_environment_variable(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

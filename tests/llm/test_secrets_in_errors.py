@@ -70,3 +70,13 @@ def test_key_absent_from_error_raised_by_concurrent_requests(server: HTTPServer,
     await_workers()
     assert info.value.status == 403
     assert KEY not in _everything_shown(info.value)
+
+
+def test_a_rejected_key_names_where_it_came_from(server: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    server.expect_request("/v1/chat/completions").respond_with_json(_echo(), status=401)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    model = resolve_model("openai/gpt-4.1-mini", base_url=server.url_for("/v1"))
+    with pytest.raises(ProviderRequestError) as info:
+        complete(Request([Message.user("hi")], max_tokens=8), model=model)
+    assert "check the API key for openai, from OPENAI_API_KEY" in str(info.value)
+    assert KEY not in str(info.value)
