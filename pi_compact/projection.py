@@ -63,18 +63,27 @@ class Projection:
 
 
 def session_model(path: list[Entry]) -> tuple[tuple[str, str] | None, str]:
-    """The current model and thinking level: latest model_change or assistant message on the path."""
+    """The current model and thinking level: latest model_change or assistant message on the path.
+
+    Walked from the leaf back (the latest of each wins), so only the entries that decide are read.
+    """
     model: tuple[str, str] | None = None
-    thinking = "off"
-    for entry in path:
-        if entry.type == "thinking_level_change":
-            thinking = str(entry.raw.get("thinkingLevel"))
-        elif entry.type == "model_change":
-            model = (str(entry.raw.get("provider")), str(entry.raw.get("modelId")))
-        elif entry.role == "assistant":
-            msg = entry.message or {}
-            model = (str(msg.get("provider")), str(msg.get("model")))
-    return model, thinking
+    thinking: str | None = None
+    for i in range(len(path) - 1, -1, -1):
+        entry = path[i]
+        kind = entry.type
+        if kind == "thinking_level_change":
+            if thinking is None:
+                thinking = str(entry.raw.get("thinkingLevel"))
+        elif model is None:
+            if kind == "model_change":
+                model = (str(entry.raw.get("provider")), str(entry.raw.get("modelId")))
+            elif entry.role == "assistant":
+                msg = entry.message or {}
+                model = (str(msg.get("provider")), str(msg.get("model")))
+        if model is not None and thinking is not None:
+            break
+    return model, "off" if thinking is None else thinking
 
 
 def context_entries(path: list[Entry]) -> tuple[list[Entry], Entry | None]:

@@ -20,6 +20,7 @@ from typing import Any
 from pi_compact.errors import NotFoundError, SessionError
 from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, parse_line
 from pi_compact.session.model import Diagnostic, Entry, JsonDict, Session
+from pi_compact.session.source import FileSource, read_lines
 
 CURRENT_VERSION = 3
 BIG_LINE_BYTES = 16 * 1024 * 1024
@@ -253,22 +254,51 @@ def _bom_error(where: str) -> SessionError:
     )
 
 
-def parse_session(stream: Iterable[bytes], path: Path | None = None, size: int = 0) -> Session:
+def parse_session(
+    stream: Iterable[bytes], path: Path | None = None, size: int = 0, source: FileSource | None = None
+) -> Session:
     """Parse session lines (each ending in b"\\n", the last one maybe not) into a Session.
 
     The cyclic garbage collector is paused meanwhile: parsing creates millions of containers and none of them
     form cycles, so its passes would only cost time (a third of the load on large files).
+
+    With a ``source`` (the same file, open), the parsed bodies of message entries that lie before a compaction's
+    first kept entry are dropped as the parse goes on (see ``session.source``).
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_session(stream, path, size)
+        return _parse_session(stream, path, size, source)
     finally:
         if enabled:
             gc.enable()
 
 
-def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Session:
+def _release_before(entries: list[Entry], first_kept: Any, start: int, source: FileSource) -> int:
+    """Release the bodies of message entries from ``start`` up to the first kept entry of the compaction just
+    appended (or up to that compaction); return where the next release starts.
+
+    Which bodies are dropped changes only memory and time, never an answer: a dropped body is read again when
+    asked for.
+    """
+    end = len(entries) - 1
+    for i in range(end - 1, start - 1, -1):
+        if entries[i].id == first_kept:
+            end = i
+            break
+    for entry in entries[start:end]:
+        if entry.type == "message":
+            entry.release(source)
+    return max(start, end)
+
+
+def _releasable(header: JsonDict) -> bool:
+    """A v3 header: nothing will be migrated in memory, so a dropped body reads back the same."""
+    version = header.get("version")
+    return isinstance(version, int) and not isinstance(version, bool) and version >= CURRENT_VERSION
+
+
+def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source: FileSource | None) -> Session:
     where = str(path) if path is not None else "<session>"
     diagnostics: list[Diagnostic] = []
     entries: list[Entry] = []
@@ -282,6 +312,8 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
     first_line_bom = False
     header_line = 1
     binary_line: int | None = None
+    release = False
+    released_to = 0
     for number, offset, body, terminated in _iter_lines(stream):
         last_line_no = number
         last_terminated = terminated
@@ -320,6 +352,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
                 )
             header = value
             header_line = number
+            release = source is not None and _releasable(header)
             continue
         if not isinstance(value, dict):
             diagnostics.append(
@@ -333,7 +366,10 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int) -> Ses
             diagnostics.append(
                 Diagnostic("info", "big-line", f"line is {length / 1e6:.1f} MB (loaded in full)", number)
             )
-        entries.append(Entry(value, number, len(entries), offset, length))
+        entry = Entry(value, number, len(entries), offset, length)
+        entries.append(entry)
+        if release and source is not None and entry.type == "compaction":
+            released_to = _release_before(entries, value.get("firstKeptEntryId"), released_to, source)
 
     if header is None:
         if last_line_no == 0 or size == 0:
@@ -444,13 +480,24 @@ def load_session(path: str | os.PathLike[str]) -> Session:
     where = str(path)
     check_regular_file(p)
     try:
-        with open(p, "rb") as stream:
+        source = FileSource.open(p, parse_json_line)
+    except OSError as exc:
+        raise os_error(exc, where) from None
+    try:
+        with open(source.fileno(), "rb", buffering=0, closefd=False) as stream:
             size = os.fstat(stream.fileno()).st_size
             if size == 0:
                 raise SessionError("empty file: not a Pi session", path=where, code="empty-file")
-            return parse_session(stream, p, size)
+            session = parse_session(read_lines(stream), p, size, source)
     except OSError as exc:
+        source.close()
         raise os_error(exc, where) from None
+    except BaseException:
+        source.close()
+        raise
+    if not any(not entry.loaded for entry in session.entries):
+        source.close()  # nothing to read back: do not hold the file open
+    return session
 
 
 def load_session_bytes(data: bytes, path: str | None = None) -> Session:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from pi_compact.session.source import FileSource
 
 JsonDict = dict[str, Any]
 
@@ -26,19 +29,52 @@ class Entry:
     """One parsed, non-header line. ``raw`` is the JSON object as Pi holds it after migration;
     unknown types and fields are kept untouched.
 
-    ``id``, ``parent_id`` and ``type`` are read once at construction (they are consulted constantly on large
-    sessions); call ``refresh()`` after changing ``raw``.
+    ``id``, ``parent_id``, ``type`` and ``role`` are read once at construction (they are consulted constantly on
+    large sessions); call ``refresh()`` after changing ``raw``.
+
+    The loader may *release* an entry's parsed body (see ``session.source``): ``raw`` is then parsed again from
+    the file the first time it is asked for, and kept.
     """
 
-    __slots__ = ("id", "index", "length", "line", "offset", "parent_id", "raw", "role", "type")
+    __slots__ = ("_raw", "_source", "id", "index", "length", "line", "offset", "parent_id", "role", "type")
 
     def __init__(self, raw: JsonDict, line: int, index: int, offset: int = 0, length: int = 0) -> None:
-        self.raw = raw
+        self._raw: JsonDict | None = raw
+        self._source: FileSource | None = None
         self.line = line  # 1-based physical line in the file
         self.index = index  # 0-based position among parsed non-header entries, in file order
         self.offset = offset  # byte offset of the line in the file
         self.length = length  # byte length of the line, without the newline
         self.refresh()
+
+    @property
+    def raw(self) -> JsonDict:
+        raw = self._raw
+        if raw is None:
+            if self._source is None:
+                raise ValueError(f"entry {self.id} has no body and nowhere to read it from")
+            raw = self._raw = self._source.reload(self)
+        return raw
+
+    @raw.setter
+    def raw(self, value: JsonDict) -> None:
+        self._raw = value
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the parsed body is in memory (reading ``raw`` costs nothing)."""
+        return self._raw is not None
+
+    def release(self, source: FileSource) -> None:
+        """Drop the parsed body; ``raw`` reads it again from ``source`` when asked."""
+        self._source = source
+        self._raw = None
+
+    def may_contain(self, needle: bytes) -> bool:
+        """False only when the entry's line surely lacks these bytes (a released entry is tested on disk)."""
+        if self._raw is not None or self._source is None:
+            return True
+        return self._source.contains(self, needle)
 
     def refresh(self) -> None:
         raw = self.raw

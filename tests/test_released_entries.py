@@ -1,0 +1,97 @@
+"""Entries whose parsed body the loader drops (old messages before a compaction's first kept entry) read back
+exactly as a full parse gives them, and a file changed in place under a loaded session is an error, not a
+different answer."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pi_compact.check import CheckOptions, analyze
+from pi_compact.errors import SessionError
+from pi_compact.session.load import load_session, load_session_bytes
+from tests.sessionkit import SessionBuilder, simple_session
+
+PI_FIXTURES = Path(__file__).parent / "fixtures" / "pi"
+
+
+def compacted_session() -> SessionBuilder:
+    """Two rounds of conversation, each followed by a compaction that keeps from the round's last user turn."""
+    sb = simple_session(turns=5, size=300)
+    first_kept = [e["id"] for e in sb.entries if e["type"] == "message" and e["message"]["role"] == "user"][-1]
+    sb.add({"type": "compaction", "summary": "round one", "firstKeptEntryId": first_kept, "tokensBefore": 5000})
+    for i in range(4):
+        sb.user(f"later turn {i} " + "z" * 300)
+        sb.assistant(f"answer {i}", tool_calls=[(f"late_{i}", "edit", {"path": f"/repo/late{i}.py"})])
+        sb.tool_result(f"late_{i}", "edit", "ok")
+        sb.assistant("done", usage=9000 + i)
+    first_kept = [e["id"] for e in sb.entries if e["type"] == "message" and e["message"]["role"] == "user"][-2]
+    sb.add({"type": "compaction", "summary": "round two", "firstKeptEntryId": first_kept, "tokensBefore": 9000})
+    sb.user("after the second compaction")
+    return sb
+
+
+def same_entries(path: Path) -> None:
+    lazy = load_session(path)
+    full = load_session_bytes(path.read_bytes(), str(path))
+    assert len(lazy.entries) == len(full.entries)
+    for a, b in zip(lazy.entries, full.entries, strict=True):
+        assert (a.id, a.parent_id, a.type, a.role, a.line, a.offset, a.length) == (
+            b.id,
+            b.parent_id,
+            b.type,
+            b.role,
+            b.line,
+            b.offset,
+            b.length,
+        )
+        assert a.raw == b.raw
+
+
+@pytest.mark.parametrize("fixture", sorted(PI_FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
+def test_every_fixture_reads_back_as_a_full_parse(fixture: Path) -> None:
+    same_entries(fixture)
+
+
+def test_old_messages_are_released_and_read_back(tmp_path: Path) -> None:
+    path = compacted_session().write(tmp_path / "s.jsonl")
+    session = load_session(path)
+    released = [e for e in session.entries if not e.loaded]
+    assert released, "old messages before the compaction's first kept entry are not held in memory"
+    assert all(e.type == "message" for e in released)
+    same_entries(path)
+
+
+def test_check_answers_the_same_as_a_full_parse(tmp_path: Path) -> None:
+    path = compacted_session().write(tmp_path / "s.jsonl")
+    options = CheckOptions(context_window=20000)
+    lazy = analyze(load_session(path), options).to_json()
+    full = analyze(load_session_bytes(path.read_bytes(), str(path)), options).to_json()
+    assert lazy == full
+
+
+def test_a_file_rewritten_in_place_is_an_error(tmp_path: Path) -> None:
+    sb = compacted_session()
+    path = sb.write(tmp_path / "s.jsonl")
+    session = load_session(path)
+    victim = next(e for e in session.entries if not e.loaded)
+    data = path.read_bytes()
+    # Same length, different entry at the victim's offset: rewrite in place (same inode).
+    with open(path, "r+b") as fh:
+        fh.seek(victim.offset)
+        fh.write(data[victim.offset : victim.offset + victim.length].replace(victim.id.encode(), b"ffffffff"))
+    with pytest.raises(SessionError, match="changed on disk"):
+        _ = victim.raw
+
+
+def test_a_file_renamed_over_still_reads_the_loaded_version(tmp_path: Path) -> None:
+    path = compacted_session().write(tmp_path / "s.jsonl")
+    expected = load_session_bytes(path.read_bytes(), str(path))
+    session = load_session(path)
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(b'{"type":"session","version":3,"id":"x"}\n')
+    os.replace(other, path)
+    for a, b in zip(session.entries, expected.entries, strict=True):
+        assert a.raw == b.raw
