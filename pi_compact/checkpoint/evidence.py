@@ -29,8 +29,8 @@ each listed spelling.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pi_compact.checkpoint.readtool import (
@@ -96,9 +96,15 @@ class FileAnnotation:
     path: str
     display_path: str
     label: str | None
+    paths: tuple[str, ...] = ()  # every path Pi listed for this file (an absolute and a relative one, say)
 
     def to_json(self) -> JsonDict:
-        return {"path": self.path, "displayPath": self.display_path, "label": self.label}
+        return {
+            "path": self.path,
+            "paths": list(self.paths or (self.path,)),
+            "displayPath": self.display_path,
+            "label": self.label,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +117,14 @@ class FileListAnnotations:
 
     def label(self, path: str) -> str | None:
         for item in (*self.modified, *self.read):
-            if item.path == path:
+            if path in (item.paths or (item.path,)):
                 return item.label
         return None
 
     @property
     def labels(self) -> dict[str, str | None]:
         """Path (as Pi lists it) → label; also what ``dict(annotations)`` gives."""
-        return {item.path: item.label for item in (*self.read, *self.modified)}
+        return {path: item.label for item in (*self.read, *self.modified) for path in item.paths or (item.path,)}
 
     def keys(self) -> list[str]:
         return list(self.labels)
@@ -354,10 +360,28 @@ def annotate_file_lists(
         label = _label(evidence.snapshots.get(key, []), mutations, modified)
         return FileAnnotation(path, display_path(path, cwd), label)
 
+    # A file read under one spelling and modified under another is shown once, as modified, with both paths.
+    read_items = [annotate(p) for p in read_files]
+    modified_items = [annotate(p) for p in modified_files]
+    shown_modified = {item.display_path for item in modified_items}
+    moved = [item for item in read_items if item.display_path in shown_modified]
     return FileListAnnotations(
-        read=tuple(annotate(p) for p in read_files),
-        modified=tuple(annotate(p) for p in modified_files),
+        read=_merge(item for item in read_items if item.display_path not in shown_modified),
+        modified=_merge([*modified_items, *moved]),
     )
+
+
+def _merge(items: Iterable[FileAnnotation]) -> tuple[FileAnnotation, ...]:
+    """One annotation per shown path, sorted by it: Pi may list one file under an absolute and a relative path.
+    Every listed path is kept in ``paths``; the label is the first one found (they share their evidence)."""
+    merged: dict[str, FileAnnotation] = {}
+    for item in items:
+        seen = merged.get(item.display_path)
+        if seen is None:
+            merged[item.display_path] = replace(item, paths=(item.path,))
+        elif item.path not in seen.paths:
+            merged[item.display_path] = replace(seen, paths=(*seen.paths, item.path), label=seen.label or item.label)
+    return tuple(merged[key] for key in sorted(merged))
 
 
 def evidence_json(annotations: FileListAnnotations, retained: Sequence[RetainedRead]) -> JsonDict:

@@ -352,6 +352,24 @@ def test_v15_relative_and_absolute_spellings_are_one_file(tmp_path: Path) -> Non
     assert annotations.label(FILE) == FULL_READ
 
 
+def test_one_file_under_two_spellings_is_listed_once_with_both_paths(tmp_path: Path) -> None:
+    sb, tail = session()
+    read(sb, "r1", path="src/app.py")
+    plan = plan_from(sb, tmp_path, tail)
+    annotations = annotate_file_lists(plan, ["src/zed.py", FILE, "src/app.py", "/repo/src/zed.py"], [], CWD)
+    assert [(a.display_path, a.paths) for a in annotations.read] == [
+        ("src/app.py", (FILE, "src/app.py")),
+        ("src/zed.py", ("src/zed.py", "/repo/src/zed.py")),
+    ]
+    assert annotations.label(FILE) == annotations.label("src/app.py") == FULL_READ
+    both = annotate_file_lists(plan, ["src/b.py"], ["/repo/src/b.py", "src/a.py", "/repo/src/a.py"], CWD)
+    assert both.read == ()
+    assert [(a.display_path, a.paths) for a in both.modified] == [
+        ("src/a.py", ("src/a.py", "/repo/src/a.py")),
+        ("src/b.py", ("/repo/src/b.py", "src/b.py")),
+    ]
+
+
 def test_v15_shell_reads_are_not_inferred(tmp_path: Path) -> None:
     sb, tail = session()
     sb.assistant(tool_calls=[("b1", "bash", {"command": "cat src/app.py"})])
@@ -415,11 +433,18 @@ def test_v14_header_display_paths_and_json(tmp_path: Path) -> None:
     assert "not the live filesystem" in annotations.header
     assert "shell reads" in annotations.header
     data = json.loads(json.dumps(annotations.to_json()))
-    assert data["readFiles"] == [
-        {"path": FILE, "displayPath": "src/app.py", "label": FULL_READ},
-        {"path": "/elsewhere/notes.md", "displayPath": "/elsewhere/notes.md", "label": None},
+    assert data["readFiles"] == [  # sorted by the path shown
+        {
+            "path": "/elsewhere/notes.md",
+            "paths": ["/elsewhere/notes.md"],
+            "displayPath": "/elsewhere/notes.md",
+            "label": None,
+        },
+        {"path": FILE, "paths": [FILE], "displayPath": "src/app.py", "label": FULL_READ},
     ]
-    assert data["modifiedFiles"] == [{"path": "src/new.py", "displayPath": "src/new.py", "label": NO_READ_OUTPUT}]
+    assert data["modifiedFiles"] == [
+        {"path": "src/new.py", "paths": ["src/new.py"], "displayPath": "src/new.py", "label": NO_READ_OUTPUT}
+    ]
     assert dict(annotations) == {FILE: FULL_READ, "/elsewhere/notes.md": None, "src/new.py": NO_READ_OUTPUT}
     assert BODY not in json.dumps(data)  # never file contents
 
