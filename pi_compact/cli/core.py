@@ -70,6 +70,9 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
             env.json_mode = env.json_mode or _json_mode_from_argv(args)
             env.error(exc.format_message(), ExitCode.USAGE)
             return ExitCode.USAGE
+        except SystemExit as exc:  # a library that exits by itself (typer's completion commands do)
+            env.stdout.flush()
+            return _exit_code(exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1)
         except Exception as exc:  # a bug in picompact: say so briefly, the traceback only when asked
             if env.debug:
                 env.stderr.write("".join(traceback.format_exception(exc)))

@@ -46,3 +46,19 @@ def test_top_level_help_and_version() -> None:
 
 def test_readme_names_the_two_setup_commands() -> None:
     assert "make demo" in README and "make test" in README
+
+
+def test_readme_quick_start_runs_as_written_on_a_fresh_clone() -> None:
+    """The first Quick start block uses only files of the clone; every command in it works as printed."""
+    import shlex
+
+    block = README.split("## Quick start", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines() if line.startswith("picompact ")]
+    assert len(commands) >= 4
+    root = Path(__file__).resolve().parents[2]
+    for command in commands:
+        args = shlex.split(command)[1:]
+        result = run(*args, cwd=root)
+        assert result.code in (0, 1), (command, result.stderr)
+        assert result.stdout, command
+    assert ". .venv/bin/activate" in README.split("## Quick start", 1)[0]
