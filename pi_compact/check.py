@@ -164,7 +164,7 @@ def cl100k_context_tokens(plan: CompactionPlan) -> int:
 
 def analyze(session: Session, options: CheckOptions) -> CheckResult:
     """Resolve settings for the session's model and plan the compaction as Pi would."""
-    from pi_compact.models import resolve_context_window
+    from pi_compact.models import models_json_warnings, resolve_context_window
     from pi_compact.settings import resolve_settings
 
     if options.tokenizer not in ("pi", "cl100k"):
@@ -187,6 +187,8 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
     plan = plan_compaction(branch, settings.keep_recent_tokens, projection)
     threshold = window - settings.reserve_tokens
     warnings = list(getattr(settings, "warnings", ()))
+    if options.context_window is None:
+        warnings.extend(models_json_warnings())
     if threshold <= 0:
         warnings.append(
             f"reserveTokens ({settings.reserve_tokens}) is not below the context window ({window}): "

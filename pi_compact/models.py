@@ -455,6 +455,13 @@ def model_catalog(agent_dir: str | os.PathLike[str] | None = None) -> ModelCatal
     return _catalog_for(path, _stat_key(path), store, _stat_key(store))
 
 
+def models_json_warnings(agent_dir: str | os.PathLike[str] | None = None) -> tuple[str, ...]:
+    """What Pi ignores in ``models.json`` (the whole file, or a provider entry), naming the file: never silent."""
+    if _only_builtin(agent_dir):
+        return ()
+    return model_catalog(agent_dir).errors
+
+
 def find_model(provider: str, model_id: str, *, agent_dir: str | os.PathLike[str] | None = None) -> ModelInfo | None:
     """The model Pi knows as ``provider/model_id``, or None."""
     if _only_builtin(agent_dir):

@@ -25,6 +25,7 @@ DEFAULT_ENABLED = True
 DEFAULT_RESERVE_TOKENS = 16384
 DEFAULT_KEEP_RECENT_TOKENS = 20000
 MAX_SAFE_INTEGER = 2**53 - 1
+MAX_TOKENS = 100_000_000  # the largest token setting picompact accepts, from a flag or a file alike
 
 ENV_AGENT_DIR = "PI_CODING_AGENT_DIR"
 CONFIG_DIR_NAME = ".pi"
@@ -162,7 +163,9 @@ def _load_layer(scope: str, path: Path, warnings: list[str]) -> SettingsLayer:
         warnings.append(f"{path}: {scope} settings are not valid JSON ({exc}); ignored, as Pi does")
         return SettingsLayer(scope, path, {})
     if isinstance(value, list):
-        return SettingsLayer(scope, path, {})  # Pi merges an array's indices as keys: no setting applies
+        # Pi merges an array's indices as keys: no setting applies.
+        warnings.append(f"{path}: {scope} settings are a JSON array, not an object; no setting in it applies, as in Pi")
+        return SettingsLayer(scope, path, {})
     if not _is_object(value):
         warnings.append(f"{path}: {scope} settings are not a JSON object; ignored, as Pi does")
         return SettingsLayer(scope, path, {})
@@ -283,13 +286,49 @@ def _invalid(layers: tuple[SettingsLayer, ...], keys: tuple[str, ...], value: An
     )
 
 
+def _check_token_value(layers: tuple[SettingsLayer, ...], keys: tuple[str, ...], value: Any) -> None:
+    """Pi refuses a value that is not a non-negative safe integer; picompact also refuses one beyond MAX_TOKENS,
+    the bound its flags have (such a value makes the threshold negative: compaction after every turn)."""
+    if not is_safe_nonnegative_int(value):
+        raise _invalid(layers, keys, value, "a non-negative safe integer")
+    if value > MAX_TOKENS:
+        raise _invalid(layers, keys, value, f"at most {MAX_TOKENS:,}, the bound the command-line flag has")
+
+
+def shape_warnings(loaded: LoadedSettings) -> list[str]:
+    """Settings of the wrong shape that Pi (and so picompact) ignores: each named with its file and key."""
+    warnings: list[str] = []
+
+    def ignored(keys: tuple[str, ...], value: Any, expected: str) -> None:
+        where = _where(loaded.layers, keys) or "settings"
+        warnings.append(f"{where}: {_key_text(keys)} is {_js_string(value)[:60]}, not {expected}; ignored, as Pi does")
+
+    compaction = loaded.merged.get("compaction")
+    if compaction is None:
+        return warnings
+    if not _is_object(compaction):
+        ignored(("compaction",), compaction, "an object")
+        return warnings
+    overrides = compaction.get("modelOverrides")
+    if overrides is not None and not _is_object(overrides):
+        ignored(("compaction", "modelOverrides"), overrides, "an object")
+    enabled = compaction.get("enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        where = _where(loaded.layers, ("compaction", "enabled")) or "settings"
+        state = "on" if _js_truthy(enabled) else "off"
+        warnings.append(
+            f"{where}: compaction.enabled is {_js_string(enabled)[:60]}, not true or false; Pi reads it as {state}"
+        )
+    return warnings
+
+
 def _token_setting(loaded: LoadedSettings, name: str, model_key: str | None) -> tuple[int, str]:
     """Resolve one token value: model override, then ordinary setting, then default (Pi's order of checks)."""
     compaction = loaded.merged.get("compaction")
     compaction = compaction if _is_object(compaction) else {}
     ordinary_keys = ("compaction", name)
-    if name in compaction and not is_safe_nonnegative_int(compaction[name]):
-        raise _invalid(loaded.layers, ordinary_keys, compaction[name], "a non-negative safe integer")
+    if name in compaction:
+        _check_token_value(loaded.layers, ordinary_keys, compaction[name])
     overrides = compaction.get("modelOverrides")
     if model_key is not None and _is_object(overrides) and model_key in overrides:
         entry_keys = ("compaction", "modelOverrides", model_key)
@@ -298,8 +337,7 @@ def _token_setting(loaded: LoadedSettings, name: str, model_key: str | None) -> 
             raise _invalid(loaded.layers, entry_keys, entry, "an object")
         if name in entry:
             value_keys = (*entry_keys, name)
-            if not is_safe_nonnegative_int(entry[name]):
-                raise _invalid(loaded.layers, value_keys, entry[name], "a non-negative safe integer")
+            _check_token_value(loaded.layers, value_keys, entry[name])
             return int(entry[name]), f"{_where(loaded.layers, value_keys)} {_key_text(value_keys)}"
     if name in compaction:
         return int(compaction[name]), f"{_where(loaded.layers, ordinary_keys)} {_key_text(ordinary_keys)}"
@@ -317,8 +355,8 @@ def _js_truthy(value: Any) -> bool:
 
 
 def _check_flag(flag: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
-        raise SettingsError(f"{flag} must be a non-negative integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise SettingsError(f"{flag} must be an integer from 0 to {MAX_TOKENS:,}, got {value!r}")
     return value
 
 
@@ -364,5 +402,5 @@ def resolve_settings(
         reserve_tokens=values["reserve_tokens"],
         keep_recent_tokens=values["keep_recent_tokens"],
         sources=sources,
-        warnings=loaded.warnings,
+        warnings=(*loaded.warnings, *shape_warnings(loaded)),
     )

@@ -259,3 +259,58 @@ def test_deep_merge_replaces_arrays_and_scalars() -> None:
     merged = deep_merge(base, {"a": {"y": [3]}, "b": {"z": 2}})
     assert merged == {"a": {"x": 1, "y": [3]}, "b": {"z": 2}}
     assert base == {"a": {"x": 1, "y": [1, 2]}, "b": 1}
+
+
+# --------------------------------------------------------------------------- nothing ignored silently; one range
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ([], "a JSON array"),
+        ({"compaction": 5}, "compaction is 5, not an object"),
+        ({"compaction": []}, "compaction is [], not an object"),
+        ({"compaction": {"modelOverrides": "x"}}, "compaction.modelOverrides"),
+        ({"compaction": {"enabled": "no"}}, "compaction.enabled is no, not true or false; Pi reads it as on"),
+    ],
+)
+def test_values_of_the_wrong_shape_are_warned_with_file_and_key(
+    agent: Path, project: Path, content: Any, needle: str
+) -> None:
+    path = global_settings(agent, content)
+    settings = resolve_settings(project, MODEL)
+    defaults = (DEFAULT_RESERVE_TOKENS, DEFAULT_KEEP_RECENT_TOKENS)
+    assert (settings.reserve_tokens, settings.keep_recent_tokens) == defaults
+    assert any(w.startswith(str(path)) and needle in w for w in settings.warnings), settings.warnings
+
+
+@pytest.mark.parametrize("value", [100_000_001, 99_999_999_999])
+def test_file_values_have_the_flag_range(agent: Path, project: Path, value: int) -> None:
+    path = global_settings(agent, {"compaction": {"reserveTokens": value}})
+    with pytest.raises(SettingsError, match="at most 100,000,000") as info:
+        resolve_settings(project, MODEL)
+    assert info.value.path == str(path)
+    with pytest.raises(SettingsError, match="from 0 to 100,000,000"):
+        resolve_settings(project, MODEL, reserve_tokens=value)
+    global_settings(agent, {"compaction": {"reserveTokens": 100_000_000}})
+    assert (
+        resolve_settings(project, MODEL).reserve_tokens
+        == resolve_settings(project, MODEL, reserve_tokens=100_000_000).reserve_tokens
+    )
+
+
+@pytest.mark.parametrize(
+    "models",
+    [
+        "{ not json",
+        {"providers": {"anthropic": {"models": [{"id": "m1", "contextWindow": "big"}]}}},
+    ],
+)
+def test_an_ignored_models_json_is_warned(agent: Path, tmp_path: Path, models: Any) -> None:
+    from pi_compact.check import CheckOptions, check_session
+    from tests.sessionkit import simple_session
+
+    path = write(agent / "models.json", models)
+    session = simple_session(turns=1).write(tmp_path / "s.jsonl")
+    result = check_session(session, CheckOptions())
+    assert any(str(path) in w and "Pi ignores it" in w for w in result.warnings), result.warnings
