@@ -8,16 +8,15 @@ the session's lock (default 10).
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from pi_compact.cli.app import app
-from pi_compact.cli.common import Output, check_nonneg, handle_errors, report_diagnostics, resolve_session_path
+from pi_compact.cli.app import app, env_of
+from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
+from pi_compact.cli.env import Environment
 from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ReserveOpt, SessionArg
 from pi_compact.errors import ExitCode, UsageError
 
@@ -84,24 +83,24 @@ def summary_line(data: dict[str, Any]) -> str:
     )
 
 
-def _clock_and_ids() -> tuple[Any, Any]:
+def _clock_and_ids(environ: Mapping[str, str]) -> tuple[Any, Any]:
     from pi_compact.checkpoint.entry import fixed_clock, random_id, seeded_ids, system_clock
 
     clock = system_clock
-    fixed = os.environ.get(FIXED_TIME_ENV, "").strip()
+    fixed = environ.get(FIXED_TIME_ENV, "").strip()
     if fixed:
         try:
             clock = fixed_clock(fixed)
         except ValueError:
             raise UsageError(f"{FIXED_TIME_ENV} is not an ISO timestamp: {fixed!r}") from None
-    seed = os.environ.get(ID_SEED_ENV)
+    seed = environ.get(ID_SEED_ENV)
     return clock, (seeded_ids(seed) if seed else random_id)
 
 
-def _lock_timeout() -> float:
+def _lock_timeout(environ: Mapping[str, str]) -> float:
     from pi_compact.session.write import DEFAULT_LOCK_TIMEOUT
 
-    value = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
+    value = environ.get(LOCK_TIMEOUT_ENV, "").strip()
     if not value:
         return DEFAULT_LOCK_TIMEOUT
     try:
@@ -136,8 +135,8 @@ def _check_flags(
 
 
 @app.command()
-@handle_errors
 def compact(
+    ctx: typer.Context,
     session: Path | None = SessionArg,
     mode: str = typer.Option(
         "verbatim",
@@ -207,7 +206,7 @@ def compact(
         "verbatim (off by default). The raw session is never changed.",
     ),
     json_output: bool = JsonOpt,
-) -> None:
+) -> ExitCode:
     """Compact the session: append a checkpoint Pi loads on resume, plus a re-orientation message.
 
     --mode summary asks a model for Pi's own structured summary instead (Goal, Constraints & Preferences, Progress,
@@ -223,7 +222,7 @@ def compact(
     from pi_compact.check import CheckOptions
     from pi_compact.compact import CompactOptions, compact_session
 
-    out = Output(json_output)
+    env = env_of(ctx)
     _check_flags(
         mode=mode,
         dry_run=dry_run,
@@ -247,12 +246,12 @@ def compact(
         timeout=timeout,
     )
     if context_window is not None and model is not None and mode != "summary":
-        out.warn("--context-window given: --model then only selects per-model settings overrides")
+        env.warn("--context-window given: --model then only selects per-model settings overrides")
     for f in context_file or []:
         if not f.is_file():
             raise UsageError("--context-file: no such file", path=str(f))
     path = resolve_session_path(session)
-    clock, new_id = _clock_and_ids()
+    clock, new_id = _clock_and_ids(env.environ)
     params = {
         "cap": cap,
         "no_cap": no_cap,
@@ -263,7 +262,7 @@ def compact(
         "include_thinking": include_thinking,
         "timeout": timeout,
         "redact": redact,
-        "waiting": _waiting(out),
+        "waiting": _waiting(env),
     }
     chosen = MODES[mode](params)
     options = CompactOptions(
@@ -281,30 +280,28 @@ def compact(
         repair=repair,
         clock=clock,
         new_id=new_id,
-        lock_timeout=_lock_timeout(),
+        lock_timeout=_lock_timeout(env.environ),
     )
     if mode == "summary" and dry_run:
-        _summary_dry_run(out, path, options, _summary_options(params), json_output=json_output)
-        return
+        _summary_dry_run(env, path, options, _summary_options(params), json_output=json_output)
+        return ExitCode.OK
     result = compact_session(path, chosen, options)
-    try:
-        _report(out, result, json_output=json_output, dry_run=dry_run)
-        _summary_note(out, result)
-        if getattr(chosen, "redactor", None) is not None and result.status != "not-needed":
-            from pi_compact.redact import describe_counts
+    if result.written or result.status == "copied":
+        env.interrupted_note = "interrupted after the compaction was written"
+    _report(env, result, json_output=json_output, dry_run=dry_run)
+    _summary_note(env, result)
+    if getattr(chosen, "redactor", None) is not None and result.status != "not-needed":
+        from pi_compact.redact import describe_counts
 
-            out.note(f"redaction: masked {describe_counts(chosen.redactor.counts)} in the checkpoint text")
-    except KeyboardInterrupt:
-        if result.written or result.status == "copied":
-            sys.stderr.write("picompact: interrupted after the compaction was written\n")
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        env.note(f"redaction: masked {describe_counts(chosen.redactor.counts)} in the checkpoint text")
+    return ExitCode.OK
 
 
-def _report(out: Output, result: Any, *, json_output: bool, dry_run: bool) -> None:
+def _report(env: Environment, result: Any, *, json_output: bool, dry_run: bool) -> None:
     data = result.to_json()
-    report_diagnostics(out, result.check.diagnostics, result.path)
+    report_diagnostics(env, result.check.diagnostics, result.path)
     for warning in result.check.warnings:
-        out.warn(warning)
+        env.warn(warning)
     if result.status == "not-needed":
         check = result.check
         why = (
@@ -312,29 +309,29 @@ def _report(out: Output, result: Any, *, json_output: bool, dry_run: bool) -> No
             if not check.enabled
             else f"{check.plan.context.tokens:,} context tokens, threshold {check.threshold:,}"
         )
-        out.note(f"not needed ({why}); nothing written")
+        env.note(f"not needed ({why}); nothing written")
         if json_output:
-            out.json(data)
+            env.emit(data)
         return
     for warning in result.warnings:
-        out.warn(warning)
+        env.warn(warning)
     if json_output:
-        out.json(data)
+        env.emit(data)
     elif dry_run:
-        out.text(result.checkpoint.summary)
+        env.text(result.checkpoint.summary)
         if result.checkpoint.reminder is not None:
-            out.text("")
-            out.text("----- re-orientation message (a hidden custom_message Pi places after the kept tail) -----")
-            out.text(result.checkpoint.reminder)
+            env.text("")
+            env.text("----- re-orientation message (a hidden custom_message Pi places after the kept tail) -----")
+            env.text(result.checkpoint.reminder)
     write = result.write
     if write is not None and write.added_newline:
-        out.note("the file ended without a newline: added it before the new entries (as Pi would)")
+        env.note("the file ended without a newline: added it before the new entries (as Pi would)")
     if write is not None and write.repaired_torn_line:
-        out.note("left the torn last line in place (Pi skips it) and appended after it")
+        env.note("left the torn last line in place (Pi skips it) and appended after it")
     if write is not None and write.migrated_from is not None and result.status == "rewritten":
         kept = f"; the original is kept as {write.backup}" if write.backup else "; no backup kept (--no-backup)"
-        out.note(f"migrated the v{write.migrated_from} file to v3 and rewrote it, as Pi does on open{kept}")
-    out.note(summary_line(data))
+        env.note(f"migrated the v{write.migrated_from} file to v3 and rewrote it, as Pi does on open{kept}")
+    env.note(summary_line(data))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -397,65 +394,45 @@ def _summary_options(params: dict[str, Any]) -> Any:
     return options
 
 
-def _waiting(out: Output) -> Callable[[str], Any]:
+def _waiting(env: Environment) -> Callable[[str], Any]:
     """A spinner with the elapsed time on stderr while the model writes (only on a terminal)."""
-    import contextlib
-
-    if not out.stderr_isatty:
-        return lambda _label: contextlib.nullcontext()
-
-    def waiting(label: str) -> Any:
-        import time
-
-        from rich.console import Console
-        from rich.text import Text
-
-        start = time.monotonic()
-
-        class Elapsed:
-            def __rich__(self) -> Text:
-                return Text(f"{label}… {time.monotonic() - start:.0f} s (Ctrl-C aborts, nothing is written)")
-
-        console = Console(stderr=True, no_color="NO_COLOR" in os.environ, highlight=False)
-        return console.status(Elapsed())
-
-    return waiting
+    return lambda label: env.progress(label, hint="Ctrl-C aborts, nothing is written")
 
 
-def _summary_dry_run(out: Output, path: Path, options: Any, summary_options: Any, *, json_output: bool) -> None:
+def _summary_dry_run(env: Environment, path: Path, options: Any, summary_options: Any, *, json_output: bool) -> None:
     """Print the exact request(s) and what they may cost; send nothing, write nothing."""
     from pi_compact.check import check_session
     from pi_compact.checkpoint.summary import preview_summary
     from pi_compact.errors import NothingToCompactError
 
     check = check_session(path, options.check)
-    report_diagnostics(out, check.diagnostics, path)
+    report_diagnostics(env, check.diagnostics, path)
     for warning in check.warnings:
-        out.warn(warning)
+        env.warn(warning)
     if options.if_needed and not check.should_compact:
-        out.note(f"not needed ({check.plan.context.tokens:,} context tokens, threshold {check.threshold:,})")
+        env.note(f"not needed ({check.plan.context.tokens:,} context tokens, threshold {check.threshold:,})")
         if json_output:
-            out.json({"schema_version": 1, "status": "not-needed", "mode": "summary", "session": str(path)})
+            env.emit({"status": "not-needed", "mode": "summary", "session": str(path)})
         return
     if not check.plan.can_compact:
         raise NothingToCompactError(f"nothing to compact: {check.plan.nothing_reason}", path=str(path))
     preview = preview_summary(check, summary_options)
     for warning in preview.warnings:
-        out.warn(warning)
+        env.warn(warning)
     if json_output:
-        out.json(preview.to_json())
+        env.emit(preview.to_json())
     else:
         count = len(preview.requests)
         for n, request in enumerate(preview.requests, 1):
             kind = "turn prefix" if request.kind == "turn_prefix" else "history"
             head = f"request {n} of {count} ({kind} summary, max {request.max_tokens:,} output tokens)"
             if n > 1:
-                out.text("")
-            out.text(f"----- {head}: system prompt -----")
-            out.text(request.system)
-            out.text(f"----- {head}: user message -----")
-            out.text(request.user)
-    out.note(_redaction_text(preview.redacted, would=True))
+                env.text("")
+            env.text(f"----- {head}: system prompt -----")
+            env.text(request.system)
+            env.text(f"----- {head}: user message -----")
+            env.text(request.user)
+    env.note(_redaction_text(preview.redacted, would=True))
     cl100k = [c for c in preview.cl100k if c is not None]
     counted = f"; cl100k {sum(cl100k):,}" if len(cl100k) == len(preview.cl100k) else ""
     cost = preview.cost_upper_bound
@@ -480,14 +457,14 @@ def _summary_dry_run(out: Output, path: Path, options: Any, summary_options: Any
         key = "no API key needed"
     else:
         key = "no API key"
-    out.note(
+    env.note(
         f"dry run, nothing sent: {len(preview.requests)} request(s) to {preview.model.name} "
         f"(window {preview.model.context_window:,}; {key}); input ~{preview.input_tokens:,} tokens "
         f"(Pi's estimate{counted}); {output}; {price}"
     )
 
 
-def _summary_note(out: Output, result: Any) -> None:
+def _summary_note(env: Environment, result: Any) -> None:
     """Which model wrote the summary and what it cost (stderr)."""
     checkpoint = result.checkpoint
     model = getattr(checkpoint, "model", "")
@@ -495,9 +472,9 @@ def _summary_note(out: Output, result: Any) -> None:
     if not model or not isinstance(usage, dict):
         return
     requests = getattr(checkpoint, "requests", 1)
-    out.note(_redaction_text(getattr(checkpoint, "redacted", None), would=False))
+    env.note(_redaction_text(getattr(checkpoint, "redacted", None), would=False))
     cost = usage.get("cost", {}).get("total", 0)
-    out.note(
+    env.note(
         f"summary by {model} in {requests} request{'s' if requests != 1 else ''}: {usage['input']:,} input + "
         f"{usage['output']:,} output tokens (cache read {usage['cacheRead']:,}), ${cost:.4f}"
     )

@@ -5,22 +5,16 @@ Printing only: the search loop, the budgets and the quote checks live in ``pi_co
 
 from __future__ import annotations
 
-import os
 import shlex
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from pi_compact.cli.app import app
-from pi_compact.cli.common import Output, handle_errors, quiet_broken_pipe, report_diagnostics, resolve_session_path
+from pi_compact.cli.app import app, env_of
+from pi_compact.cli.common import report_diagnostics, resolve_session_path, split_session_args
 from pi_compact.cli.options import JsonOpt, LeafOpt
-from pi_compact.errors import UsageError
-
-SCHEMA_VERSION = 1
+from pi_compact.errors import ExitCode, UsageError
 
 _HELP = """Ask a model a question about the session's raw history; it answers citing ENTRY ids.
 
@@ -55,15 +49,6 @@ missing, start, end}], "unverified_quotes", "unknown_citations", "searches": {us
 counted, ok, error, result_chars}], "model": {ref, source}, "usage": {input_tokens, output_tokens,
 cache_read_tokens, cache_write_tokens, cost}, "leaf_id", "note"}.
 """
-
-
-def _split_args(args: list[str]) -> tuple[Path | None, str]:
-    """``[SESSION] QUESTION``: one argument is the question, two are the session and the question."""
-    if len(args) == 1:
-        return None, args[0]
-    if len(args) == 2:
-        return Path(args[0]), args[1]
-    raise UsageError(f'expected [SESSION] "QUESTION" (quote the question), got {len(args)} arguments')
 
 
 def recovery_note(session: Path) -> str:
@@ -125,36 +110,16 @@ def _checks_line(result: Any) -> str | None:
     return "; ".join(parts) if parts else None
 
 
-@contextmanager
-def _spinner(out: Output) -> Iterator[Callable[[str], None]]:
-    """A spinner with the elapsed time on stderr while the model works (only on a terminal)."""
-    if not out.stderr_isatty:
-        yield lambda _label: None
-        return
-    import time
-
-    from rich.console import Console
-    from rich.text import Text
-
-    start = time.monotonic()
-    state = {"label": "starting"}
-
-    class Elapsed:
-        def __rich__(self) -> Text:
-            return Text(f"{state['label']}… {time.monotonic() - start:.0f} s (Ctrl-C aborts)")
-
-    console = Console(stderr=True, no_color="NO_COLOR" in os.environ, highlight=False)
-    with console.status(Elapsed()):
-
-        def update(label: str) -> None:
-            state["label"] = label
-
-        yield update
+def lookup_exit_code(result: Any) -> ExitCode:
+    """3 when the write-up failed (the provider), 1 when nothing was found, else 0."""
+    if result.writeup == "failed":
+        return ExitCode.EXTERNAL
+    return ExitCode.OK if result.found else ExitCode.NO
 
 
 @app.command(help=_HELP)
-@handle_errors
 def lookup(
+    ctx: typer.Context,
     args: list[str] = typer.Argument(..., metavar='[SESSION] "QUESTION"', show_default=False),
     model: str | None = typer.Option(
         None,
@@ -180,43 +145,42 @@ def lookup(
     ),
     leaf: str | None = LeafOpt,
     json_output: bool = JsonOpt,
-) -> None:
+) -> ExitCode:
     from pi_compact.llm import require_api_key
     from pi_compact.lookup.agent import LookupOptions, choose_lookup_model, run_lookup, session_model
     from pi_compact.render.transcript import build_transcript
     from pi_compact.session.load import load_session
 
-    out = Output(json_output)
-    session_arg, question = _split_args(args)
+    env = env_of(ctx)
+    session_arg, question = split_session_args(args, '"QUESTION" (quote the question)')
     if not question.strip():
         raise UsageError("the question is empty")
     options = LookupOptions(budget=budget, timeout=timeout, redact=not no_redact)
     options.validate()
     path = resolve_session_path(session_arg)
     loaded = load_session(path)
-    report_diagnostics(out, loaded.diagnostics, path)
+    report_diagnostics(env, loaded.diagnostics, path)
     transcript = build_transcript(loaded, leaf_id=leaf)
-    ref = choose_lookup_model(session_model(transcript), model, os.environ, base_url=base_url)
-    key = require_api_key(ref, os.environ)
-    with _spinner(out) as progress:
+    ref = choose_lookup_model(session_model(transcript), model, env.environ, base_url=base_url)
+    key = require_api_key(ref, env.environ)
+    with env.progress("starting") as progress:
         result = run_lookup(transcript, question, ref, api_key=key, options=options, progress=progress)
     note = recovery_note(path) if not result.complete else None
-    with quiet_broken_pipe():
-        if json_output:
-            out.json({"schema_version": SCHEMA_VERSION, "session": str(path), **result.to_json(), "note": note})
-        else:
-            label = _incomplete_label(result)
-            if label:
-                out.text(label)
-                out.text("")
-            out.text(marked_answer(result) or "(no answer)")
-            checks = _checks_line(result)
-            if checks or note:
-                out.text("")
-            if checks:
-                out.text(f"[checked] {checks}")
-            if note:
-                out.text(f"[note] {note}")
-            sys.stdout.flush()
-        out.note(_status_line(result))
-    raise typer.Exit(int(result.exit_code))
+    if json_output:
+        env.emit({"session": str(path), **result.to_json(), "note": note})
+    else:
+        label = _incomplete_label(result)
+        if label:
+            env.text(label)
+            env.text("")
+        env.text(marked_answer(result) or "(no answer)")
+        checks = _checks_line(result)
+        if checks or note:
+            env.text("")
+        if checks:
+            env.text(f"[checked] {checks}")
+        if note:
+            env.text(f"[note] {note}")
+        env.stdout.flush()
+    env.note(_status_line(result))
+    return lookup_exit_code(result)

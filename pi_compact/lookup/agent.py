@@ -29,7 +29,6 @@ import orjson
 
 from pi_compact.errors import (
     CursorError,
-    ExitCode,
     NotFoundError,
     PatternError,
     PiCompactError,
@@ -158,13 +157,6 @@ class LookupResult:
     @property
     def unknown_citations(self) -> tuple[Citation, ...]:
         return tuple(c for c in self.citations if not c.exists)
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """3 when the write-up failed (the provider), 1 when nothing was found, else 0."""
-        if self.writeup == "failed":
-            return ExitCode.EXTERNAL
-        return ExitCode.OK if self.found else ExitCode.NO
 
     def to_json(self) -> JsonDict:
         return {

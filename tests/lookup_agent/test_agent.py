@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pi_compact.cli.lookup import lookup_exit_code
 from pi_compact.errors import ExitCode, ProviderError
 from pi_compact.lookup.agent import LookupOptions, LookupResult, run_lookup
 from pi_compact.render.transcript import build_transcript
@@ -41,7 +42,7 @@ def test_a_direct_answer_searches_once_and_cites_the_entry(history: History, scr
     result = ask(history, scripted)
 
     assert result.complete and result.writeup is None and result.stopped_by is None
-    assert result.found and result.exit_code == ExitCode.OK
+    assert result.found and lookup_exit_code(result) == ExitCode.OK
     assert [(c.id, c.exists) for c in result.citations] == [(out, True)]
     assert [q.verified for q in result.quotes] == [True] and result.quotes[0].entries == (out,)
     assert result.searches_used == 1 and result.model_calls == 2
@@ -107,7 +108,7 @@ def test_a_search_beyond_the_budget_forces_a_write_up_without_tools(history: His
     assert result.stopped_by == "budget" and result.writeup == "ok" and not result.complete
     assert [t.kind for t in result.tool_calls] == ["search", "search", "refused"]
     assert result.searches_used == 2 and result.model_calls == 4
-    assert result.found and result.exit_code == ExitCode.OK
+    assert result.found and lookup_exit_code(result) == ExitCode.OK
     *searching, final = scripted.bodies
     assert all(tool_names(body) == TOOLS for body in searching)
     assert "tools" not in final and tool_results(final) == [] and tool_call_ids(final) == []
@@ -130,7 +131,7 @@ def test_the_call_ceiling_stops_even_free_pages(history: History, scripted: Scri
     assert "tools" not in scripted.bodies[-1]
     assert "the limit on turns was reached" in user_texts(scripted.bodies[-1])[-1]
     # The answer names no entry: nothing found, even though the model answered.
-    assert not result.found and result.exit_code == ExitCode.NO
+    assert not result.found and lookup_exit_code(result) == ExitCode.NO
 
 
 def test_a_failed_write_up_returns_the_latest_text_marked_incomplete(history: History, scripted: ScriptedModel) -> None:
@@ -143,7 +144,7 @@ def test_a_failed_write_up_returns_the_latest_text_marked_incomplete(history: Hi
     assert result.writeup == "failed" and not result.complete and result.stopped_by == "budget"
     assert result.answer == note
     assert "context too long" in (result.error or "")
-    assert result.exit_code == ExitCode.EXTERNAL
+    assert lookup_exit_code(result) == ExitCode.EXTERNAL
     assert "tools" not in scripted.bodies[-1]
 
 
@@ -233,7 +234,7 @@ def test_mistakes_in_tool_calls_are_reported_to_the_model(history: History, scri
     assert "unknown tool 'read_file'" in results["call_3"]
     assert "pattern is required" in results["call_4"]
     assert [t.ok for t in result.tool_calls] == [False] * 4 and result.searches_used == 4
-    assert result.not_found_reply and not result.found and result.exit_code == ExitCode.NO
+    assert result.not_found_reply and not result.found and lookup_exit_code(result) == ExitCode.NO
 
 
 def test_a_failing_first_call_is_a_provider_error(history: History, scripted: ScriptedModel) -> None:
