@@ -20,6 +20,11 @@ PI_FIXTURES = Path(__file__).parent / "fixtures" / "pi"
 def compacted_session() -> SessionBuilder:
     """Two rounds of conversation, each followed by a compaction that keeps from the round's last user turn."""
     sb = simple_session(turns=5, size=300)
+    sb.assistant("delegating", tool_calls=[("sub_1", "subagent", {"task": "write n.py"})])
+    nested = {"complete": True, "calls": [{"name": "write", "arguments": {"path": "/repo/n.py", "content": "x"}}]}
+    sb.tool_result("sub_1", "subagent", "wrote it", nestedCalls=nested)
+    sb.user("one more turn " + "q" * 300)
+    sb.assistant("fine", usage=6000)
     first_kept = [e["id"] for e in sb.entries if e["type"] == "message" and e["message"]["role"] == "user"][-1]
     sb.add({"type": "compaction", "summary": "round one", "firstKeptEntryId": first_kept, "tokensBefore": 5000})
     for i in range(4):
@@ -28,7 +33,16 @@ def compacted_session() -> SessionBuilder:
         sb.tool_result(f"late_{i}", "edit", "ok")
         sb.assistant("done", usage=9000 + i)
     first_kept = [e["id"] for e in sb.entries if e["type"] == "message" and e["message"]["role"] == "user"][-2]
-    sb.add({"type": "compaction", "summary": "round two", "firstKeptEntryId": first_kept, "tokensBefore": 9000})
+    details = {"readFiles": ["/repo/src/mod1.py"], "modifiedFiles": ["/repo/n.py", "/repo/late0.py"]}
+    sb.add(
+        {
+            "type": "compaction",
+            "summary": "round two",
+            "firstKeptEntryId": first_kept,
+            "tokensBefore": 9000,
+            "details": details,
+        }
+    )
     sb.user("after the second compaction")
     return sb
 
@@ -66,10 +80,11 @@ def test_old_messages_are_released_and_read_back(tmp_path: Path) -> None:
 
 def test_check_answers_the_same_as_a_full_parse(tmp_path: Path) -> None:
     path = compacted_session().write(tmp_path / "s.jsonl")
-    options = CheckOptions(context_window=20000)
+    options = CheckOptions(context_window=20000, keep_recent_tokens=50)
     lazy = analyze(load_session(path), options).to_json()
     full = analyze(load_session_bytes(path.read_bytes(), str(path)), options).to_json()
     assert lazy == full
+    assert lazy["file_evidence"] is not None  # the evidence walk reads released entries
 
 
 def test_a_file_rewritten_in_place_is_an_error(tmp_path: Path) -> None:
@@ -95,3 +110,18 @@ def test_a_file_renamed_over_still_reads_the_loaded_version(tmp_path: Path) -> N
     os.replace(other, path)
     for a, b in zip(session.entries, expected.entries, strict=True):
         assert a.raw == b.raw
+
+
+def test_the_mutation_walk_finds_the_same_calls_in_released_entries(tmp_path: Path) -> None:
+    # The walk skips a released entry whose line cannot hold a mutating call without parsing it again.
+    from pi_compact.checkpoint.evidence import _collect_mutations, _Evidence
+    from pi_compact.session.tree import get_branch
+
+    path = compacted_session().write(tmp_path / "s.jsonl")
+    found = []
+    for session in (load_session(path), load_session_bytes(path.read_bytes(), str(path))):
+        evidence = _Evidence()
+        _collect_mutations(get_branch(session).entries, "/repo", evidence)
+        found.append(evidence.mutations)
+    assert found[0] == found[1]
+    assert {"/repo/n.py", "/repo/late0.py"} <= set(found[0])

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pi_compact.checkpoint.readtool import (
+    MUTATING_TOOLS,
     display_path,
     mutation_path,
     nested_calls,
@@ -196,6 +197,12 @@ def _parent_group(call_positions: dict[str, list[int]], call_id: Any, position: 
     return position
 
 
+# What the raw line of an entry with a mutating call must hold: the tool's name or the nestedCalls key as a JSON
+# string, unless the writer escaped a character of it as \uXXXX.
+_MUTATION_HINTS = (*(f'"{name}"'.encode() for name in sorted(MUTATING_TOOLS)), b"\\u")
+_NESTED_HINTS = (b'"nestedCalls"', b"\\u")
+
+
 def _collect_mutations(branch: Sequence[Entry], cwd: str, evidence: _Evidence) -> None:
     """Every tracked modification on the raw branch, context edits notwithstanding.
 
@@ -207,6 +214,8 @@ def _collect_mutations(branch: Sequence[Entry], cwd: str, evidence: _Evidence) -
         role = entry.role
         if role != "assistant" and role != "toolResult":
             continue
+        if not entry.may_contain(*(_MUTATION_HINTS if role == "assistant" else _NESTED_HINTS)):
+            continue  # a body the loader released, whose line cannot hold a mutating call: not parsed again
         for message in entry_messages(entry):
             for index, block in tool_call_blocks(message):
                 path = mutation_path(block.get("name"), block.get("arguments"))

@@ -70,11 +70,12 @@ class Entry:
         self._source = source
         self._raw = None
 
-    def may_contain(self, needle: bytes) -> bool:
-        """False only when the entry's line surely lacks these bytes (a released entry is tested on disk)."""
+    def may_contain(self, *needles: bytes) -> bool:
+        """False only when the entry's line surely holds none of these bytes (a released entry is tested on
+        disk, which is much cheaper than parsing it again); True whenever the body is in memory."""
         if self._raw is not None or self._source is None:
             return True
-        return self._source.contains(self, needle)
+        return self._source.contains(self, needles)
 
     def refresh(self) -> None:
         raw = self.raw

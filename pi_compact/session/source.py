@@ -99,9 +99,10 @@ class FileSource:
             length -= len(chunk)
         return b"".join(chunks)
 
-    def contains(self, entry: Entry, needle: bytes) -> bool:
-        """Whether the entry's line holds these bytes (a cheap test before parsing it again)."""
-        return needle in self.read(entry.offset, entry.length)
+    def contains(self, entry: Entry, needles: tuple[bytes, ...]) -> bool:
+        """Whether the entry's line holds any of these bytes (a cheap test before parsing it again)."""
+        line = self.read(entry.offset, entry.length)
+        return any(needle in line for needle in needles)
 
     def reload(self, entry: Entry) -> Any:
         """The entry's JSON, parsed again from its line; SessionError if the line is no longer the same entry."""
