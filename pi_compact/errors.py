@@ -82,6 +82,12 @@ class ExternalError(PiCompactError):
     exit_code = ExitCode.EXTERNAL
 
 
+class OutputWriteError(ExternalError):
+    """picompact's own output could not be written (a full disk, an I/O error): exit 3, never a success."""
+
+    code = "write-error"
+
+
 class ConcurrentWriteError(ExternalError):
     """Another process changed the session while picompact was writing to it."""
 

@@ -22,7 +22,7 @@ from pi_compact.cli.app import Interrupted, ReaderGone, app
 from pi_compact.cli.compat import ClickException, NoArgsIsHelpError, UsageError
 from pi_compact.cli.env import Environment
 from pi_compact.cli.schema import JSON_LINES_COMMANDS
-from pi_compact.errors import ExitCode, PiCompactError
+from pi_compact.errors import ExitCode, OutputWriteError, PiCompactError
 
 _command: Any = None
 
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
         try:
             result = command().main(args=args, prog_name=env.program_name, standalone_mode=False, obj=env)
             code = _exit_code(result)
-            env.stdout.flush()
+            env.flush()
             return code
         except (ReaderGone, BrokenPipeError):
             env.reader_gone()
@@ -57,6 +57,8 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
             env.stderr.flush()
             return ExitCode.INTERRUPTED
         except PiCompactError as exc:
+            if isinstance(exc, OutputWriteError):
+                env.reader_gone()  # what stdout still buffers cannot be written either: drop it quietly
             env.error(str(exc), exc.exit_code)
             return ExitCode(exc.exit_code)
         except NoArgsIsHelpError as exc:

@@ -19,7 +19,7 @@ from typing import Any, Literal, TextIO
 
 import orjson
 
-from pi_compact.errors import ExitCode
+from pi_compact.errors import ExitCode, OutputWriteError
 
 # The version of every JSON document and JSON Lines record picompact prints (README, "JSON output").
 SCHEMA_VERSION = 1
@@ -178,13 +178,20 @@ class Environment:
 
     def text(self, line: str = "") -> None:
         """One line of human output on stdout."""
-        self.stdout.write(line + "\n")
+        with checked_write():
+            self.stdout.write(line + "\n")
 
     def write_bytes(self, data: bytes) -> None:
         """Bytes on stdout, after any text written before them."""
-        self.stdout.flush()
-        self.stdout.buffer.write(data)
-        self.stdout.buffer.flush()
+        with checked_write():
+            self.stdout.flush()
+            self.stdout.buffer.write(data)
+            self.stdout.buffer.flush()
+
+    def flush(self) -> None:
+        """Flush stdout; a failed write (a full disk) is OutputWriteError, never a silent success."""
+        with checked_write():
+            self.stdout.flush()
 
     def emit(self, doc: Mapping[str, Any]) -> None:
         """One JSON document on stdout, ``schema_version`` first."""
@@ -195,8 +202,9 @@ class Environment:
     def emit_record(self, record_type: str, data: Mapping[str, Any]) -> None:
         """One JSON Lines record on stdout: ``{"type", "version", "data"}`` (ripgrep's envelope)."""
         record = {"type": record_type, "version": SCHEMA_VERSION, "data": data}
-        self.stdout.flush()
-        self.stdout.buffer.write(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        with checked_write():
+            self.stdout.flush()
+            self.stdout.buffer.write(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n")
 
     def warn(self, message: str) -> None:
         self.stderr.write(f"{self.program_name}: warning: {message}\n")
@@ -209,7 +217,7 @@ class Environment:
     def error(self, message: str, code: int) -> None:
         """The documented error report: one line on stderr; with ``--json`` also one JSON line on stdout."""
         message = " ".join(message.split("\n")).strip()
-        with contextlib.suppress(BrokenPipeError, ValueError):
+        with contextlib.suppress(OSError, ValueError, OutputWriteError):  # stdout may be what failed
             error = {"message": message, "exit_code": int(code)}
             if self.json_mode == "lines":
                 record = {"type": "error", "version": SCHEMA_VERSION, "data": error}
@@ -238,6 +246,18 @@ class Environment:
 
     def json(self, data: Any) -> None:
         self.emit(data)
+
+
+@contextlib.contextmanager
+def checked_write() -> Iterator[None]:
+    """Writes to stdout: a closed pipe stays BrokenPipeError (the reader went away: exit 0); any other OS error
+    (ENOSPC, EIO, ...) becomes OutputWriteError, exit 3, "write error: No space left on device"."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputWriteError(f"write error: {exc.strerror or exc}", path="<stdout>") from None
 
 
 def _memory_stream(data: bytes = b"") -> TextIO:

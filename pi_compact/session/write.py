@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from pi_compact.errors import ConcurrentWriteError, ExternalError, SessionError, UsageError
+from pi_compact.errors import ConcurrentWriteError, ExternalError, OutputWriteError, SessionError, UsageError
 from pi_compact.session.load import parse_json_line
 from pi_compact.session.model import Session
 from pi_compact.tokens import js_stringify
@@ -496,8 +496,15 @@ def write_copy(
     data = copy_content(session, new_lines, repair=repair)
     if str(dest) == "-":
         stream = stdout if stdout is not None else sys.stdout.buffer
-        stream.write(data)
-        stream.flush()
+        try:
+            stream.write(data)
+            stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputWriteError(
+                f"write error: {exc.strerror or exc}; the copy written to stdout is incomplete", path="<stdout>"
+            ) from None
         return WriteResult(Path("-"), len(data))
     target = Path(os.path.realpath(dest))
     source = session.path
