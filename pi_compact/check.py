@@ -47,6 +47,7 @@ class CheckResult:
     tokenizer: str = "pi"
     cl100k_tokens: int | None = None
     warnings: list[str] = field(default_factory=list)
+    forecast: Any = None  # forecast.Forecast: turns left before the threshold
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -131,6 +132,9 @@ class CheckResult:
             "tokenizer": self.tokenizer,
             "context_tokens_cl100k": self.cl100k_tokens,
             "file_evidence": self.file_evidence() if evidence else None,
+            "forecast": {**self.forecast.to_json(), "description": self.forecast.describe()}
+            if self.forecast is not None
+            else None,
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "warnings": self.warnings,
         }
@@ -211,6 +215,9 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
         tokenizer=options.tokenizer,
         warnings=warnings,
     )
+    from pi_compact.forecast import check_forecast
+
+    result.forecast = check_forecast(branch, plan.context.tokens, threshold)
     if options.tokenizer == "cl100k":
         result.cl100k_tokens = cl100k_context_tokens(plan)
     return result

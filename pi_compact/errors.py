@@ -68,6 +68,10 @@ class NothingToCompactError(PiCompactError):
     """The leaf is already a compaction, or the cut keeps everything."""
 
 
+class CompactionRefusedError(PiCompactError):
+    """A compaction whose result would make Pi compact again at once (``--force`` writes it anyway)."""
+
+
 class PatternError(PiCompactError):
     """An invalid regular expression, or one that timed out."""
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pi_compact.compact import CheckpointResult, Mode, ModeContext
-from pi_compact.errors import ProviderError, UsageError
+from pi_compact.errors import PiCompactError, ProviderError, UsageError
 from pi_compact.plan import CompactionPlan, FileOps, format_file_operations
 from pi_compact.render.serialize import serialize_messages
 from pi_compact.session.model import JsonDict
@@ -34,6 +34,7 @@ from pi_compact.tokens import js_len
 if TYPE_CHECKING:
     from pi_compact.check import CheckResult
     from pi_compact.llm import ModelRef, Request, Response, Secret, Usage
+    from pi_compact.llm.thinking import ThinkingChoice
     from pi_compact.models import ModelInfo
     from pi_compact.redact import Redactor
 
@@ -224,8 +225,13 @@ class SummaryOptions:
     timeout: float = 120.0
     max_retries: int = 3  # HTTP-level retries (429, 5xx, timeouts) per request
     redact: bool = True  # mask detected secrets before anything is sent (pi_compact.redact)
+    thinking: str | None = None  # a Pi thinking level; None: the session's, as Pi uses it; "off": none
 
     def validate(self) -> None:
+        from pi_compact.llm.thinking import LEVELS
+
+        if self.thinking is not None and self.thinking not in LEVELS:
+            raise UsageError(f"--thinking must be one of {', '.join(LEVELS)} (got {self.thinking!r})")
         if not (self.timeout > 0) or math.isinf(self.timeout):
             raise UsageError(f"--timeout must be a positive number of seconds (got {self.timeout!r})")
         if self.max_retries < 0:
@@ -258,6 +264,8 @@ class SummaryRequest:
     user: str
     max_tokens: int
     input_tokens: int  # pi-ai's estimate (chars / 3.5), the one the output limit is fitted to
+    thinking: str = "off"  # the thinking level sent (clamped to the model), "off" for none
+    thinking_budget: int | None = None  # Anthropic budget-based thinking: tokens of max_tokens it may use
 
     @property
     def pi_tokens(self) -> int:
@@ -267,7 +275,13 @@ class SummaryRequest:
     def to_request(self) -> Request:
         from pi_compact.llm import Message, Request
 
-        return Request([Message.user(self.user)], system=self.system, max_tokens=self.max_tokens)
+        return Request(
+            [Message.user(self.user)],
+            system=self.system,
+            max_tokens=self.max_tokens,
+            reasoning=self.thinking,
+            thinking_budget=self.thinking_budget,
+        )
 
 
 def resolve_summary_model(ref: ModelRef, check: CheckResult | None = None) -> SummaryModel:
@@ -345,7 +359,11 @@ def _masker(redactor: Redactor | None) -> Callable[[str | None], Any]:
 
 
 def build_requests(
-    plan: CompactionPlan, model: SummaryModel, options: SummaryOptions, redactor: Redactor | None = None
+    plan: CompactionPlan,
+    model: SummaryModel,
+    options: SummaryOptions,
+    redactor: Redactor | None = None,
+    thinking: str = "off",
 ) -> list[SummaryRequest]:
     """The requests Pi would send for this plan: the history (unless a split turn has none), then the turn prefix.
 
@@ -361,12 +379,39 @@ def build_requests(
     if split:
         conversation = serialize_messages(plan.turn_prefix_messages, include_thinking=options.include_thinking)
         kinds.append(("turn_prefix", turn_prefix_prompt(mask(conversation), focus)))
-    out: list[SummaryRequest] = []
-    for kind, user in kinds:
-        tokens = request_input_tokens(SYSTEM_PROMPT, user)
-        limit = output_limit(model.max_tokens, model.context_window, tokens)
-        out.append(SummaryRequest(kind, SYSTEM_PROMPT, user, limit, tokens))
-    return out
+    return [fit_request(kind, user, model, thinking) for kind, user in kinds]
+
+
+def fit_request(kind: RequestKind, user: str, model: SummaryModel, thinking: str = "off") -> SummaryRequest:
+    """One request with its output limit fitted to the window, and Pi's thinking budget where it applies."""
+    from pi_compact.llm import thinking as reasoning
+
+    level = reasoning.effective_level(model.ref, thinking)
+    tokens = request_input_tokens(SYSTEM_PROMPT, user)
+    limit = output_limit(model.max_tokens, model.context_window, tokens)
+    budget: int | None = None
+    if reasoning.uses_budget(model.ref, level):
+        # pi-ai's Anthropic streamSimple: the budget goes on top of the output limit, up to the model's maximum.
+        adjusted, budget = reasoning.budget_limits(level, limit, model.max_tokens)
+        limit = output_limit(adjusted, model.context_window, tokens)
+        budget = min(budget, max(0, limit - reasoning.MIN_ANSWER_TOKENS))
+    return SummaryRequest(kind, SYSTEM_PROMPT, user, limit, tokens, level, budget)
+
+
+def choose_thinking(check: CheckResult, options: SummaryOptions) -> ThinkingChoice:
+    """``--thinking``, else the level Pi would run the session with (branch, then settings, then medium)."""
+    from pi_compact.llm.thinking import ThinkingChoice, session_thinking_level
+
+    if options.thinking is not None:
+        return ThinkingChoice(options.thinking, "--thinking")
+    settings: dict[str, Any] = {}
+    try:
+        from pi_compact.settings import load_settings
+
+        settings = load_settings(check.session.cwd or ".").merged
+    except PiCompactError:  # unreadable settings were already reported by check; Pi's default applies
+        settings = {}
+    return session_thinking_level(check.branch.entries, settings)
 
 
 def fit_problems(requests: Sequence[SummaryRequest], model: SummaryModel) -> list[str]:
@@ -605,11 +650,12 @@ def summary_mode(
         environ = os.environ if env is None else env
         ref = choose_summary_model(ctx.check, opts, environ)
         model = resolve_summary_model(ref, ctx.check)
-        requests = build_requests(plan, model, opts, redactor)
+        thinking = choose_thinking(ctx.check, opts)
+        requests = build_requests(plan, model, opts, redactor, thinking.level)
         problems = fit_problems(requests, model)
         if problems:
             raise UsageError(problems[0])
-        memo = (ref.ref, ref.base_url, tuple((r.kind, r.user, r.max_tokens) for r in requests))
+        memo = (ref.ref, ref.base_url, tuple((r.kind, r.user, r.max_tokens, r.thinking) for r in requests))
         answer = remembered.get(memo)
         if answer is None:
             key = Secret(api_key) if isinstance(api_key, str) else api_key
@@ -669,6 +715,7 @@ class SummaryPreview:
     redacted: dict[str, int] | None = None  # distinct secrets that would be masked, by kind; None: redaction off
     sendable: bool = True  # False: picompact cannot send to this model (the dry run still sizes the requests)
     key_source: str | None = None  # where the key would come from (a variable name or auth.json's path)
+    thinking: ThinkingChoice | None = None  # the level asked for and its source (each request has the level sent)
 
     @property
     def input_tokens(self) -> int:
@@ -719,6 +766,8 @@ class SummaryPreview:
                     "system": r.system,
                     "user": r.user,
                     "max_tokens": r.max_tokens,
+                    "thinking": r.thinking,
+                    "thinking_budget_tokens": r.thinking_budget,
                     "input_tokens_pi": r.pi_tokens,
                     "input_tokens_request_estimate": r.input_tokens,
                     "input_tokens_cl100k": count,
@@ -730,6 +779,11 @@ class SummaryPreview:
                 "max_output_tokens": self.max_output_tokens,
                 "usd_upper_bound": cost,
                 "note": "input at Pi's estimate (chars / 4); output priced at the full output limit, an upper bound",
+            },
+            "thinking": {
+                "requested": self.thinking.level if self.thinking else None,
+                "source": self.thinking.source if self.thinking else None,
+                "sent": self.requests[0].thinking if self.requests else "off",
             },
             "read_files": self.read_files,
             "modified_files": self.modified_files,
@@ -775,7 +829,8 @@ def preview_summary(
     from pi_compact.redact import Redactor
 
     redactor = Redactor() if opts.redact else None
-    requests = tuple(build_requests(check.plan, model, opts, redactor))
+    thinking = choose_thinking(check, opts)
+    requests = tuple(build_requests(check.plan, model, opts, redactor, thinking.level))
     warnings += fit_problems(requests, model)
     read_files, modified_files = file_lists(check.plan)
     return SummaryPreview(
@@ -791,6 +846,7 @@ def preview_summary(
         redacted=redactor.counts if redactor is not None else None,
         sendable=sendable,
         key_source=key.source if key is not None else None,
+        thinking=thinking,
     )
 
 

@@ -198,6 +198,14 @@ def compact(
     timeout: float | None = typer.Option(
         None, "--timeout", metavar="S", help="--mode summary: seconds to wait for each answer (default 120)."
     ),
+    thinking: str | None = typer.Option(
+        None,
+        "--thinking",
+        metavar="LEVEL",
+        help="--mode summary: the model's reasoning for the summary request: off, minimal, low, medium, high, "
+        "xhigh or max (default: as Pi does, the session's thinking level, else defaultThinkingLevel from Pi's "
+        "settings, else medium; clamped to what the model supports). --thinking off turns it off.",
+    ),
     redact: bool | None = typer.Option(
         None,
         "--redact/--no-redact",
@@ -244,6 +252,7 @@ def compact(
         instructions=instructions,
         include_thinking=include_thinking,
         timeout=timeout,
+        thinking=thinking,
     )
     if context_window is not None and model is not None and mode != "summary":
         env.warn("--context-window given: --model then only selects per-model settings overrides")
@@ -260,6 +269,7 @@ def compact(
         "base_url": base_url,
         "instructions": instructions,
         "include_thinking": include_thinking,
+        "thinking": thinking,
         "timeout": timeout,
         "redact": redact,
         "waiting": _waiting(env),
@@ -348,6 +358,7 @@ def _check_summary_flags(
     instructions: str | None,
     include_thinking: bool,
     timeout: float | None,
+    thinking: str | None = None,
 ) -> None:
     """Flags of one mode given with the other are usage errors naming them."""
     if mode == "summary":
@@ -368,6 +379,7 @@ def _check_summary_flags(
                 ("--instructions", instructions is not None),
                 ("--include-thinking", include_thinking),
                 ("--timeout", timeout is not None),
+                ("--thinking", thinking is not None),
             )
             if given
         ]
@@ -389,6 +401,7 @@ def _summary_options(params: dict[str, Any]) -> Any:
         include_thinking=params["include_thinking"],
         timeout=params["timeout"] if params["timeout"] is not None else SummaryOptions.timeout,
         redact=params.get("redact") is not False,
+        thinking=params.get("thinking"),
     )
     options.validate()
     return options
@@ -433,6 +446,7 @@ def _summary_dry_run(env: Environment, path: Path, options: Any, summary_options
             env.text(f"----- {head}: user message -----")
             env.text(request.user)
     env.note(_redaction_text(preview.redacted, would=True))
+    env.note(_thinking_text(preview))
     cl100k = [c for c in preview.cl100k if c is not None]
     counted = f"; cl100k {sum(cl100k):,}" if len(cl100k) == len(preview.cl100k) else ""
     cost = preview.cost_upper_bound
@@ -488,3 +502,22 @@ def _redaction_text(counts: dict[str, int] | None, *, would: bool) -> str:
         return "redaction off (--no-redact): the history is sent as it is"
     verb = "would mask" if would else "masked"
     return f"redaction: {verb} {describe_counts(counts)} before sending"
+
+
+def _thinking_text(preview: Any) -> str:
+    """The thinking level the requests carry and where it came from."""
+    choice = preview.thinking
+    sent = preview.requests[0].thinking if preview.requests else "off"
+    if choice is None:
+        return f"thinking: {sent}"
+    origin = {
+        "session": "the session's level",
+        "settings": "defaultThinkingLevel in Pi's settings (the session sets none)",
+        "Pi's default": "Pi's default (the session and settings set none)",
+        "--thinking": "--thinking",
+    }.get(choice.source, choice.source)
+    if sent == choice.level:
+        return f"thinking: {sent}, from {origin}"
+    if sent == "off":
+        return f"thinking: off ({choice.level} from {origin}, but {preview.model.name} does not reason)"
+    return f"thinking: {sent} ({choice.level} from {origin}, clamped to what {preview.model.name} supports)"

@@ -115,11 +115,17 @@ def _client(model: ModelRef, api_key: Secret | None, timeout: float) -> httpx.Cl
 def _body(request: Request, model: ModelRef) -> bytes:
     import orjson
 
+    from pi_compact.llm import thinking
+
     limit = request.max_tokens or (model.info.max_tokens if model.info else None) or DEFAULT_MAX_TOKENS
     if model.protocol == "anthropic":
         body = wire_anthropic.build_body(request, model.model_id, limit)
+        if request.reasoning is not None:
+            body.update(thinking.anthropic_fields(model, request.reasoning, request.thinking_budget))
     else:
         body = wire_openai.build_body(request, model.model_id, limit, model.max_tokens_field)
+        if request.reasoning is not None:
+            body.update(thinking.openai_fields(model, request.reasoning))
     return orjson.dumps(body)
 
 

@@ -68,6 +68,10 @@ class Request:
     tools: tuple[Tool, ...] | list[Tool] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+    # Pi's thinking level for this request, already clamped to the model (llm.thinking.effective_level): "off"
+    # sends what Pi sends with thinking off; None leaves reasoning out of the request (the provider's default).
+    reasoning: str | None = None
+    thinking_budget: int | None = None  # Anthropic budget-based thinking: tokens of max_tokens it may use
 
 
 @dataclass(frozen=True)
