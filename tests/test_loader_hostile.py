@@ -310,3 +310,16 @@ def test_compaction_keeping_from_itself_or_the_branch_is_not_warned(tmp_path: Pa
     sb.add({"type": "compaction", "id": "self0001", "summary": "S", "firstKeptEntryId": "self0001", "tokensBefore": 1})
     branch = get_branch(load_session(sb.write(tmp_path / "s.jsonl")))
     assert not [d for d in branch.diagnostics if d.code == "first-kept-not-on-branch"]
+
+
+@pytest.mark.parametrize("last", [b"[1,2]", b"42", b'"text"', b'{"type":"message","parentId":null,"message":{}}'])
+def test_a_last_entry_without_id_is_warned_as_pi_finds_no_leaf(tmp_path: Path, last: bytes) -> None:
+    path = tmp_path / "s.jsonl"
+    data = simple_session(turns=1).to_bytes() + last + b"\n"
+    path.write_bytes(data)
+    session = load_session(path)
+    warning = next(d for d in session.diagnostics if d.code == "leaf-without-id")
+    assert warning.line == data.count(b"\n") and "no leaf" in warning.message
+    if ORACLE_SCRIPT.exists() and NODE22.exists():
+        pi = pi_analyze(path)
+        assert pi["leaf"] is None and pi["branchLength"] == 0

@@ -209,6 +209,24 @@ def _migrate(header: JsonDict, entries: list[Entry], diagnostics: list[Diagnosti
     return version
 
 
+def _check_last_entry(value: Any, line: int, diagnostics: list[Diagnostic]) -> None:
+    """Pi takes the id of the last parsed entry as its leaf; when that is missing, Pi has no leaf."""
+    entry_id = value.get("id") if isinstance(value, dict) else None
+    if isinstance(entry_id, str) and entry_id:
+        return
+    what = "has no id" if isinstance(value, dict) else "is not an object"
+    context = "built from this entry's parents" if isinstance(value, dict) else "empty"
+    diagnostics.append(
+        Diagnostic(
+            "warning",
+            "leaf-without-id",
+            f"the last entry {what}, so Pi finds no leaf: its branch is empty (Pi never compacts this session) and "
+            f"the context it sends is {context}; picompact works on the branch ending at the last entry it could read",
+            line,
+        )
+    )
+
+
 def _is_utf8(body: bytes) -> bool:
     try:
         body.decode("utf-8")
@@ -311,6 +329,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
     prev_chunk = b""
     first_line_bom = False
     header_line = 1
+    last_value: tuple[Any, int] | None = None  # the last parsed entry value (object or not) and its line
     binary_line: int | None = None
     release = False
     released_to = 0
@@ -354,6 +373,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
             header_line = number
             release = source is not None and _releasable(header)
             continue
+        last_value = (value, number)
         if not isinstance(value, dict):
             diagnostics.append(
                 Diagnostic(
@@ -428,6 +448,8 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
         else:
             first_seen[entry_id] = entry.line
         by_id[entry_id] = entry
+    if last_value is not None:
+        _check_last_entry(*last_value, diagnostics)
     diagnostics.sort(key=lambda d: (d.line is None, d.line or 0))  # in line order, stable
     return Session(
         path=path,
