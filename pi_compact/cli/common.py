@@ -38,13 +38,24 @@ def resolve_session_path(session: Path | None) -> Path:
     return Path(found)
 
 
+MAX_WARNINGS = 20  # load problems printed one by one; the rest are counted
+
+
 def report_diagnostics(env: Environment, diagnostics: list[Any], path: Path | str) -> None:
-    """Recoverable load problems go to stderr, one line each, naming file and line."""
-    for diag in diagnostics:
-        if diag.level == "info" and diag.code in ("old-version",):
-            continue
+    """Recoverable load problems go to stderr, one line each, naming file and line, in line order; after the
+    first MAX_WARNINGS, one line counts the rest by kind (``picompact lint`` lists them all)."""
+    shown = [d for d in diagnostics if not (d.level == "info" and d.code in ("old-version",))]
+    shown.sort(key=lambda d: (d.line is None, d.line or 0))
+    for diag in shown[:MAX_WARNINGS]:
         where = f"{path}:{diag.line}" if diag.line is not None else f"{path}"
         env.warn(f"{where}: {diag.message}")
+    rest = shown[MAX_WARNINGS:]
+    if rest:
+        counts: dict[str, int] = {}
+        for diag in rest:
+            counts[diag.code] = counts.get(diag.code, 0) + 1
+        kinds = ", ".join(f"{code} x{n:,}" for code, n in sorted(counts.items(), key=lambda item: -item[1]))
+        env.warn(f"{path}: {len(rest):,} more problems not shown ({kinds}); picompact lint lists them all")
 
 
 def check_nonneg(name: str, value: int | None, maximum: int = 100_000_000) -> None:
