@@ -29,7 +29,13 @@ from pi_compact.checkpoint.entry import (
     serialize_entries,
     system_clock,
 )
-from pi_compact.errors import ConcurrentWriteError, NothingToCompactError, SessionError, UsageError
+from pi_compact.errors import (
+    CompactionRefusedError,
+    ConcurrentWriteError,
+    NothingToCompactError,
+    SessionError,
+    UsageError,
+)
 from pi_compact.messages import current_system_message
 from pi_compact.plan import CompactionPlan
 from pi_compact.projection import build_projection, context_tokens
@@ -202,6 +208,7 @@ class CompactOptions:
     if_needed: bool = False
     backup: bool = True
     repair: bool = False
+    force: bool = False  # write even a compaction after which Pi would compact again at once
     clock: Clock = system_clock
     new_id: IdGenerator = random_id
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
@@ -271,6 +278,7 @@ class CompactResult:
     warnings: list[str] = field(default_factory=list)
     output: str | None = None
     mode: str = "verbatim"
+    forecast: Any = None  # forecast.Forecast from the compacted context: the turns it buys
 
     @property
     def written(self) -> bool:
@@ -305,6 +313,7 @@ class CompactResult:
             "backup": str(write.backup) if write and write.backup else None,
             "file_evidence": self.checkpoint.file_evidence if self.checkpoint else None,
             "entries": self.entries,
+            "forecast": self.forecast.to_json() if self.forecast is not None else None,
             "warnings": self.warnings,
         }
 
@@ -443,6 +452,18 @@ def compact_session(
         lines = serialize_entries(entries)
         stats = compaction_stats(check, entries)
         warnings = [*checkpoint.warnings, *gain_warnings(stats, check.keep_recent_tokens)]
+        from pi_compact.forecast import compaction_forecast
+
+        forecast, forecast_warnings, refusal = compaction_forecast(
+            check.branch,
+            stats.tokens_after,
+            stats.threshold,
+            check.keep_recent_tokens,
+            mode=name,
+            dry_run=opts.dry_run,
+            force=opts.force,
+        )
+        warnings += forecast_warnings
         result = CompactResult(
             "dry-run",
             p,
@@ -455,9 +476,12 @@ def compact_session(
             warnings=warnings,
             output=opts.output,
             mode=name,
+            forecast=forecast,
         )
         if stats.freed_tokens <= 0 and not opts.dry_run:
             raise NothingToCompactError(f"nothing written: {no_gain_message(stats)}", path=str(p))
+        if refusal is not None and not opts.dry_run and not opts.force:
+            raise CompactionRefusedError(f"nothing written: {refusal}", path=str(p))
         try:
             if session.torn_last_line and not opts.repair:
                 if opts.dry_run:

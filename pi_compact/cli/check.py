@@ -51,6 +51,8 @@ def check_rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     else:
         left = data["threshold"] - data["context_tokens"]
         rows.append(("compact?", f"no: {left:,} tokens to go", "green"))
+    if data.get("forecast") and data["enabled"]:
+        rows.append(("forecast", data["forecast"]["description"], ""))
     if data["can_compact"]:
         rows.append(
             ("cut", f"keep from entry {data['first_kept_entry_id']} (branch index {data['first_kept_index']})", "")

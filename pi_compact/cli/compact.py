@@ -80,7 +80,20 @@ def summary_line(data: dict[str, Any]) -> str:
     return (
         f"{verb} {where}: {_fmt(stats['tokens_before'])} -> {_fmt(stats['tokens_after'])} tokens "
         f"({stats['freed_percent']:.0f}% freed; {parts}); cap trimming: {_trimmed_text(data['trimmed'])}"
+        f"{_bought_text(data.get('forecast'))}"
     )
+
+
+def _bought_text(forecast: dict[str, Any] | None) -> str:
+    """'; buys ~N turns before the next compaction' (at the recent growth), when there is a forecast."""
+    if not forecast or forecast["turns"] is None:
+        return ""
+    turns = forecast["turns"]
+    if turns == 0:
+        return "; buys no turn: Pi compacts again at once"
+    growth = forecast["growth"]["per_turn"]
+    plural = "s" if turns != 1 else ""
+    return f"; buys ~{turns} turn{plural} before the next compaction (at +{growth:,.0f} tokens per reply)"
 
 
 def _clock_and_ids(environ: Mapping[str, str]) -> tuple[Any, Any]:
@@ -165,6 +178,11 @@ def compact(
     ),
     if_needed: bool = typer.Option(
         False, "--if-needed", help="Only compact when the context is over Pi's threshold; else exit 0."
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Write even a compaction whose result is still over the threshold (Pi would compact again at once).",
     ),
     leaf: str | None = LeafOpt,
     context_window: int | None = ContextWindowOpt,
@@ -288,6 +306,7 @@ def compact(
         if_needed=if_needed,
         backup=not no_backup,
         repair=repair,
+        force=force,
         clock=clock,
         new_id=new_id,
         lock_timeout=_lock_timeout(env.environ),
