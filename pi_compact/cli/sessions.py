@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from datetime import datetime
 from pathlib import Path
 
 import typer
@@ -18,11 +20,20 @@ def sessions(
     all_: bool = typer.Option(False, "--all", help="Sessions of every project."),
     json_output: bool = JsonOpt,
 ) -> None:
-    """List Pi sessions: path, id, name, first user message, entries, size, modified time."""
-    from pi_compact.session.discovery import list_sessions
+    """List Pi sessions, by last message time as Pi's session picker sorts them: that time, the file's own
+    modification time, entries, size, path, and the name or first user message. The row marked * is the session
+    picompact uses when SESSION is omitted (the most recently modified file, as ``pi --continue`` picks it)."""
+    from pi_compact.session.discovery import find_most_recent_session, list_sessions, search_locations
 
     env = env_of(ctx)
-    found = list_sessions(str(cwd) if cwd else None, all_=all_)
+    where = str(cwd) if cwd else None
+    found = list_sessions(where, all_=all_)
+    default = find_most_recent_session(where or os.getcwd())
+    default_path = os.path.realpath(default) if default is not None else None
+
+    def is_default(path: Path) -> bool:
+        return default_path is not None and os.path.realpath(path) == default_path
+
     if json_output:
         env.emit(
             {
@@ -37,6 +48,8 @@ def sessions(
                         "messages": s.message_count,
                         "size": s.size,
                         "modified": s.modified.isoformat(),
+                        "file_modified": s.mtime.isoformat(),
+                        "default": is_default(s.path),
                         "parent_session": s.parent_session,
                     }
                     for s in found
@@ -45,14 +58,27 @@ def sessions(
         )
         return
     if not found:
-        env.note("no sessions found" + ("" if all_ else " for this directory (try --all)"))
+        directory, filter_cwd = search_locations(where, all_=all_)
+        looked = f"{directory}" + (f" (sessions whose cwd is {filter_cwd})" if filter_cwd else "")
+        env.note(f"no sessions found in {looked}" + ("" if all_ else "; try --all"))
         return
+    env.text(f"  {'LAST MESSAGE':<16}  {'FILE MODIFIED':<16}  {'ENTRIES':>7}  {'SIZE':>9}  PATH")
     for s in found:
         title = s.name or (s.first_message or "").replace("\n", " ")
         if len(title) > 70:
             title = title[:69] + "…"
+        mark = "*" if is_default(s.path) else " "
         env.text(
-            f"{s.modified.strftime('%Y-%m-%d %H:%M')}  {s.entry_count:>6} entries  {human_size(s.size):>9}  {s.path}"
+            f"{mark} {_local(s.modified)}  {_local(s.mtime)}  {s.entry_count:>7}  {human_size(s.size):>9}  {s.path}"
         )
         if title:
             env.text(f"    {title}")
+    if any(is_default(s.path) for s in found):
+        env.note(
+            "* the session picompact uses when SESSION is omitted (the most recently modified file, as pi "
+            "--continue picks it); the list is sorted by last message time, as Pi's session picker sorts it"
+        )
+
+
+def _local(when: datetime) -> str:
+    return when.astimezone().strftime("%Y-%m-%d %H:%M")

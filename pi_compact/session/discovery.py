@@ -330,6 +330,22 @@ def _sort(sessions: list[SessionSummary]) -> list[SessionSummary]:
     return sessions
 
 
+def search_locations(
+    cwd: str | os.PathLike[str] | None = None,
+    all_: bool = False,
+    agent_dir: str | os.PathLike[str] | None = None,
+    *,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> tuple[Path, str | None]:
+    """Where ``list_sessions`` looks: the directory, and the header ``cwd`` it filters by (None: no filter)."""
+    cwd = os.getcwd() if cwd is None else cwd
+    if not all_:
+        directory, filter_cwd = _search_dir(cwd, agent_dir, session_dir)
+        return directory, expand_path(os.fspath(cwd)) if filter_cwd else None
+    custom = configured_session_dir(cwd, agent_dir=agent_dir, session_dir=session_dir)
+    return (custom if custom is not None else _agent_dir(agent_dir) / "sessions"), None
+
+
 def list_sessions(
     cwd: str | os.PathLike[str] | None = None,
     all_: bool = False,
