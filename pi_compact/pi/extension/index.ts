@@ -585,10 +585,19 @@ export default function picompact(pi: ExtensionAPI) {
 			const [sub, ...rest] = args.trim().split(/\s+/);
 			if (sub === "compact") {
 				const focus = rest.join(" ").trim();
-				ctx.compact({
-					customInstructions: focus || undefined,
-					onComplete: () => notify(ctx, describe(), "info"),
-					onError: (error) => notify(ctx, `compaction failed: ${error.message}`, "error"),
+				// Wait for it: print mode ends (and cancels a running compaction) once the command returns.
+				await new Promise<void>((resolve) => {
+					ctx.compact({
+						customInstructions: focus || undefined,
+						onComplete: () => {
+							notify(ctx, describe(), "info");
+							resolve();
+						},
+						onError: (error) => {
+							notify(ctx, `compaction failed: ${error.message}`, "error");
+							resolve();
+						},
+					});
 				});
 				return;
 			}
