@@ -48,6 +48,7 @@ from pi_compact.session.write import (
     append_entries,
     migrated_lines,
     rewrite_session,
+    settle_torn_line,
     torn_line_message,
     torn_line_number,
     write_copy,
@@ -483,11 +484,15 @@ def compact_session(
         if refusal is not None and not opts.dry_run and not opts.force:
             raise CompactionRefusedError(f"nothing written: {refusal}", path=str(p))
         try:
+            quiet = None
+            if session.torn_last_line and not opts.dry_run:
+                quiet = settle_torn_line(p, session)  # still being written: SessionChangedError, re-read, retry
             if session.torn_last_line and not opts.repair:
                 if opts.dry_run:
                     result.warnings.append(torn_line_message(session))
                 else:
-                    raise SessionError(torn_line_message(session), path=str(p), line=torn_line_number(session))
+                    message = torn_line_message(session, quiet)
+                    raise SessionError(message, path=str(p), line=torn_line_number(session))
             if opts.dry_run:
                 return result
             if opts.output is not None:

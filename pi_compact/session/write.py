@@ -38,6 +38,8 @@ from pi_compact.tokens import js_stringify
 DEFAULT_LOCK_TIMEOUT = 10.0
 HEADER_SCAN_BYTES = 1024 * 1024
 PAUSE_ENV = "PICOMPACT_TEST_PAUSE_IN_LOCK"
+TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
+DEFAULT_TORN_QUIET = 2.0  # seconds an incomplete last line must stay unchanged to count as torn
 
 
 class SessionChangedError(ConcurrentWriteError):
@@ -198,14 +200,59 @@ def torn_line_number(session: Session) -> int | None:
     return next((d.line for d in session.diagnostics if d.code == "truncated-last-line"), None)
 
 
-def torn_line_message(session: Session) -> str:
-    """Why picompact will not write after a torn last line, and how to go ahead anyway."""
+def torn_line_message(session: Session, quiet: float | None = None) -> str:
+    """Why picompact will not write after a torn last line, and how to go ahead anyway. ``quiet``: the seconds the
+    line was seen unchanged (None: not watched, as in a dry run)."""
     line = torn_line_number(session)
     where = f"line {line}" if line is not None else "the last line"
+    still = f" and has not changed for {quiet:g}s" if quiet is not None else ""
     return (
-        f"{where} is incomplete (a crash in the middle of a write?), so picompact will not write after it; "
-        "rerun with --repair to leave those bytes in place as a line Pi skips and write after them"
+        f"{where} is incomplete{still} (a crash in the middle of a write?), so picompact will not write after it; "
+        "if no other program is writing this session, rerun with --repair to leave those bytes in place as a line "
+        "Pi skips and write after them"
     )
+
+
+def torn_line_quiet() -> float:
+    """Seconds an incomplete last line must stay unchanged before picompact calls it torn (``$PICOMPACT_TORN_QUIET``,
+    default DEFAULT_TORN_QUIET)."""
+    value = os.environ.get(TORN_QUIET_ENV, "").strip()
+    try:
+        seconds = float(value) if value else DEFAULT_TORN_QUIET
+    except ValueError:
+        raise UsageError(f"{TORN_QUIET_ENV} must be a number of seconds (got {value!r})") from None
+    if not 0 <= seconds <= 3600:
+        raise UsageError(f"{TORN_QUIET_ENV} must be between 0 and 3600 seconds (got {value!r})")
+    return seconds
+
+
+def settle_torn_line(path: str | os.PathLike[str], expected: Session, quiet: float | None = None) -> float:
+    """Tell a torn last line from one another program is still writing: watch the file until it has been unchanged
+    for ``quiet`` seconds (by its modification time, or by watching it that long). Returns the quiet time;
+    SessionChangedError ("the file is changing") as soon as it changes, so the caller re-reads and retries."""
+    quiet = torn_line_quiet() if quiet is None else quiet
+    where = str(path)
+    line = torn_line_number(expected)
+    first: int | None = None
+    started = time.monotonic()
+    while True:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise SessionChangedError("the session file disappeared", path=where) from None
+        if first is None:
+            first = st.st_mtime_ns
+        if st.st_size != expected.size or st.st_mtime_ns != first:
+            raise SessionChangedError(
+                "the file is changing: its incomplete last line changed while picompact waited (another program is "
+                "still writing it)",
+                path=where,
+                line=line,
+            )
+        waited = time.monotonic() - started
+        if waited >= quiet or time.time() - st.st_mtime >= quiet:
+            return quiet
+        time.sleep(min(0.05, quiet - waited))
 
 
 def _separator(expected: Session, path: Path, repair: bool) -> tuple[bytes, bool, bool]:
