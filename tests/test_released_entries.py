@@ -125,3 +125,22 @@ def test_the_mutation_walk_finds_the_same_calls_in_released_entries(tmp_path: Pa
         found.append(evidence.mutations)
     assert found[0] == found[1]
     assert {"/repo/n.py", "/repo/late0.py"} <= set(found[0])
+
+
+@pytest.mark.parametrize("pattern", ["Turn 3", "contents of mod1", "ENTRY", "ok$", "late[0-9]"])
+def test_grep_over_released_entries_finds_what_a_full_parse_finds(tmp_path: Path, pattern: str) -> None:
+    from pi_compact.lookup.search import grep
+    from pi_compact.render.transcript import build_transcript
+
+    path = compacted_session().write(tmp_path / "s.jsonl")
+    lazy_session = load_session(path)
+    released = {id(e) for e in lazy_session.entries if not e.loaded}
+    lazy = grep(build_transcript(lazy_session), pattern, max_count=1000)
+    full_transcript = build_transcript(load_session_bytes(path.read_bytes(), str(path)))
+    full_transcript.attach_raw(path.read_bytes())
+    full = grep(full_transcript, pattern, max_count=1000)
+    assert [m.to_json() for m in lazy.matches] == [m.to_json() for m in full.matches]
+    assert lazy.matches
+    # Bodies read back for rendering are dropped again: a search over every entry holds at most the matches'.
+    matched = {m.entry_id for m in lazy.matches}
+    assert all(not e.loaded for e in lazy_session.entries if id(e) in released and e.id not in matched)

@@ -331,8 +331,11 @@ class RenderedEntry:
 
 def render_entry(entry: Entry, *, decorated_only: bool = False) -> RenderedEntry:
     """Render one entry. ``decorated_only`` keeps just the lines not copied verbatim from one JSON string."""
+    released = not entry.loaded
     out = _Lines(full=not decorated_only)
     _render_into(out, entry)
+    if released:
+        entry.forget()  # a body the loader released is read again for this rendering only
     return RenderedEntry(entry, tuple(out.lines), tuple(out.sections))
 
 

@@ -70,6 +70,12 @@ class Entry:
         self._source = source
         self._raw = None
 
+    def forget(self) -> None:
+        """Drop a body read back from the file once more (after one use, so a walk over every entry of a big
+        session does not end up holding all of them); an entry that was never released keeps its body."""
+        if self._source is not None:
+            self._raw = None
+
     def may_contain(self, *needles: bytes) -> bool:
         """False only when the entry's line surely holds none of these bytes (a released entry is tested on
         disk, which is much cheaper than parsing it again); True whenever the body is in memory."""
