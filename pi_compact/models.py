@@ -17,7 +17,6 @@ import os
 import re
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -103,11 +102,46 @@ def _from_table(raw: dict[str, Any]) -> ModelInfo:
     )
 
 
+TABLE = "pi-models.json"
+_ROW_START = b'{"provider":'
+
+
+@cache
+def _table_bytes() -> bytes:
+    """The bundled table as stored: a JSON array with one object per model, each starting with its provider."""
+    path = Path(__file__).parent / "data" / TABLE
+    try:
+        return path.read_bytes()
+    except OSError:  # pragma: no cover - installed in a zip: ask the import system
+        from importlib import resources
+
+        return resources.files("pi_compact").joinpath("data", TABLE).read_bytes()
+
+
 @cache
 def _builtin_rows() -> dict[tuple[str, str], dict[str, Any]]:
     """The bundled table's raw rows by (provider, id): cheap to index, converted only when asked for."""
-    data = resources.files("pi_compact").joinpath("data/pi-models.json").read_bytes()
-    return {(m["provider"], m["id"]): m for m in orjson.loads(data)}
+    return {(m["provider"], m["id"]): m for m in orjson.loads(_table_bytes())}
+
+
+def _builtin_row(provider: str, model_id: str) -> dict[str, Any] | None:
+    """One row of the bundled table, found by its first two keys in the bytes and parsed alone (parsing the
+    2,000-odd rows takes longer than a small ``check`` itself). Any doubt falls back to the whole table."""
+    data = _table_bytes()
+    key = _ROW_START + orjson.dumps(provider) + b',"id":' + orjson.dumps(model_id) + b","
+    at = data.find(key)
+    if at < 0 or data.find(key, at + 1) >= 0:
+        return _builtin_rows().get((provider, model_id))
+    end = data.find(b"," + _ROW_START, at + 1)
+    if end < 0:
+        end = data.rindex(b"]")
+    try:
+        row = orjson.loads(data[at:end])
+    except orjson.JSONDecodeError:
+        return _builtin_rows().get((provider, model_id))
+    if isinstance(row, dict) and row.get("provider") == provider and row.get("id") == model_id:
+        return row
+    return _builtin_rows().get((provider, model_id))  # pragma: no cover - the table is not laid out as expected
 
 
 @cache
@@ -119,7 +153,7 @@ def builtin_models() -> dict[tuple[str, str], ModelInfo]:
 @cache
 def builtin_model(provider: str, model_id: str) -> ModelInfo | None:
     """One model of the bundled table, without converting the other 1,700 (keeps ``check`` quick to start)."""
-    row = _builtin_rows().get((provider, model_id))
+    row = _builtin_row(provider, model_id)
     return _from_table(row) if row is not None else None
 
 
