@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint smoke bench clean
+.PHONY: demo test lint typecheck smoke bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,11 +27,26 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
-## lint: ruff (lint + format check) and mypy on every module, CLI included
-lint: $(STAMP)
+## lint: ruff (lint + format check) and mypy on every module, CLI included; tsc on the Pi extension
+lint: $(STAMP) typecheck
 	$(BIN)/ruff check pi_compact tests bench
 	$(BIN)/ruff format --check pi_compact tests bench
 	$(BIN)/mypy pi_compact
+
+## typecheck: tsc --noEmit on the Pi extension against Pi 1.6's own .d.ts (typescript installed in tools/ts by npm)
+TS     := tools/ts
+PI_PKG ?= $(or $(PI_ORACLE_HOME),$(HOME)/.cache/pi-oracle)/pi16/node_modules/@earendil-works/pi-coding-agent
+typecheck:
+	@if [ -f "$(PI_PKG)/package.json" ] && command -v npm >/dev/null 2>&1; then \
+	  [ -x $(TS)/node_modules/.bin/tsc ] || npm ci --prefix $(TS) --no-audit --no-fund --silent || exit 1; \
+	  mkdir -p $(TS)/node_modules/@earendil-works; \
+	  ln -sfn "$(PI_PKG)" $(TS)/node_modules/@earendil-works/pi-coding-agent; \
+	  $(TS)/node_modules/.bin/tsc -p $(TS)/tsconfig.json && echo "typecheck: ok"; \
+	elif [ "$$PICOMPACT_REQUIRE_PI" = 1 ]; then \
+	  echo "typecheck: needs npm and Pi 1.6 at $(PI_PKG)"; exit 1; \
+	else \
+	  echo "typecheck: skipped (needs npm and Pi 1.6 at $(PI_PKG))"; \
+	fi
 
 ## smoke: build the wheel, install it in a clean venv, run --help and the example scripts
 smoke: $(STAMP)
