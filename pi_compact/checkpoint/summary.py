@@ -266,6 +266,8 @@ class SummaryRequest:
     input_tokens: int  # pi-ai's estimate (chars / 3.5), the one the output limit is fitted to
     thinking: str = "off"  # the thinking level sent (clamped to the model), "off" for none
     thinking_budget: int | None = None  # Anthropic budget-based thinking: tokens of max_tokens it may use
+    chunk: int = 0  # 1-based chunk of a history too large for one request; 0: the history is one request
+    chunks: int = 0
 
     @property
     def pi_tokens(self) -> int:
@@ -369,21 +371,177 @@ def build_requests(
 
     With a redactor, every text that goes into a request (conversation, previous summary, focus) is masked first.
     """
+    return list(plan_requests(plan, model, options, redactor, thinking).first)
+
+
+@dataclass(frozen=True)
+class RequestPlan:
+    """What summary mode sends: ``first`` side by side (the history or its first chunk, and the turn prefix), then
+    each of ``later`` (the conversation of a further chunk) in turn, with Pi's update prompt and the summary so far.
+    """
+
+    first: tuple[SummaryRequest, ...]
+    later: tuple[str, ...] = ()
+    focus: str | None = None
+    chunk_output: int | None = None  # the output limit of every chunk request (it bounds the summary carried on)
+    thinking: str = "off"
+
+    @property
+    def chunks(self) -> int:
+        return 1 + len(self.later) if self.chunk_output is not None else 0
+
+    def later_request(self, index: int, previous: str, model: SummaryModel) -> SummaryRequest:
+        """The request for chunk ``index + 2``, folding it into ``previous`` (the summary of the chunks before)."""
+        user = history_prompt(self.later[index], previous, self.focus)
+        return fit_request("history", user, model, self.thinking, cap=self.chunk_output, chunk=(index + 2, self.chunks))
+
+    def preview(self, model: SummaryModel) -> list[SummaryRequest]:
+        """Every request, a later chunk's with a stand-in (of the largest size allowed) for the summary so far."""
+        out = [r for r in self.first if r.kind == "history"]
+        for index in range(len(self.later)):
+            stand_in = f"[the summary of chunks 1-{index + 1}, written by the previous request]"
+            out.append(self.later_request(index, stand_in, model))
+        return out + [r for r in self.first if r.kind != "history"]
+
+    def previous_allowance(self) -> int:
+        """Pi's request estimate (chars / 3.5) of the largest summary a chunk request may carry on."""
+        return math.ceil(4 * (self.chunk_output or 0) / _CHARS_PER_TOKEN)
+
+
+def plan_requests(
+    plan: CompactionPlan,
+    model: SummaryModel,
+    options: SummaryOptions,
+    redactor: Redactor | None = None,
+    thinking: str = "off",
+) -> RequestPlan:
+    """Pi's requests for this plan; a history too large for one request is cut at message boundaries into chunks.
+
+    A history request "fits" when its output limit, fitted to the window as Pi fits it, is at least the output
+    picompact reserves for a summary (the model's limit, at most 32,768 tokens, at most a quarter of the window).
+    Otherwise every chunk is sized so that its request, with the largest summary an earlier chunk may hand on,
+    still leaves that much output.
+    """
     mask = _masker(redactor)
     kinds: list[tuple[RequestKind, str]] = []
     split = plan.cut.is_split_turn and bool(plan.turn_prefix_messages)
     focus = mask(options.instructions)
+    previous = mask(plan.previous_summary)
+    later: tuple[str, ...] = ()
+    cap: int | None = None
     if plan.messages_to_summarize or not split:
-        conversation = serialize_messages(plan.messages_to_summarize, include_thinking=options.include_thinking)
-        kinds.append(("history", history_prompt(mask(conversation), mask(plan.previous_summary), focus)))
+        conversation = mask(serialize_messages(plan.messages_to_summarize, include_thinking=options.include_thinking))
+        user = history_prompt(conversation, previous, focus)
+        reserve = reserved_output(model)
+        whole = fit_request("history", user, model, thinking)
+        if whole.max_tokens < reserve and plan.messages_to_summarize:
+            parts = [
+                mask(serialize_messages([m], include_thinking=options.include_thinking))
+                for m in plan.messages_to_summarize
+            ]
+            pieces = chunk_conversation([p for p in parts if p], model, reserve, previous, focus)
+            if len(pieces) > 1:
+                cap = reserve
+                kinds.append(("history", history_prompt(pieces[0], previous, focus)))
+                later = tuple(pieces[1:])
+            else:
+                kinds.append(("history", user))
+        else:
+            kinds.append(("history", user))
     if split:
         conversation = serialize_messages(plan.turn_prefix_messages, include_thinking=options.include_thinking)
         kinds.append(("turn_prefix", turn_prefix_prompt(mask(conversation), focus)))
-    return [fit_request(kind, user, model, thinking) for kind, user in kinds]
+    count = 1 + len(later) if cap is not None else 0
+    first = tuple(
+        fit_request(
+            kind,
+            user,
+            model,
+            thinking,
+            cap=cap if kind == "history" else None,
+            chunk=(1, count) if kind == "history" and cap is not None else (0, 0),
+        )
+        for kind, user in kinds
+    )
+    return RequestPlan(first, later, focus, cap, thinking)
 
 
-def fit_request(kind: RequestKind, user: str, model: SummaryModel, thinking: str = "off") -> SummaryRequest:
-    """One request with its output limit fitted to the window, and Pi's thinking budget where it applies."""
+def reserved_output(model: SummaryModel) -> int:
+    """The output a summary request keeps room for: the model's limit, at most 32,768, at most a quarter window."""
+    window = model.context_window if model.context_window > 0 else _MIN_OUTPUT_WITH_RATIO * 4
+    return max(1, min(model.max_tokens, _MIN_OUTPUT_WITH_RATIO, window // 4))
+
+
+def _max_input_tokens(window: int, reserve: int) -> int:
+    """The largest input (Pi's request estimate) whose margin and ``reserve`` output tokens still fit the window."""
+    scaled = math.floor((window - reserve) / (1 + _SAFETY_RATIO))
+    if scaled * _SAFETY_RATIO >= _SAFETY_TOKENS:
+        return scaled
+    return max(0, min(math.ceil(_SAFETY_TOKENS / _SAFETY_RATIO) - 1, window - reserve - _SAFETY_TOKENS))
+
+
+def chunk_conversation(
+    parts: Sequence[str], model: SummaryModel, reserve: int, previous: str | None, focus: str | None
+) -> list[str]:
+    """The serialised messages packed in order into chunks, each small enough for one request.
+
+    A chunk holds whole messages; only a single message larger than a chunk on its own is cut (at a line break
+    where there is one).
+    """
+    allowance = "x" * math.ceil(4 * reserve)  # the largest summary a chunk request may carry on (chars / 4 check)
+    carried = previous if previous and js_len(previous) > len(allowance) else allowance
+    frame = request_input_tokens(SYSTEM_PROMPT, history_prompt("", carried, focus))
+    budget_tokens = _max_input_tokens(model.context_window, reserve) - frame - 1
+    limit = max(1_000, math.floor(budget_tokens * _CHARS_PER_TOKEN))
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for part in parts:
+        for piece in _cut_text(part, limit):
+            extra = js_len(piece) + (2 if current else 0)
+            if current and size + extra > limit:
+                chunks.append("\n\n".join(current))
+                current, size = [], 0
+                extra = js_len(piece)
+            current.append(piece)
+            size += extra
+    if current:
+        chunks.append("\n\n".join(current))
+    return chunks
+
+
+def _cut_text(text: str, limit: int) -> list[str]:
+    """text in pieces of at most ``limit`` UTF-16 units, cut after a line break where possible."""
+    if js_len(text) <= limit:
+        return [text]
+    pieces: list[str] = []
+    while js_len(text) > limit:
+        head = text[:limit]
+        while js_len(head) > limit:  # astral characters count twice
+            head = head[:-1]
+        newline = head.rfind("\n")
+        if newline > limit // 2:
+            head = head[: newline + 1]
+        pieces.append(head)
+        text = text[len(head) :]
+    if text:
+        pieces.append(text)
+    return pieces
+
+
+def fit_request(
+    kind: RequestKind,
+    user: str,
+    model: SummaryModel,
+    thinking: str = "off",
+    *,
+    cap: int | None = None,
+    chunk: tuple[int, int] = (0, 0),
+) -> SummaryRequest:
+    """One request with its output limit fitted to the window, and Pi's thinking budget where it applies.
+
+    ``cap`` lowers the output limit further (chunk requests: it bounds the summary handed to the next chunk).
+    """
     from pi_compact.llm import thinking as reasoning
 
     level = reasoning.effective_level(model.ref, thinking)
@@ -395,7 +553,11 @@ def fit_request(kind: RequestKind, user: str, model: SummaryModel, thinking: str
         adjusted, budget = reasoning.budget_limits(level, limit, model.max_tokens)
         limit = output_limit(adjusted, model.context_window, tokens)
         budget = min(budget, max(0, limit - reasoning.MIN_ANSWER_TOKENS))
-    return SummaryRequest(kind, SYSTEM_PROMPT, user, limit, tokens, level, budget)
+    if cap is not None and limit > cap:
+        limit = cap
+        if budget is not None:
+            budget = min(budget, max(0, limit - reasoning.MIN_ANSWER_TOKENS))
+    return SummaryRequest(kind, SYSTEM_PROMPT, user, limit, tokens, level, budget, chunk[0], chunk[1])
 
 
 def choose_thinking(check: CheckResult, options: SummaryOptions) -> ThinkingChoice:
@@ -543,6 +705,7 @@ class SummaryCheckpoint(CheckpointResult):
     model: str = ""
     requests: int = 0
     redacted: dict[str, int] | None = None  # distinct secrets masked, by kind; None when redaction was off
+    chunks: int = 0  # the history was summarised in this many chunks (0: in one request)
 
 
 @dataclass
@@ -578,6 +741,9 @@ def _ask(
     pending = list(requests)
     for attempt in (1, 2):
         label = f"summarising with {model.name}" + (f" ({len(pending)} requests)" if len(pending) > 1 else "")
+        chunked = [r for r in pending if r.chunk]
+        if chunked:
+            label += f", chunk {chunked[0].chunk} of {chunked[0].chunks}"
         if attempt == 2:
             label += ", second try"
         with waiting(label):
@@ -651,17 +817,34 @@ def summary_mode(
         ref = choose_summary_model(ctx.check, opts, environ)
         model = resolve_summary_model(ref, ctx.check)
         thinking = choose_thinking(ctx.check, opts)
-        requests = build_requests(plan, model, opts, redactor, thinking.level)
+        request_plan = plan_requests(plan, model, opts, redactor, thinking.level)
+        requests = list(request_plan.first)
         problems = fit_problems(requests, model)
         if problems:
             raise UsageError(problems[0])
-        memo = (ref.ref, ref.base_url, tuple((r.kind, r.user, r.max_tokens, r.thinking) for r in requests))
+        memo = (
+            ref.ref,
+            ref.base_url,
+            tuple((r.kind, r.user, r.max_tokens, r.thinking) for r in requests),
+            request_plan.later,
+        )
         answer = remembered.get(memo)
         if answer is None:
             key = Secret(api_key) if isinstance(api_key, str) else api_key
             if key is None:
                 key = require_api_key(ref, environ)
             answer = _ask(requests, model, key, opts, wait, sleep)
+            # A history in chunks: fold each further chunk into the summary so far, with Pi's update prompt.
+            for index in range(len(request_plan.later)):
+                request = request_plan.later_request(index, answer.texts["history"], model)
+                problems = fit_problems([request], model)
+                if problems:
+                    raise UsageError(problems[0])
+                more = _ask([request], model, key, opts, wait, sleep)
+                answer.texts["history"] = more.texts["history"]
+                assert answer.usage is not None and more.usage is not None
+                answer.usage = combine_usage(answer.usage, more.usage)
+                answer.requests += more.requests
             remembered[memo] = answer
         read_files, modified_files = file_lists(plan)
         summary = merge_summary(plan, answer.texts) + format_file_operations(read_files, modified_files)
@@ -679,6 +862,7 @@ def summary_mode(
             model=model.name,
             requests=answer.requests,
             redacted=redactor.counts if redactor is not None else None,
+            chunks=request_plan.chunks,
         )
 
     run.mode_name = "summary"  # type: ignore[attr-defined]
@@ -716,10 +900,13 @@ class SummaryPreview:
     sendable: bool = True  # False: picompact cannot send to this model (the dry run still sizes the requests)
     key_source: str | None = None  # where the key would come from (a variable name or auth.json's path)
     thinking: ThinkingChoice | None = None  # the level asked for and its source (each request has the level sent)
+    carried_tokens: int = 0  # upper bound of the summaries handed from chunk to chunk (in the later requests)
+    chunks: int = 0  # the history in this many chunks (0: one request)
 
     @property
     def input_tokens(self) -> int:
-        return sum(r.pi_tokens for r in self.requests)
+        """Pi's estimate of every request's input; a later chunk's counts the largest summary it may carry."""
+        return sum(r.pi_tokens for r in self.requests) + self.carried_tokens
 
     @property
     def max_output_tokens(self) -> int:
@@ -766,6 +953,7 @@ class SummaryPreview:
                     "system": r.system,
                     "user": r.user,
                     "max_tokens": r.max_tokens,
+                    "chunk": r.chunk or None,
                     "thinking": r.thinking,
                     "thinking_budget_tokens": r.thinking_budget,
                     "input_tokens_pi": r.pi_tokens,
@@ -778,7 +966,16 @@ class SummaryPreview:
                 "input_tokens": self.input_tokens,
                 "max_output_tokens": self.max_output_tokens,
                 "usd_upper_bound": cost,
-                "note": "input at Pi's estimate (chars / 4); output priced at the full output limit, an upper bound",
+                "note": "input at Pi's estimate (chars / 4), with the largest summary each later chunk may carry; "
+                "output priced at the full output limit, an upper bound",
+            },
+            "chunks": {
+                "count": self.chunks,
+                "output_limit_each": self.requests[0].max_tokens if self.chunks else None,
+                "note": "the history does not fit one request: it is summarised chunk by chunk, each next chunk "
+                "folded into the summary so far with the update prompt (later requests show a stand-in for it)"
+                if self.chunks
+                else None,
             },
             "thinking": {
                 "requested": self.thinking.level if self.thinking else None,
@@ -830,7 +1027,8 @@ def preview_summary(
 
     redactor = Redactor() if opts.redact else None
     thinking = choose_thinking(check, opts)
-    requests = tuple(build_requests(check.plan, model, opts, redactor, thinking.level))
+    request_plan = plan_requests(check.plan, model, opts, redactor, thinking.level)
+    requests = tuple(request_plan.preview(model))
     warnings += fit_problems(requests, model)
     read_files, modified_files = file_lists(check.plan)
     return SummaryPreview(
@@ -847,6 +1045,8 @@ def preview_summary(
         sendable=sendable,
         key_source=key.source if key is not None else None,
         thinking=thinking,
+        carried_tokens=(request_plan.chunk_output or 0) * len(request_plan.later),
+        chunks=request_plan.chunks,
     )
 
 

@@ -457,7 +457,8 @@ def _summary_dry_run(env: Environment, path: Path, options: Any, summary_options
         count = len(preview.requests)
         for n, request in enumerate(preview.requests, 1):
             kind = "turn prefix" if request.kind == "turn_prefix" else "history"
-            head = f"request {n} of {count} ({kind} summary, max {request.max_tokens:,} output tokens)"
+            part = f", chunk {request.chunk} of {request.chunks}" if request.chunk else ""
+            head = f"request {n} of {count} ({kind} summary{part}, max {request.max_tokens:,} output tokens)"
             if n > 1:
                 env.text("")
             env.text(f"----- {head}: system prompt -----")
@@ -475,6 +476,12 @@ def _summary_dry_run(env: Environment, path: Path, options: Any, summary_options
         else "cost unknown (no prices for this model)"
     )
     limits = [r.max_tokens for r in preview.requests]
+    if preview.chunks:
+        env.note(
+            f"the history does not fit one request to {preview.model.name}: {preview.chunks} chunks, cut at "
+            "message boundaries; the first is summarised, each next one folded into the summary so far with the "
+            "update prompt (one request after another)"
+        )
     if len(limits) == 1:
         output = f"output limit {limits[0]:,} tokens"
     else:
@@ -506,6 +513,8 @@ def _summary_note(env: Environment, result: Any) -> None:
         return
     requests = getattr(checkpoint, "requests", 1)
     env.note(_redaction_text(getattr(checkpoint, "redacted", None), would=False))
+    if getattr(checkpoint, "chunks", 0):
+        env.note(f"the history was summarised in {checkpoint.chunks} chunks; usage sums every request")
     cost = usage.get("cost", {}).get("total", 0)
     env.note(
         f"summary by {model} in {requests} request{'s' if requests != 1 else ''}: {usage['input']:,} input + "
