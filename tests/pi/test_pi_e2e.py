@@ -8,6 +8,7 @@ overflow with retry; one with post-run and manual (RPC ``compact``) compactions 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -101,6 +102,34 @@ def idle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "4",
         "--context-tools",
     )
+
+
+@pytest.fixture(scope="module")
+def prerun(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A threshold compaction before a prompt: the user raises reserveTokens in settings.json between prompts."""
+    return _drive(
+        tmp_path_factory.mktemp("prerun"),
+        "prerun",
+        "--seed",
+        "5",
+        "--prompts",
+        "12",
+        "--context-window",
+        "24000",
+        "--raise-reserve-to",
+        "9000",
+    )
+
+
+def test_a_compaction_before_a_prompt_puts_the_reminder_before_it(prerun: dict[str, Any]) -> None:
+    assert all(run["ok"] for run in prerun["runs"])
+    contexts = [(c, x) for c, x in _contexts(prerun) if c["site"] == "pre-run"]
+    assert contexts, [c["site"] for c in prerun["compactions"]]
+    for compaction, context in contexts:
+        assert compaction["fromHook"] is True and context["summarizationRequests"] == []
+        order = context["firstRequestAfter"]["order"]
+        assert order[:2] == ["system", "summary"] and order[-2:] == [REMINDER, "prompt"], order
+        assert all(label.startswith("kept") for label in order[2:-2]), order
 
 
 def _entries(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -372,3 +401,137 @@ def test_a_broken_picompact_falls_back_to_pis_own_compaction(broken: dict[str, A
     assert "/nonexistent/picompact" in stderr or "ENOENT" in stderr
     offered = {name for request in broken["requests"] for name in request.get("tools") or []}
     assert not set(TOOLS) & offered  # no tools that could not work
+
+
+def test_an_in_memory_session_falls_back_with_a_notice(tmp_path: Path) -> None:
+    """`pi --no-session` in RPC mode: no file to read, so Pi summarises its own way; the user is told why, and
+    no recovery tools are offered."""
+    agent, home, work = tmp_path / "agent", tmp_path / "home", tmp_path / "work"
+    for d in (agent, home, work):
+        d.mkdir()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(ORACLE / "e2e" / "fake_openai_sse.py"),
+            "--port-file",
+            str(tmp_path / "port"),
+            "--log",
+            str(tmp_path / "requests.jsonl"),
+            "--lifetime",
+            "120",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        port = _wait_for(lambda: (tmp_path / "port").exists() and (tmp_path / "port").read_text().strip())
+        model = {
+            "id": "fake-model",
+            "name": "Fake",
+            "reasoning": False,
+            "input": ["text"],
+            "contextWindow": 100000,
+            "maxTokens": 4096,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        }
+        provider = {"baseUrl": f"http://127.0.0.1:{port}/v1", "api": "openai-completions", "apiKey": "k"}
+        (agent / "models.json").write_bytes(orjson.dumps({"providers": {"fake": {**provider, "models": [model]}}}))
+        settings = {"compaction": {"enabled": True, "reserveTokens": 4096, "keepRecentTokens": 1}}
+        (agent / "settings.json").write_bytes(orjson.dumps(settings))
+        env = {**_sandbox_env({"tempDir": str(tmp_path)}), "PATH": f"{NODE22.parent}:/usr/bin:/bin"}
+        env["TMPDIR"] = str(tmp_path)
+        assert subprocess.run([*picompact_exe(), "pi", "install"], env=env, capture_output=True).returncode == 0
+        events = _rpc(
+            env,
+            work,
+            [
+                {"id": "p0", "type": "prompt", "message": "first question " + "x" * 400},
+                {"id": "p1", "type": "prompt", "message": "second question " + "y" * 400},
+                {"id": "c", "type": "compact"},
+            ],
+        )
+    finally:
+        server.terminate()
+        server.wait(10)
+    response = next(e for e in events if e.get("type") == "response" and e.get("id") == "c")
+    assert response["success"] is True
+    assert response["data"]["summary"].startswith("OK from fake model")  # Pi's own summary, by the model
+    notices = [e["message"] for e in events if e.get("type") == "extension_ui_request" and e.get("method") == "notify"]
+    assert any("in memory only" in n and "Pi compacts its own way" in n for n in notices), notices
+    requests = [orjson.loads(line) for line in (tmp_path / "requests.jsonl").read_bytes().split(b"\n") if line]
+    offered = {t["function"]["name"] for r in requests for t in (r.get("body") or {}).get("tools") or []}
+    assert "bash" in offered and not set(TOOLS) & offered
+
+
+def _wait_for(probe: Any, timeout: float = 30) -> Any:
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def _rpc(env: dict[str, str], cwd: Path, commands: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run Pi in RPC mode on an in-memory session: each prompt waits for agent_settled, a command for its response."""
+    import threading
+
+    proc = subprocess.Popen(
+        [
+            str(NODE22),
+            str(PACKAGE / "dist" / "bundle" / "cli.js"),
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--thinking",
+            "off",
+            "--no-skills",
+            "--no-prompt-templates",
+            "--no-themes",
+            "--no-context-files",
+            "--no-mcp",
+            "--no-approve",
+            "--offline",
+        ],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    events: list[dict[str, Any]] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                events.append(orjson.loads(line))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert proc.stdin is not None
+    try:
+        for command in commands:
+            start = len(events)
+            proc.stdin.write(orjson.dumps(command) + b"\n")
+            proc.stdin.flush()
+            if command["type"] == "prompt":
+                _wait_for(lambda start=start: any(e.get("type") == "agent_settled" for e in events[start:]), 60)
+            else:
+                _wait_for(lambda c=command: any(e.get("id") == c["id"] for e in events if e.get("type") == "response"))
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        reader.join(5)
+    return list(events)

@@ -548,7 +548,8 @@ export default function picompact(pi: ExtensionAPI) {
 			notify(ctx, `picompact does not run (${configError}); Pi compacts its own way`);
 			return;
 		}
-		if (config.enabled) registerTools(config.lookupAvailable);
+		// The tools read the session file: none for a session that lives only in memory (--no-session).
+		if (config.enabled && ctx.sessionManager.getSessionFile()) registerTools(config.lookupAvailable);
 	});
 
 	// ---------------------------------------------------------------------------------------------------------
