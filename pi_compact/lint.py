@@ -527,8 +527,8 @@ def lint_file(path: str | os.PathLike[str], leaf_id: str | None = None, max_find
     return _report(where, lint_session(session, leaf_id), len(session.entries), True, max_findings)
 
 
-def _lint_for_pool(args: tuple[str, int | None]) -> LintReport:
-    return lint_file(args[0], max_findings=args[1])
+def _lint_batch(paths: list[str], max_findings: int | None) -> list[LintReport]:
+    return [lint_file(p, max_findings=max_findings) for p in paths]
 
 
 def iter_session_files(roots: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -554,12 +554,13 @@ def lint_paths(
     *,
     jobs: int | None = None,
     max_findings: int | None = 50,
-    window: int | None = None,
+    batch: int = 8,
 ) -> Iterator[LintReport]:
     """Lint many files, ``jobs`` worker processes at a time, yielding reports in the order of ``paths``.
 
-    At most ``window`` files are in flight (default: 4 per worker), so memory is bounded by a few sessions per
-    worker whatever the number of files; each report keeps at most ``max_findings`` findings (counts stay exact).
+    Files go to the workers in batches of ``batch`` (one round trip per batch, not per file), and at most four
+    batches per worker are in flight: memory stays bounded by a few sessions per worker however many files there
+    are. Each report keeps at most ``max_findings`` findings (its counts stay exact).
     """
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, 8)
     if workers < 1:
@@ -571,16 +572,17 @@ def lint_paths(
         return
     from collections import deque
     from concurrent.futures import Future, ProcessPoolExecutor
+    from itertools import islice
 
-    limit = window if window is not None else 4 * workers
+    limit = 4 * workers
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        in_flight: deque[Future[LintReport]] = deque()
-        for p in iterator:
-            in_flight.append(pool.submit(_lint_for_pool, (os.fspath(p), max_findings)))
+        in_flight: deque[Future[list[LintReport]]] = deque()
+        while chunk := [os.fspath(p) for p in islice(iterator, batch)]:
+            in_flight.append(pool.submit(_lint_batch, chunk, max_findings))
             if len(in_flight) >= limit:
-                yield in_flight.popleft().result()
+                yield from in_flight.popleft().result()
         while in_flight:
-            yield in_flight.popleft().result()
+            yield from in_flight.popleft().result()
 
 
 @dataclass

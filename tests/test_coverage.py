@@ -63,7 +63,7 @@ def test_a_verbatim_checkpoint_keeps_users_decisions_and_files(tmp_path: Path) -
         "--output",
         copy,
         "--context-window",
-        "20000",
+        "200000",
         "--keep-recent-tokens",
         "2500",
     )
