@@ -1,0 +1,129 @@
+// Loads the Pi extension (index.ts, next to install.json in the directory given as argv[2]) with a stand-in for
+// Pi's ExtensionAPI, drives a scripted sequence of events, and prints what the extension did as one JSON document.
+// The installed command (install.json) is a fake picompact that logs its arguments; see test_extension_logic.py.
+import { pathToFileURL } from "node:url";
+import { join } from "node:path";
+
+const dir = process.argv[2];
+const handlers = new Map();
+const tools = new Map();
+const commands = new Map();
+const sent = [];
+const pi = {
+	on(name, handler) {
+		if (!handlers.has(name)) handlers.set(name, []);
+		handlers.get(name).push(handler);
+		return () => {};
+	},
+	registerTool(tool) {
+		tools.set(tool.name, tool);
+	},
+	registerCommand(name, options) {
+		commands.set(name, options);
+	},
+	sendMessage(message, options) {
+		sent.push({ message, options: options ?? null });
+	},
+};
+
+const branch = [
+	{ type: "message", id: "u1", parentId: null, message: { role: "user", content: "hi" } },
+	{
+		type: "message",
+		id: "a1",
+		parentId: "u1",
+		message: {
+			role: "assistant",
+			content: ["a", "b", "c", "d", "e", "f", "g"].map((id) => ({ type: "toolCall", id, name: "context_lookup" })),
+		},
+	},
+];
+const ctx = {
+	cwd: dir,
+	hasUI: false,
+	mode: "print",
+	model: { provider: "fake", id: "fake-model", contextWindow: 24000 },
+	isProjectTrusted: () => false,
+	sessionManager: {
+		getSessionFile: () => join(dir, "session.jsonl"),
+		getBranch: () => branch,
+		getLeafId: () => "a1",
+	},
+	ui: { notify() {} },
+};
+
+async function emit(name, event) {
+	let result;
+	for (const handler of handlers.get(name) ?? []) {
+		const r = await handler({ type: name, ...event }, ctx);
+		if (r !== undefined) result = r;
+	}
+	return result;
+}
+
+async function lookup(id) {
+	const result = await tools.get("context_lookup").execute(id, { question: `q ${id}` }, undefined, undefined, ctx);
+	return result.content[0].text;
+}
+
+const mod = await import(pathToFileURL(join(dir, "index.ts")).href);
+mod.default(pi);
+const out = {};
+await emit("session_start", { reason: "startup" });
+out.tools = [...tools.keys()].sort();
+out.commands = [...commands.keys()];
+
+// One assistant message with two lookups: both are judged before either runs.
+await emit("tool_execution_start", { toolCallId: "a", toolName: "context_lookup", args: {} });
+await emit("tool_execution_start", { toolCallId: "b", toolName: "context_lookup", args: {} });
+out.a = await lookup("a");
+out.b = await lookup("b");
+await emit("tool_result", { toolCallId: "x", toolName: "context_grep", content: [], isError: false });
+await emit("tool_execution_start", { toolCallId: "c", toolName: "context_lookup", args: {} });
+out.c = await lookup("c"); // a fallback search does not reset
+await emit("tool_result", { toolCallId: "y", toolName: "bash", content: [], isError: false });
+await emit("tool_execution_start", { toolCallId: "d", toolName: "context_lookup", args: {} });
+out.d = await lookup("d"); // another tool's result resets
+await emit("before_agent_start", { messageType: "user", prompt: "next", systemPrompt: "" });
+await emit("tool_execution_start", { toolCallId: "e", toolName: "context_lookup", args: {} });
+await emit("tool_execution_start", { toolCallId: "f", toolName: "context_lookup", args: {} });
+out.e = await lookup("e"); // a user message resets
+out.f = await lookup("f");
+await emit("user_bash", { command: "ls" });
+await emit("tool_execution_start", { toolCallId: "g", toolName: "context_lookup", args: {} });
+out.g = await lookup("g"); // a bash execution resets
+
+// Only the newest reminder reaches the model.
+const reminder = (n) => ({ role: "custom", customType: "picompact.reorientation", content: `r${n}`, display: false });
+const filtered = await emit("context", {
+	messages: [{ role: "user", content: "u" }, reminder(1), { role: "assistant", content: [] }, reminder(2)],
+});
+out.context = filtered ? filtered.messages.map((m) => m.content) : null;
+out.contextUnchanged = (await emit("context", { messages: [{ role: "user", content: "u" }, reminder(3)] })) ?? null;
+
+// Compaction: picompact's cut must be Pi's; the reminder goes where the work resumes.
+const settings = { enabled: true, reserveTokens: 4096, keepRecentTokens: 4000 };
+async function compact(firstKeptEntryId, reason, willRetry) {
+	const preparation = { firstKeptEntryId, tokensBefore: 1234, settings };
+	const result = await emit("session_before_compact", {
+		preparation,
+		branchEntries: branch,
+		reason,
+		willRetry,
+		signal: new AbortController().signal,
+	});
+	if (result?.compaction) {
+		const entry = { type: "compaction", id: `c-${reason}`, ...result.compaction };
+		await emit("session_compact", { compactionEntry: entry, fromExtension: true, reason, willRetry });
+	}
+	return result ?? null;
+}
+out.disagree = await compact("u1", "threshold", false);
+out.agreeIdle = await compact("k1", "threshold", false);
+await emit("agent_start", {});
+out.agreeRunning = await compact("k1", "threshold", false);
+await emit("agent_end", { messages: [] });
+out.overflow = await compact("k1", "overflow", true);
+out.manual = await compact("k1", "manual", false);
+out.sent = sent;
+process.stdout.write(JSON.stringify(out));
