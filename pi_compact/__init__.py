@@ -28,22 +28,27 @@ _EXPORTS = {
     "SummaryOptions": "pi_compact.checkpoint.summary",
     "VerbatimOptions": "pi_compact.checkpoint.verbatim",
     "analyze": "pi_compact.check",
+    "audit_session": "pi_compact.audit",
     "build_context_view": "pi_compact.lookup.context",
     "build_projection": "pi_compact.projection",
     "build_transcript": "pi_compact.render.transcript",
     "build_verbatim_checkpoint": "pi_compact.checkpoint.verbatim",
     "check_session": "pi_compact.check",
     "compact_session": "pi_compact.compact",
+    "context_growth": "pi_compact.forecast",
     "context_tokens": "pi_compact.projection",
     "estimate_tokens": "pi_compact.tokens",
     "find_model": "pi_compact.models",
     "find_most_recent_session": "pi_compact.session.discovery",
     "get_branch": "pi_compact.session.tree",
     "grep": "pi_compact.lookup.search",
+    "lint_file": "pi_compact.lint",
+    "lint_paths": "pi_compact.lint",
     "list_entries": "pi_compact.lookup.search",
     "list_sessions": "pi_compact.session.discovery",
     "load_session": "pi_compact.session.load",
     "load_session_bytes": "pi_compact.session.load",
+    "measure_coverage": "pi_compact.coverage",
     "plan_compaction": "pi_compact.plan",
     "resolve_context_window": "pi_compact.models",
     "resolve_settings": "pi_compact.settings",
@@ -73,22 +78,27 @@ __all__ = [
     "VerbatimOptions",
     "__version__",
     "analyze",
+    "audit_session",
     "build_context_view",
     "build_projection",
     "build_transcript",
     "build_verbatim_checkpoint",
     "check_session",
     "compact_session",
+    "context_growth",
     "context_tokens",
     "estimate_tokens",
     "find_model",
     "find_most_recent_session",
     "get_branch",
     "grep",
+    "lint_file",
+    "lint_paths",
     "list_entries",
     "list_sessions",
     "load_session",
     "load_session_bytes",
+    "measure_coverage",
     "plan_compaction",
     "resolve_context_window",
     "resolve_settings",
@@ -110,11 +120,15 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pi_compact.audit import audit_session
     from pi_compact.check import CheckOptions, CheckResult, analyze, check_session
     from pi_compact.checkpoint.summary import SummaryOptions, summary_mode
     from pi_compact.checkpoint.verbatim import VerbatimOptions, build_verbatim_checkpoint
     from pi_compact.compact import CompactOptions, compact_session, verbatim_mode
+    from pi_compact.coverage import measure_coverage
     from pi_compact.errors import ExitCode, PiCompactError
+    from pi_compact.forecast import context_growth
+    from pi_compact.lint import lint_file, lint_paths
     from pi_compact.lookup.agent import LookupOptions, run_lookup
     from pi_compact.lookup.context import build_context_view
     from pi_compact.lookup.search import grep, list_entries, show_entry

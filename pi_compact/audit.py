@@ -515,7 +515,7 @@ def _drifts(replies: list[ReplyRow], intervals: list[tuple[tuple[DriftEntry, ...
     return out
 
 
-def audit(
+def audit_session(
     session: Session, options: CheckOptions | None = None, *, cl100k: bool = True, top: int = DEFAULT_TOP
 ) -> AuditResult:
     """Audit the branch ``options.leaf_id`` (default: Pi's leaf)."""

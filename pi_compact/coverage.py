@@ -330,7 +330,7 @@ def _recover(branch: Branch, item: CoverageItem) -> bool:
     return False
 
 
-def coverage(
+def measure_coverage(
     session: Session, compaction_id: str | None = None, *, leaf_id: str | None = None, recover: bool = True
 ) -> CoverageResult:
     """Measure what the compaction ``compaction_id`` (default: the latest on the branch) kept readable."""

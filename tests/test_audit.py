@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_compact.audit import audit
+from pi_compact.audit import audit_session
 from pi_compact.check import CheckOptions
 from pi_compact.messages import current_system_message
 from pi_compact.projection import build_projection
@@ -53,7 +53,7 @@ def test_leaf_figures_are_checks(fixture: Path) -> None:
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.name)
 def test_estimate_at_every_reply_and_marker_is_pis_projection(fixture: Path) -> None:
-    result = audit(load_session(fixture), CheckOptions(context_window=200_000), cl100k=False)
+    result = audit_session(load_session(fixture), CheckOptions(context_window=200_000), cl100k=False)
     branch = result.branch
     for reply in result.replies:
         assert reply.estimate == _estimate_from_scratch(branch, reply.branch_index), reply.entry_id
@@ -187,3 +187,16 @@ def test_errors_name_the_file(tmp_path: Path) -> None:
     result = run("audit", path)
     assert result.code == 2 and str(path) in result.stderr
     assert run("audit", PI_FIXTURES / "gen-small-101.jsonl", "--leaf", "nope0000").code == 2
+
+
+def test_default_session_is_the_newest_for_the_directory(tmp_path: Path, agent: Path) -> None:
+    from pi_compact.session.discovery import session_dir_for_cwd
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    directory = session_dir_for_cwd(project)
+    directory.mkdir(parents=True)
+    sb = simple_session(turns=2)
+    sb.write(directory / "2026-01-01T00-00-00-000Z_x.jsonl")
+    data = run("audit", "--json", *WINDOW, cwd=project).json
+    assert data["leaf"]["entry_id"] == sb.leaf and len(data["replies"]) == 4

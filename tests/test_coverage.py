@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_compact.coverage import coverage
+from pi_compact.coverage import measure_coverage
 from pi_compact.session import load_session
 from tests.conftest import PI_FIXTURES, run
 from tests.sessionkit import SessionBuilder
@@ -152,7 +152,7 @@ def test_a_compaction_keeping_everything_relevant_scores_full(tmp_path: Path) ->
 
 @pytest.mark.parametrize("fixture", COMPACTED_FIXTURES, ids=lambda p: p.name)
 def test_grep_recovers_every_missing_item_of_real_sessions(fixture: Path) -> None:
-    result = coverage(load_session(fixture))
+    result = measure_coverage(load_session(fixture))
     assert result.items
     assert all(i.recovered for i in result.missing), [i for i in result.missing if not i.recovered][:3]
 
@@ -209,3 +209,15 @@ def test_json_keys(tmp_path: Path) -> None:
         "score",
     }
     assert set(data["items"][0]) == {"category", "entry_id", "line", "text", "status", "needle", "recovered"}
+
+
+def test_default_session_is_the_newest_for_the_directory(tmp_path: Path, agent: Path) -> None:
+    from pi_compact.session.discovery import session_dir_for_cwd
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    directory = session_dir_for_cwd(project)
+    directory.mkdir(parents=True)
+    sb, _ = _with_summary("nothing much")
+    sb.write(directory / "2026-01-01T00-00-00-000Z_x.jsonl")
+    assert run("coverage", "--json", cwd=project).json["compaction_id"] == sb.leaf

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from pi_compact.errors import PiCompactError
 from pi_compact.lint import lint_file
 from pi_compact.session import get_branch, load_session
 from tests.conftest import PI_FIXTURES, run
@@ -456,3 +461,60 @@ def test_json_document_schema(tmp_path: Path) -> None:
     assert set(report) == {"path", "readable", "entries", "counts", "codes", "findings", "findings_omitted"}
     assert set(report["findings"][0]) == {"code", "severity", "line", "entry_id", "message", "pi"}
     assert doc["total"]["files"] == 1 and doc["total"]["with_findings"] == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Properties: any damage, no crash, and the loader's diagnostics are always findings
+
+
+_BASE_LINES = lines_of(simple_session(turns=3, size=20))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["drop", "cut", "swap", "dup", "junk"]),
+            st.integers(0, len(_BASE_LINES) - 1),
+            st.integers(0, 200),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_any_damage_lints_without_crashing_and_agrees_with_the_loader(
+    ops: list[tuple[str, int, int]], final_newline: bool
+) -> None:
+    lines = list(_BASE_LINES)
+    for op, at, n in ops:
+        if not lines:
+            break
+        at %= len(lines)
+        if op == "drop":
+            del lines[at]
+        elif op == "cut":
+            lines[at] = lines[at][: n % (len(lines[at]) + 1)]
+        elif op == "swap":
+            other = n % len(lines)
+            lines[at], lines[other] = lines[other], lines[at]
+        elif op == "dup":
+            lines.insert(at, lines[n % len(lines)])
+        else:
+            lines.insert(at, bytes([n % 256]) * (n % 7))
+    data = join(lines)
+    if not final_newline:
+        data = data[:-1]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.jsonl"
+        path.write_bytes(data)
+        report = lint_file(path)
+        try:
+            session = load_session(path)
+        except PiCompactError as exc:
+            assert not report.readable
+            assert report.findings[0].code == (exc.code or "unreadable")
+            return
+        assert report.readable
+        got = Counter((f.code, f.line) for f in report.findings)
+        for diag in session.diagnostics:
+            assert got[(diag.code, diag.line)] >= 1, diag
