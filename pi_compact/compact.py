@@ -55,7 +55,6 @@ from pi_compact.session.write import (
 )
 from pi_compact.tokens import estimate_tokens
 
-COMPACT_SCHEMA_VERSION = 1
 LOW_GAIN_PERCENT = 20.0
 
 Status = Literal["written", "rewritten", "copied", "dry-run", "not-needed"]
@@ -292,7 +291,6 @@ class CompactResult:
         write = self.write
         session = self.check.session
         return {
-            "schema_version": COMPACT_SCHEMA_VERSION,
             "status": self.status,
             "mode": self.mode,
             "session": str(self.path),

@@ -248,3 +248,12 @@ def test_leaf_picks_the_branch_searched(tmp_path: Path, scripted: ScriptedModel)
     assert [(c["id"], c["exists"]) for c in data["citations"]] == [(old, True), (new, False)]
     grep_result = tool_results(scripted.bodies[1])[0][1]
     assert f"{old}:text:3:Use sqlite for now." in grep_result and "postgres" not in grep_result
+
+
+def test_json_keys_are_the_declared_ones(history: History, scripted: ScriptedModel) -> None:
+    from pi_compact.cli.schema import DOCUMENTS, keys
+
+    scripted.answer("Not found in this session.")
+    result = lookup(scripted, history, "--json")
+    assert result.code == 1, result.stderr
+    assert list(result.json) == keys(DOCUMENTS["lookup"])

@@ -1,0 +1,113 @@
+"""Every ``--json`` document and record has exactly the keys declared in ``pi_compact.cli.schema``, the README
+table lists the same keys, and a document is the library result's ``to_json()`` with ``schema_version`` stamped."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pi_compact.cli.env import SCHEMA_VERSION
+from pi_compact.cli.schema import DOCUMENTS, RECORDS, keys
+from tests.helpers.cli import run
+from tests.sessionkit import simple_session
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+HOW = "a key was added or removed: declare it in pi_compact/cli/schema.py and the README's JSON output table"
+WINDOW = ["--context-window", "200000"]
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    return simple_session(turns=6, size=400).write(tmp_path / "s.jsonl")
+
+
+def readme_table() -> dict[str, list[str]]:
+    section = README.split("## JSON output", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        rows[cells[0]] = re.findall(r"`([^`]+)`", cells[1])
+    return rows
+
+
+def test_the_readme_table_lists_the_declared_keys() -> None:
+    table = readme_table()
+    expected = {f"`{name}`": keys(doc) for name, doc in DOCUMENTS.items()}
+    for command, records in RECORDS.items():
+        for record_type, data in records.items():
+            expected[f"`{command}` `{record_type}` record"] = keys(data)
+    assert table == expected, HOW
+
+
+def _doc(*args: str | Path) -> dict:
+    result = run(*args, "--json")
+    assert result.stdout_bytes.count(b"\n") >= 1
+    doc = result.json
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == SCHEMA_VERSION
+    return doc
+
+
+def test_every_document_has_the_declared_keys(session: Path, tmp_path: Path, isolated_home: Path) -> None:
+    entry = orjson.loads(session.read_bytes().split(b"\n")[3])["id"]
+    keep = ["--keep-recent-tokens", "500"]
+    printed = {
+        "check": _doc("check", session, *WINDOW),
+        "sessions": _doc("sessions", "--all"),
+        "compact": _doc("compact", session, *WINDOW, *keep, "--dry-run"),
+        "compact --mode summary --dry-run": _doc(
+            "compact", session, "--mode", "summary", "--model", "openai/gpt-4.1-mini", *keep, "--dry-run"
+        ),
+        "compact --mode summary --dry-run, not needed": _doc(
+            "compact", session, "--mode", "summary", "--model", "openai/gpt-4.1-mini", "--dry-run", "--if-needed"
+        ),
+        "list": _doc("list", session),
+        "show": _doc("show", session, entry),
+        "context": _doc("context", session),
+    }
+    missing = run("check", tmp_path / "missing.jsonl", "--json")
+    assert missing.code == 2
+    printed["error"] = missing.json
+    for name, doc in printed.items():
+        assert list(doc) == keys(DOCUMENTS[name]), f"{name}: {HOW}"
+    # lookup needs a model; lint, audit and coverage are checked in tests/test_lint.py, test_audit.py, test_coverage.py.
+    assert set(DOCUMENTS) == {*printed, "lookup", "lint", "audit", "coverage"}
+
+
+def test_grep_records_have_the_declared_keys(session: Path, tmp_path: Path) -> None:
+    result = run("grep", session, "Turn", "-C", "1", "--json")
+    assert result.code == 0
+    records = result.jsonl
+    assert {r["type"] for r in records} == {"match", "summary"}
+    for record in records:
+        assert list(record) == ["type", "version", "data"] and record["version"] == SCHEMA_VERSION
+        assert list(record["data"]) == keys(RECORDS["grep"][record["type"]]), f"grep {record['type']}: {HOW}"
+    error = run("grep", tmp_path / "missing.jsonl", "Turn", "--json").jsonl
+    assert [r["type"] for r in error] == ["error"]
+    assert list(error[0]["data"]) == keys(RECORDS["grep"]["error"])
+
+
+def test_documents_are_the_library_results_to_json(session: Path) -> None:
+    from pi_compact.check import CheckOptions, check_session
+    from pi_compact.lookup import build_context_view, grep, list_entries
+    from pi_compact.render.transcript import build_transcript
+    from pi_compact.session.load import load_session
+
+    def same(doc: dict, data: dict) -> None:
+        assert doc == {"schema_version": SCHEMA_VERSION, **orjson.loads(orjson.dumps(data))}
+
+    same(_doc("check", session, *WINDOW), check_session(session, CheckOptions(context_window=200_000)).to_json())
+    loaded = load_session(session)
+    same(_doc("list", session), list_entries(build_transcript(loaded)).to_json())
+    same(_doc("context", session), build_context_view(loaded).to_json())
+    page = grep(build_transcript(loaded), "Turn")
+    records = run("grep", session, "Turn", "--json").jsonl
+    expected = [
+        *({"type": "match", "version": SCHEMA_VERSION, "data": m.to_json()} for m in page.matches),
+        {"type": "summary", "version": SCHEMA_VERSION, "data": page.to_json()},
+    ]
+    assert records == orjson.loads(orjson.dumps(expected))
