@@ -236,6 +236,7 @@ def checkpoint_command(
     cap: int | None = typer.Option(None, "--cap", metavar="N", help="verbatim: checkpoint budget in tokens."),
     no_cap: bool = typer.Option(False, "--no-cap", help="verbatim: no budget."),
     model: str | None = typer.Option(None, "--model", metavar="PROVIDER/ID", help="summary: the model to ask."),
+    base_url: str | None = typer.Option(None, "--base-url", metavar="URL", help="summary: the model's server."),
     instructions: str | None = typer.Option(None, "--instructions", metavar="TEXT", help="summary: the focus."),
     timeout: float | None = typer.Option(None, "--timeout", metavar="S", help="summary: seconds per answer."),
     json_output: bool = typer.Option(True, "--json", hidden=True),
@@ -262,8 +263,8 @@ def checkpoint_command(
         raise UsageError("--cap and --no-cap clash: give one of them")
     if mode == "summary" and (cap is not None or no_cap):
         raise UsageError("--cap and --no-cap apply only to --mode verbatim")
-    if mode != "summary" and (model or instructions or timeout is not None):
-        raise UsageError("--model, --instructions and --timeout apply only to --mode summary")
+    if mode != "summary" and (model or base_url or instructions or timeout is not None):
+        raise UsageError("--model, --base-url, --instructions and --timeout apply only to --mode summary")
     data = build_checkpoint(
         CheckpointRequest(
             session=session,
@@ -275,6 +276,7 @@ def checkpoint_command(
             cap=cap,
             no_cap=no_cap,
             model=model,
+            base_url=base_url,
             instructions=instructions,
             timeout=timeout,
         )

@@ -39,6 +39,7 @@ class CheckpointRequest:
     cap: int | None = None
     no_cap: bool = False
     model: str | None = None  # summary mode: PROVIDER/ID of the model that writes the summary
+    base_url: str | None = None  # summary mode: the model's server (a provider picompact does not know)
     instructions: str | None = None  # summary mode: /compact's focus text
     timeout: float | None = None  # summary mode: seconds per model answer
 
@@ -54,9 +55,12 @@ def build_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
     elif request.mode == "summary":
         from pi_compact.checkpoint.summary import SummaryOptions, summary_mode
 
-        options = SummaryOptions(model=request.model, instructions=request.instructions or None)
-        if request.timeout is not None:
-            options = SummaryOptions(model=request.model, instructions=request.instructions, timeout=request.timeout)
+        options = SummaryOptions(
+            model=request.model,
+            base_url=request.base_url,
+            instructions=request.instructions or None,
+            timeout=request.timeout if request.timeout is not None else SummaryOptions.timeout,
+        )
         options.validate()
         mode = summary_mode(options)
     else:

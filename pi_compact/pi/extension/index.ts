@@ -107,7 +107,13 @@ function readInstall(): InstallRecord | undefined {
 }
 
 /** Run picompact with `args`; never throws. */
-function runPicompact(command: string[], args: string[], timeoutMs: number, signal?: AbortSignal): Promise<RunResult> {
+function runPicompact(
+	command: string[],
+	args: string[],
+	timeoutMs: number,
+	signal?: AbortSignal,
+	extraEnv: Record<string, string> = {},
+): Promise<RunResult> {
 	return new Promise((resolve) => {
 		const out: Buffer[] = [];
 		const err: Buffer[] = [];
@@ -124,7 +130,7 @@ function runPicompact(command: string[], args: string[], timeoutMs: number, sign
 		try {
 			child = spawn(command[0], [...command.slice(1), ...args], {
 				stdio: ["ignore", "pipe", "pipe"],
-				env: { ...process.env, NO_COLOR: "1" },
+				env: { ...process.env, ...extraEnv, NO_COLOR: "1" },
 			});
 		} catch (error) {
 			resolve({ code: null, stdout: "", stderr: "", error: String(error) });
@@ -158,6 +164,14 @@ function failure(result: RunResult): string {
 	const lines = result.stderr.split("\n").filter((l) => l.startsWith("picompact: error:"));
 	const line = lines.length > 0 ? lines[lines.length - 1] : result.stderr.trim().split("\n").pop();
 	return (line || `exit ${result.code}`).replace(/^picompact: error: /, "");
+}
+
+/** The variable picompact reads a provider's API key from: OPENAI_API_KEY for openai, MY_LLM_API_KEY for my-llm. */
+function keyVariable(provider: string): string {
+	return `${provider
+		.replace(/[^A-Za-z0-9]+/g, "_")
+		.toUpperCase()
+		.replace(/^_+|_+$/g, "")}_API_KEY`;
 }
 
 function parseJson<T>(result: RunResult): T | undefined {
@@ -275,13 +289,22 @@ export default function picompact(pi: ExtensionAPI) {
 			"--mode",
 			chosen,
 		];
+		const env: Record<string, string> = {};
 		if (chosen === "verbatim") args.push(...config.capArgs);
 		else {
-			if (ctx.model) args.push("--model", `${ctx.model.provider}/${ctx.model.id}`);
+			// The session's model, reached the way Pi reaches it: its server (OpenAI-compatible providers) and the
+			// API key Pi resolved, passed in the environment variable picompact reads for that provider.
+			const model = ctx.model;
+			if (model) {
+				args.push("--model", `${model.provider}/${model.id}`);
+				if (model.api === "openai-completions" && model.baseUrl) args.push("--base-url", model.baseUrl);
+				const key = await ctx.modelRegistry.getApiKeyForProvider(model.provider).catch(() => undefined);
+				if (key) env[keyVariable(model.provider)] = key;
+			}
 			if (event.customInstructions) args.push("--instructions", event.customInstructions);
 		}
 		const timeout = chosen === "summary" ? SUMMARY_TIMEOUT_MS : CHECKPOINT_TIMEOUT_MS;
-		const result = await runPicompact(command, args, timeout, event.signal);
+		const result = await runPicompact(command, args, timeout, event.signal, env);
 		if (event.signal.aborted) return undefined;
 		const checkpoint = parseJson<Checkpoint>(result);
 		if (!checkpoint) return fallback(`picompact failed: ${failure(result)}`);
