@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pi_compact.errors import ProviderError, UsageError
-from pi_compact.llm import wire_anthropic, wire_openai
+from pi_compact.llm import wire_anthropic, wire_google, wire_openai
 from pi_compact.llm.keys import Secret, describe_source, redact, require_api_key
 from pi_compact.llm.providers import ModelRef
 from pi_compact.llm.types import Request, Response
@@ -83,6 +83,8 @@ def _endpoint(model: ModelRef, base_url: str | None) -> str:
         raise UsageError(f"base URL {base!r} must start with http:// or https://")
     if model.protocol == "anthropic":
         return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+    if model.protocol == "google":
+        return f"{base}/models/{model.model_id}:generateContent"
     return f"{base}/chat/completions"
 
 
@@ -107,6 +109,9 @@ def _client(model: ModelRef, api_key: Secret | None, timeout: float) -> httpx.Cl
         headers["anthropic-version"] = wire_anthropic.API_VERSION
         if api_key:
             headers["x-api-key"] = api_key.reveal()
+    elif model.protocol == "google":
+        if api_key:
+            headers["x-goog-api-key"] = api_key.reveal()
     elif api_key:
         headers["authorization"] = f"Bearer {api_key.reveal()}"
     return httpx.Client(headers=headers, timeout=httpx.Timeout(timeout), follow_redirects=False)
@@ -122,6 +127,9 @@ def _body(request: Request, model: ModelRef) -> bytes:
         body = wire_anthropic.build_body(request, model.model_id, limit)
         if request.reasoning is not None:
             body.update(thinking.anthropic_fields(model, request.reasoning, request.thinking_budget))
+    elif model.protocol == "google":
+        config = thinking.google_thinking_config(model, request.reasoning) if request.reasoning is not None else None
+        body = wire_google.build_body(request, limit, config)
     else:
         body = wire_openai.build_body(request, model.model_id, limit, model.max_tokens_field)
         if request.reasoning is not None:
@@ -135,7 +143,7 @@ def _shorten(text: str) -> str:
 
 
 def _wire(model: ModelRef) -> ModuleType:
-    return wire_anthropic if model.protocol == "anthropic" else wire_openai
+    return {"anthropic": wire_anthropic, "google": wire_google}.get(model.protocol, wire_openai)
 
 
 def _json(response: httpx.Response) -> Any:

@@ -1,7 +1,7 @@
 """Which endpoint, wire protocol and key a "provider/model-id" reference means.
 
-picompact speaks two protocols: OpenAI Chat Completions ("openai") and Anthropic Messages
-("anthropic"). Every provider below maps to one of them.
+picompact speaks three protocols: OpenAI Chat Completions ("openai"), Anthropic Messages ("anthropic") and
+the Gemini API ("google"). Every provider below maps to one of them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Literal
 from pi_compact.errors import UsageError
 from pi_compact.llm.model_table import ModelEntry, find_model, provider_entries
 
-Protocol = Literal["openai", "anthropic"]
+Protocol = Literal["openai", "anthropic", "google"]
 
 MODEL_ENV_VAR = "PICOMPACT_MODEL"
 
@@ -43,6 +43,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             max_tokens_field="max_completion_tokens",
         ),
         ProviderSpec("anthropic", "anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",)),
+        ProviderSpec("google", "google", "https://generativelanguage.googleapis.com/v1beta", ("GEMINI_API_KEY",)),
         ProviderSpec("openrouter", "openai", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)),
         ProviderSpec(
             "groq",
@@ -156,7 +157,7 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
     """Turn "provider/model-id" (and an optional user --base-url) into a `ModelRef`.
 
     A user base URL overrides the default and means the OpenAI protocol, unless the provider
-    is anthropic.
+    is anthropic or google (which keep their own).
     """
     provider, model_id = parse_model_ref(model) if isinstance(model, str) else model
     if not provider or not model_id:
@@ -168,7 +169,7 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
             raise _unknown_provider(provider)
         spec = ProviderSpec(provider, "openai", None, _default_key_env(provider), key_required=False)
     if user_url is not None:
-        protocol: Protocol = "anthropic" if provider == "anthropic" else "openai"
+        protocol: Protocol = "anthropic" if provider == "anthropic" else "google" if provider == "google" else "openai"
         url = user_url
         field_name = spec.max_tokens_field if protocol == spec.protocol else "max_tokens"
     elif spec.base_url is None:

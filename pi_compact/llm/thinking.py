@@ -224,7 +224,7 @@ def google_thinking_config(model: ModelRef, level: str) -> dict[str, Any] | None
         fallback = clamp(model, "off")
         if fallback == "off":
             return {"thinkingBudget": 0}
-        return {"thinkingLevel": str(_mapped(model, fallback)).upper()}
+        return {"thinkingLevel": str(_mapped(model, fallback)).upper()}  # cannot be off: its lowest level
     resolved = str(_mapped(model, level)).lower()
     if resolved not in ("minimal", "low", "medium", "high"):
         resolved = "high"

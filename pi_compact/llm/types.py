@@ -33,6 +33,7 @@ class ToolCall:
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     raw_arguments: str | None = None
+    signature: str | None = None  # Gemini's thoughtSignature, sent back with the call
 
 
 @dataclass(frozen=True)

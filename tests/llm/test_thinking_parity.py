@@ -58,6 +58,13 @@ CASES = [
     ("openai", "gpt-5.1", "off", "openai-completions"),
     ("openai", "gpt-5-mini", "medium", "openai-completions"),
     ("openai", "gpt-4.1-mini", "high", "openai-completions"),
+    ("google", "gemini-2.5-flash", "medium", None),
+    ("google", "gemini-2.5-flash", "off", None),
+    ("google", "gemini-2.5-pro", "high", None),
+    ("google", "gemini-2.5-pro", "off", None),
+    ("google", "gemini-3.1-pro-preview", "minimal", None),
+    ("google", "gemini-3.1-pro-preview", "xhigh", None),
+    ("google", "gemini-3.1-pro-preview", "off", None),
 ]
 
 SYSTEM = "You write context checkpoints."
@@ -75,6 +82,10 @@ def _ours(provider: str, model_id: str, level: str) -> dict[str, Any]:
 
 
 def _pick(body: dict[str, Any]) -> dict[str, Any]:
+    """The reasoning fields and output limit; Gemini's live in the SDK's ``config`` (the REST generationConfig)."""
+    config = body.get("config") or body.get("generationConfig")
+    if isinstance(config, dict):
+        return {k: config[k] for k in ("thinkingConfig", "maxOutputTokens") if k in config}
     return {k: body[k] for k in FIELDS if k in body}
 
 
