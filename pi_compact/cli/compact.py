@@ -238,6 +238,8 @@ def compact(
     --mode summary asks a model for Pi's own structured summary instead (Goal, Constraints & Preferences, Progress,
     Key Decisions, Next Steps, Critical Context, then the file lists), exactly as Pi compacts; no re-orientation
     message. With --dry-run it sends nothing and prints the exact request(s), their size and a cost upper bound.
+    Detected secrets are masked as [REDACTED:kind:N] before anything is sent (--no-redact to send as is); a
+    history larger than the model's window is summarised in chunks, each folded into the summary so far.
 
     The compaction entry's parent is the branch leaf (the last entry, or --leaf). Pi resumes on the last entry
     of the file, so after `compact --leaf ID` Pi continues on the new checkpoint, on that branch.
