@@ -24,7 +24,6 @@ from pi_compact.session.model import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch
 from pi_compact.tokens import estimate_tokens
 
-AUDIT_SCHEMA_VERSION = 1
 DEFAULT_TOP = 5
 
 
@@ -265,7 +264,6 @@ class AuditResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": AUDIT_SCHEMA_VERSION,
             "session": str(self.session.path) if self.session.path else None,
             "leaf": self.leaf_json(),
             "model": "/".join(self.check.model) if self.check.model else None,

@@ -12,8 +12,6 @@ from pi_compact.projection import ProjectedEntry, build_projection
 from pi_compact.session import Branch, Session, get_branch, load_session
 from pi_compact.session.model import Diagnostic
 
-CHECK_SCHEMA_VERSION = 1
-
 
 @dataclass(frozen=True)
 class CheckOptions:
@@ -88,7 +86,6 @@ class CheckResult:
         turn_entry = plan.entries[plan.cut.turn_start_index].entry if split else None
         first_kept = plan.first_kept if plan.can_compact else None
         return {
-            "schema_version": CHECK_SCHEMA_VERSION,
             "session": {
                 "path": str(self.session.path) if self.session.path else None,
                 "id": self.session.session_id,

@@ -34,7 +34,6 @@ from pi_compact.session.model import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch, get_branch, resolve_entry
 from pi_compact.tokens import message_text_for_count
 
-COVERAGE_SCHEMA_VERSION = 1
 CATEGORIES = ("user_messages", "modified_files", "failed_tool_results", "decisions")
 NEEDLE_CHARS = 80
 PARTIAL_PREFIX_CHARS = 60
@@ -128,7 +127,6 @@ class CoverageResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": COVERAGE_SCHEMA_VERSION,
             "session": str(self.session.path) if self.session.path else None,
             "compaction_id": self.compaction.id,
             "compaction_line": self.compaction.line,

@@ -925,7 +925,6 @@ class SummaryPreview:
         ref = self.model.ref
         cost = self.cost_upper_bound
         return {
-            "schema_version": 1,
             "status": "dry-run",
             "mode": "summary",
             "session": str(self.check.session.path) if self.check.session.path else None,

@@ -63,7 +63,7 @@ def test_main_returns_the_exit_code_and_writes_to_the_environment_it_was_given(s
     [
         (["check", "--bogus"], "No such option: --bogus"),
         (["check", "--context-window", "big"], "'big' is not a valid int"),
-        (["grep"], "Missing argument"),
+        (["show"], "Missing argument"),
         (["bogus-command"], "No such command 'bogus-command'"),
         (["compact", "--cap"], "--cap"),
     ],
