@@ -14,6 +14,8 @@ import pytest
 from tests.helpers.cli import picompact_exe
 from tests.sessionkit import simple_session
 
+pytestmark = pytest.mark.process  # these run picompact as real processes, alongside other writers
+
 FLAGS = ("--keep-recent-tokens", "1000", "--context-window", "100000")
 PARTIAL = b'{"type":"message","id":"feedf00d","parentId":null,"message":{"role":"user","content":"half'
 

@@ -18,6 +18,8 @@ from pi_compact.session.write import migrated_lines
 from tests.conftest import PI_FIXTURES, picompact_exe
 from tests.sessionkit import simple_session
 
+pytestmark = pytest.mark.process  # these run picompact as real processes, alongside other writers
+
 SEEDS = {"PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z", "PICOMPACT_ID_SEED": "concurrency"}
 
 # Appends entries the way Pi does (open with O_APPEND, one write of one line, close; no lock), each a child of

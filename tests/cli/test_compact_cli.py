@@ -348,6 +348,7 @@ def test_negative_cap_is_a_usage_error(tmp_path):
     assert result.code == 2 and "--cap" in result.stderr
 
 
+@pytest.mark.process
 def test_a_lock_held_by_another_writer_gives_exit_3_and_nothing_written(tmp_path):
     path = _session(tmp_path)
     before = path.read_bytes()

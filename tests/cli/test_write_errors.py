@@ -13,7 +13,10 @@ import pytest
 from tests.helpers.cli import picompact_exe
 from tests.sessionkit import simple_session
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+pytestmark = [
+    pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full"),
+    pytest.mark.process,  # a real stdout on /dev/full
+]
 
 COMMANDS = [
     ("check", "{s}", "--context-window", "100000"),

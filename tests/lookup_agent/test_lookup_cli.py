@@ -1,4 +1,4 @@
-"""``picompact lookup`` run as a real subprocess against the scripted model on 127.0.0.1."""
+"""``picompact lookup`` through main (in process; Ctrl-C as a real process) against the scripted model on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -182,6 +182,7 @@ def test_lookup_configured_agrees_with_the_command(
         assert result.code == (3 if available else 2), (env, result.stderr)
 
 
+@pytest.mark.process
 def test_ctrl_c_while_the_model_thinks_exits_130(history: History, server: HTTPServer, keys: dict) -> None:
     import subprocess
     import threading

@@ -236,6 +236,7 @@ def test_no_model_and_no_key_is_a_usage_error(tmp_path: Path) -> None:
     assert path.read_bytes() == before
 
 
+@pytest.mark.process
 def test_ctrl_c_while_waiting_exits_130_and_writes_nothing(server: HTTPServer, tmp_path: Path) -> None:
     arrived = threading.Event()
     release = threading.Event()
