@@ -27,7 +27,9 @@ const pi = {
 };
 
 const branch = [
-	{ type: "message", id: "u1", parentId: null, message: { role: "user", content: "hi" } },
+	{ type: "compaction", id: "c1", parentId: null },
+	{ type: "compaction", id: "c2", parentId: "c1" },
+	{ type: "message", id: "u1", parentId: "c2", message: { role: "user", content: "hi" } },
 	{
 		type: "message",
 		id: "a1",
@@ -93,13 +95,22 @@ await emit("user_bash", { command: "ls" });
 await emit("tool_execution_start", { toolCallId: "g", toolName: "context_lookup", args: {} });
 out.g = await lookup("g"); // a bash execution resets
 
-// Only the newest reminder reaches the model.
-const reminder = (n) => ({ role: "custom", customType: "picompact.reorientation", content: `r${n}`, display: false });
+// Only the reminder of the latest compaction on the branch (c2) reaches the model.
+const reminder = (n, id) => ({
+	role: "custom",
+	customType: "picompact.reorientation",
+	content: `r${n}`,
+	display: false,
+	details: { compactionId: id },
+});
+const user = { role: "user", content: "u" };
 const filtered = await emit("context", {
-	messages: [{ role: "user", content: "u" }, reminder(1), { role: "assistant", content: [] }, reminder(2)],
+	messages: [user, reminder(1, "c1"), { role: "assistant", content: [] }, reminder(2, "c2"), reminder(3, "c2")],
 });
 out.context = filtered ? filtered.messages.map((m) => m.content) : null;
-out.contextUnchanged = (await emit("context", { messages: [{ role: "user", content: "u" }, reminder(3)] })) ?? null;
+out.contextUnchanged = (await emit("context", { messages: [user, reminder(4, "c2")] })) ?? null;
+const stale = await emit("context", { messages: [user, reminder(5, "c1")] });
+out.contextStale = stale ? stale.messages.map((m) => m.content) : null;
 
 // Compaction: picompact's cut must be Pi's; the reminder goes where the work resumes.
 const settings = { enabled: true, reserveTokens: 4096, keepRecentTokens: 4000 };

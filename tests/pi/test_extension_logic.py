@@ -79,9 +79,10 @@ def test_context_lookup_allows_one_attempt_until_a_reset(observed: dict[str, Any
     assert all(c[c.index("--leaf") + 1] == "u1" for c in lookups)
 
 
-def test_only_the_newest_reminder_reaches_the_model(observed: dict[str, Any]) -> None:
-    assert observed["context"] == ["u", [], "r2"]
+def test_only_the_reminder_of_the_latest_compaction_reaches_the_model(observed: dict[str, Any]) -> None:
+    assert observed["context"] == ["u", [], "r3"]  # the newest one tagged with the latest compaction
     assert observed["contextUnchanged"] is None
+    assert observed["contextStale"] == ["u"]  # Pi compacted its own way since: no picompact reminder applies
 
 
 def test_a_disagreeing_cut_leaves_pi_to_compact(observed: dict[str, Any]) -> None:

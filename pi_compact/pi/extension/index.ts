@@ -388,14 +388,24 @@ export default function picompact(pi: ExtensionAPI) {
 		running = false;
 	});
 
-	// Only the newest reminder stays in what the model reads; older ones are still in the session file.
-	pi.on("context", async (event) => {
-		let newest = -1;
+	// Only the reminder of the current checkpoint reaches the model: the newest one tagged with the latest
+	// compaction on the branch. Older ones (some still in the kept tail, or one left over after Pi compacted its own
+	// way) stay in the session file only.
+	pi.on("context", async (event, ctx) => {
+		const isReminder = (m: (typeof event.messages)[number]) => m.role === "custom" && m.customType === REMINDER_TYPE;
+		if (!event.messages.some(isReminder)) return undefined;
+		const branch = ctx.sessionManager.getBranch();
+		let latest: string | undefined;
+		for (let i = branch.length - 1; i >= 0 && latest === undefined; i--) {
+			if (branch[i].type === "compaction") latest = branch[i].id;
+		}
+		let keep = -1;
 		event.messages.forEach((m, i) => {
-			if (m.role === "custom" && m.customType === REMINDER_TYPE) newest = i;
+			if (!isReminder(m) || m.role !== "custom") return;
+			const details = m.details as { compactionId?: unknown } | undefined;
+			if (latest !== undefined && details?.compactionId === latest) keep = i;
 		});
-		if (newest < 0) return undefined;
-		const kept = event.messages.filter((m, i) => !(m.role === "custom" && m.customType === REMINDER_TYPE) || i === newest);
+		const kept = event.messages.filter((m, i) => !isReminder(m) || i === keep);
 		if (kept.length === event.messages.length) return undefined;
 		return { messages: kept };
 	});
