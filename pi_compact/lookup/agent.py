@@ -385,9 +385,10 @@ def _cut(text: str, limit: int) -> str:
 class _Tools:
     """The three tools over one transcript, with the budget bookkeeping for continuation pages."""
 
-    def __init__(self, transcript: Transcript, limits: Limits) -> None:
+    def __init__(self, transcript: Transcript, limits: Limits, result_chars: int = MAX_RESULT_CHARS) -> None:
         self.transcript = transcript
         self.limits = limits
+        self.result_chars = result_chars  # one result at most (less than MAX_RESULT_CHARS for small windows)
         self.issued: dict[str, bytes] = {}  # cursor -> signature of the call whose result returned it
         self.used: set[str] = set()
 
@@ -410,7 +411,7 @@ class _Tools:
                 cursor=cursor,
                 limits=self.limits,
             )
-            text, next_cursor = _cut(format_list(page), MAX_RESULT_CHARS), page.next_cursor
+            text, next_cursor = _cut(format_list(page), self.result_chars), page.next_cursor
         elif tool == "grep":
             text, next_cursor = self._grep(params, cursor)
         else:
@@ -435,10 +436,10 @@ class _Tools:
                 limits=self.limits,
             )
             text = format_grep(page)
-            if len(text) <= MAX_RESULT_CHARS or len(page.matches) <= 1:
-                return _cut(text, MAX_RESULT_CHARS), page.next_cursor
+            if len(text) <= self.result_chars or len(page.matches) <= 1:
+                return _cut(text, self.result_chars), page.next_cursor
             # Fewer matches per page, so the page fits and its cursor still resumes at the first one not shown.
-            max_count = max(1, len(page.matches) * MAX_RESULT_CHARS // len(text) - 1)
+            max_count = max(1, len(page.matches) * self.result_chars // len(text) - 1)
             max_count = min(max_count, len(page.matches) - 1)
 
     def _show(self, entry_id: str, cursor: str | None) -> tuple[str, str | None]:
@@ -454,8 +455,8 @@ class _Tools:
                     ) from None
                 raise NotFoundError(exc.message) from None
             text = format_show(page)
-            if len(text) <= MAX_RESULT_CHARS or budget <= 1_000:
-                return _cut(text, MAX_RESULT_CHARS), page.next_cursor
+            if len(text) <= self.result_chars or budget <= 1_000:
+                return _cut(text, self.result_chars), page.next_cursor
             budget = max(1_000, budget // 2)
 
 
@@ -530,6 +531,19 @@ def _truncate(answer: str) -> tuple[str, bool]:
     return answer[:MAX_ANSWER_CHARS] + f"\n[answer cut at {MAX_ANSWER_CHARS:,} characters]", True
 
 
+def fit_to_window(window: int, max_tokens: int, fixed_chars: int) -> tuple[int, int, int]:
+    """(output tokens per call, conversation characters, characters per result) for a model's window.
+
+    Sized at 3 characters a token (dense text counts more than Pi's 3.5): the output and the fixed prompt
+    (system prompt, tool schemas) come off the window; the search stops once results pass 60% of what is left,
+    which leaves room for the last turn's results (each at most a fifth of the conversation) and the answer.
+    """
+    max_tokens = max(256, min(max_tokens, window // 4))
+    room = max(0, (window - max_tokens) * 3 - fixed_chars)
+    conversation = min(CONVERSATION_CHARS, window * 2, max(4_000, room * 6 // 10))
+    return max_tokens, conversation, min(MAX_RESULT_CHARS, max(1_500, conversation // 5))
+
+
 def _is_not_found(answer: str) -> bool:
     head = answer.lstrip(" \t\r\n*_#>\"'`").lower()
     return head.startswith(prompts.NOT_FOUND.lower().rstrip("."))
@@ -573,12 +587,16 @@ def run_lookup(
     about = mask(overview(transcript))
     asked = mask(question)
     messages: list[Message] = [Message.user(prompts.first_message(asked, about))]
-    tools = _Tools(transcript, limits)
+    window = model.info.context_window if model.info is not None and model.info.context_window else 128_000
     max_tokens = MAX_OUTPUT_TOKENS
     if model.info is not None and model.info.max_tokens:
         max_tokens = min(max_tokens, model.info.max_tokens)
-    window = model.info.context_window if model.info is not None and model.info.context_window else 128_000
-    conversation_limit = min(opts.max_conversation_chars, window * 2)
+    # The branch is never sent whole: what the conversation may grow to is fitted to the model's window.
+    max_tokens, conversation_limit, result_chars = fit_to_window(
+        window, max_tokens, len(system) + len(orjson.dumps([t.parameters for t in tool_defs])) + 2_000
+    )
+    conversation_limit = min(opts.max_conversation_chars, conversation_limit)
+    tools = _Tools(transcript, limits, result_chars)
 
     usage = Usage()
     calls = 0
