@@ -68,6 +68,8 @@ class Environment:
     json_mode: JsonMode | None = None
     # What Ctrl-C means at this point of the command (a command that already wrote says so here).
     interrupted_note: str = INTERRUPTED_NOTE
+    # --color=always|never of a command that offers it (None: auto, the terminal decides).
+    color_choice: bool | None = None
     _console: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
@@ -120,7 +122,9 @@ class Environment:
 
     @property
     def colors(self) -> bool:
-        """Colour on stdout: a terminal, ``NO_COLOR`` unset, ``TERM`` not ``dumb``."""
+        """Colour on stdout: as ``--color`` says, else a terminal, ``NO_COLOR`` unset, ``TERM`` not ``dumb``."""
+        if self.color_choice is not None:
+            return self.color_choice
         return self.stdout_isatty and "NO_COLOR" not in self.environ and self.environ.get("TERM") != "dumb"
 
     @property

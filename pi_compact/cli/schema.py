@@ -197,11 +197,29 @@ class GrepSummaryRecord(TypedDict):
     """The ``data`` of the ``summary`` record that ends ``grep --json``."""
 
     pattern: str
+    patterns: list[str]
+    invert: bool
     matches: int
     entries_searched: int
     complete: bool
     stopped_by: str | None
     next_cursor: str | None
+
+
+class GrepCountRecord(TypedDict):
+    """The ``data`` of a ``count`` (``grep -c``) or ``entry`` (``grep -l``) record: the entry, as ``list`` shows
+    it, and its number of selected lines."""
+
+    id: str
+    type: str
+    role: str | None
+    timestamp: str | None
+    preview: str
+    size: int
+    line: int
+    branch: str | None
+    on_branch: bool
+    count: int
 
 
 class LookupDoc(TypedDict):
@@ -304,7 +322,13 @@ DOCUMENTS: dict[str, type] = {
 
 # JSON Lines records by command and record type: the keys of their ``data``.
 RECORDS: dict[str, dict[str, type]] = {
-    "grep": {"match": GrepMatchRecord, "summary": GrepSummaryRecord, "error": ErrorRecord},
+    "grep": {
+        "match": GrepMatchRecord,
+        "count": GrepCountRecord,
+        "entry": GrepCountRecord,
+        "summary": GrepSummaryRecord,
+        "error": ErrorRecord,
+    },
     "lint --all": {"file": LintFileRecord, "summary": LintSummaryRecord},
 }
 

@@ -6,7 +6,6 @@ terminal and plain (grep-like, one record a line) in a pipe; ``--json`` is stabl
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -55,33 +54,38 @@ class _Printer:
         self.env.text(line)
 
 
-def _load(env: Environment, session: Path | None, leaf: str | None, all_branches: bool) -> Any:
-    from pi_compact.render.transcript import build_transcript
-    from pi_compact.session.load import load_session
+STDIN = "-"  # SESSION given as "-": the session is read from standard input
 
+
+def load_session_arg(env: Environment, session: Path | None) -> Any:
+    """The session named by SESSION (a file, ``-`` for stdin, or the default session), its problems reported."""
+    from pi_compact.session.load import load_session, load_session_bytes
+
+    if session is not None and str(session) == STDIN:
+        data = env.stdin.buffer.read()
+        loaded = load_session_bytes(data, "<stdin>")
+        report_diagnostics(env, loaded.diagnostics, "<stdin>")
+        return loaded, data
     path = resolve_session_path(session)
     loaded = load_session(path)
     report_diagnostics(env, loaded.diagnostics, path)
-    return build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
+    return loaded, None
+
+
+def _load(env: Environment, session: Path | None, leaf: str | None, all_branches: bool) -> Any:
+    from pi_compact.render.transcript import build_transcript
+
+    loaded, data = load_session_arg(env, session)
+    transcript = build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
+    if data is not None:
+        transcript.attach_raw(data)
+    return transcript
 
 
 def _next_command(env: Environment, cursor: str) -> str:
-    """This command line again, with ``--cursor`` set to the next page."""
-    argv = list(env.argv)
-    end = argv.index("--") if "--" in argv else len(argv)
-    kept: list[str] = []
-    skip = False
-    for arg in argv[:end]:
-        if skip:
-            skip = False
-            continue
-        if arg == "--cursor":
-            skip = True
-            continue
-        if arg.startswith("--cursor="):
-            continue
-        kept.append(arg)
-    return shlex.join([env.program_name, *kept, "--cursor", cursor, *argv[end:]])
+    from pi_compact.cli.paging import next_command
+
+    return next_command(env, cursor)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -141,17 +145,27 @@ The branch is rendered as text: an "ENTRY <id> <role> <time>" header per entry, 
 Each matching line is printed with the entry and section it belongs to (from the renderer's index, never
 from the text). Exit 0 when something matched, 1 when nothing did, 2 on error.
 
+The lines picompact writes itself (the ENTRY headers, the [section] markers such as "[toolResult] read
+id=... error", and other metadata) are searched only when asked: --section header for headers, --section meta
+for markers and metadata. So `grep assistant` finds what was said, not every assistant header.
+
+Patterns: PATTERN, or -e PATTERN (repeatable; a line matches when any pattern does; use -e for a pattern that
+starts with "-"); with -e every argument is SESSION. SESSION "-" reads the session from standard input.
+
 Plain output (in a pipe): ENTRY_ID:SECTION:LINE:TEXT for a match, ENTRY_ID-SECTION-LINE-TEXT for a context
 line, "--" between groups; LINE counts lines within the entry, as `show` numbers them. With --all-branches
-an entry off the current branch is written ENTRY_ID@LEAF (the leaf of its branch).
+an entry off the current branch is written ENTRY_ID@LEAF (the leaf of its branch). -c prints ENTRY_ID:COUNT
+(matching lines per entry, entries without any left out), -l only ENTRY_ID, one per line.
 
 --json writes JSON Lines: {"type": "match", "version": 1, "data": {...}} per match, then one
 {"type": "summary", "version": 1, "data": {...}}. match data: entry_id, entry_type, role, timestamp, branch
 (leaf id), on_branch, line_number, section, text (a window of at most 400 characters around the first match
 when the line is longer), offset (where text starts in the line), length (of the full line), truncated,
 submatches [{start, end}] (character offsets in text), before and after (context lines, each with
-line_number, section, text, offset, length, truncated). summary data: pattern, matches (on this page),
-entries_searched, complete, stopped_by (max_count or max_chars), next_cursor.
+line_number, section, text, offset, length, truncated). summary data: pattern, patterns, invert, matches (on
+this page), entries_searched, complete, stopped_by (max_count or max_chars), next_cursor. With -c or -l: one
+{"type": "count"} or {"type": "entry"} record per entry (id, type, role, timestamp, preview, size, line,
+branch, on_branch, count), then a summary {pattern, patterns, invert, entries, matches}.
 
 Pages hold at most --max-count matches (default 50) and about 20,000 characters; the next page is
 printed as a command with --cursor.
@@ -161,9 +175,18 @@ printed as a command with --cursor.
 @app.command(help=_GREP_HELP)
 def grep(
     ctx: typer.Context,
-    args: list[str] = typer.Argument(..., metavar="[SESSION] PATTERN", show_default=False),
+    args: list[str] | None = typer.Argument(None, metavar="[SESSION] PATTERN", show_default=False),
+    regexp: list[str] | None = typer.Option(
+        None, "-e", "--regexp", metavar="PATTERN", help="A pattern (repeatable; also for one starting with -)."
+    ),
     ignore_case: bool = typer.Option(False, "-i", "--ignore-case", help="Case-insensitive match."),
     fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="PATTERN is a literal string."),
+    word: bool = typer.Option(False, "-w", "--word-regexp", help="Match whole words only."),
+    invert: bool = typer.Option(False, "-v", "--invert-match", help="Select the lines that do not match."),
+    count: bool = typer.Option(False, "-c", "--count", help="Print ENTRY_ID:COUNT, matching lines per entry."),
+    ids_only: bool = typer.Option(
+        False, "-l", "--files-with-matches", help="Print only the ids of entries with a match, one per line."
+    ),
     context: int = typer.Option(
         0, "-C", "--context", metavar="N", help="Show N lines around each match (within its entry; at most 20)."
     ),
@@ -173,7 +196,7 @@ def grep(
         "--section",
         metavar="SECTION",
         help="Only lines in these sections: thinking, text, toolCall, toolResult, bash, summary, custom, system, "
-        "meta, header (repeatable).",
+        "meta (picompact's markers and metadata), header (the ENTRY lines) (repeatable).",
     ),
     max_count: int | None = typer.Option(None, "--max-count", "-m", metavar="N", help="Matches per page (default 50)."),
     max_chars: int | None = typer.Option(
@@ -182,28 +205,66 @@ def grep(
     cursor: str | None = CursorOpt,
     leaf: str | None = LeafOpt,
     all_branches: bool = AllBranchesOpt,
+    color: str = typer.Option(
+        "auto", "--color", "--colour", metavar="WHEN", help="Colour: auto (on a terminal), always or never."
+    ),
     regex_timeout: float = typer.Option(
         2.0,
         "--regex-timeout",
         metavar="SECONDS",
-        help="Seconds the pattern may spend on one line before grep gives up (exit 2).",
+        help="Seconds the pattern may spend on one line before grep gives up (exit 2; huge values: no limit).",
     ),
     json_output: bool = json_option("JSON Lines: a record per match, then a summary (an error is an error record)."),
 ) -> ExitCode:
-    from pi_compact.lookup.search import DEFAULT_LIMITS
+    from pi_compact.lookup.matching import regex_timeout as check_timeout
+    from pi_compact.lookup.search import DEFAULT_LIMITS, grep_counts
     from pi_compact.lookup.search import grep as grep_transcript
 
     env = env_of(ctx)
-    session, pattern = split_session_args(args, "PATTERN")
-    if regex_timeout <= 0:
-        raise UsageError(f"--regex-timeout must be positive (got {regex_timeout})")
+    if color not in ("auto", "always", "never"):
+        raise UsageError(f"--color must be auto, always or never (got {color!r})")
+    env.color_choice = None if color == "auto" else color == "always"
+    positional = list(args or [])
+    if regexp:
+        if len(positional) > 1:
+            raise UsageError(f"with -e, the only argument is SESSION; got {len(positional)} arguments")
+        session, patterns = (Path(positional[0]) if positional else None), list(regexp)
+    else:
+        if not positional:
+            raise UsageError("missing PATTERN (give PATTERN, or -e PATTERN)")
+        session, pattern = split_session_args(positional, "PATTERN")
+        patterns = [pattern]
+    if count and ids_only:
+        raise UsageError("-c and -l clash: -c counts matching lines per entry, -l lists the entries only")
+    summary_only = "-c" if count else "-l" if ids_only else None
+    if summary_only and (context or cursor or max_count is not None or max_chars is not None):
+        raise UsageError(
+            f"{summary_only} prints one line per entry, unpaged: -C, --cursor, --max-count and --max-chars do not apply"
+        )
+    check_timeout(regex_timeout)  # NaN, zero or negative: a usage error before the session is read
     limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout)
     transcript = _load(env, session, leaf, all_branches)
+    if summary_only:
+        counts = grep_counts(
+            transcript,
+            patterns,
+            ignore_case=ignore_case,
+            fixed=fixed,
+            word=word,
+            invert=invert,
+            roles=role,
+            sections=section,
+            limits=limits,
+        )
+        _print_counts(env, counts, ids_only=ids_only, json_output=json_output)
+        return ExitCode.OK if counts.entries else ExitCode.NO
     page = grep_transcript(
         transcript,
-        pattern,
+        patterns,
         ignore_case=ignore_case,
         fixed=fixed,
+        word=word,
+        invert=invert,
         context=context,
         roles=role,
         sections=section,
@@ -221,6 +282,44 @@ def grep(
         if page.next_cursor:
             env.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(env, page.next_cursor)}")
     return ExitCode.OK if page.matches else ExitCode.NO
+
+
+def _print_counts(env: Environment, counts: Any, *, ids_only: bool, json_output: bool) -> None:
+    """grep -c / -l: one line (or record) per entry with selected lines, then (JSON) the summary."""
+    if json_output:
+        for item in counts.entries:
+            env.emit_record("entry" if ids_only else "count", item.to_json())
+        env.emit_record("summary", counts.to_json())
+        return
+    printer = _Printer(env)
+    for item in counts.entries:
+        info = item.info
+        name = printer.style(info.id if info.on_branch else f"{info.id}@{info.branch or '?'}", "id")
+        printer.write(name if ids_only else f"{name}:{printer.style(str(item.count), 'number')}")
+
+
+def _coloured_plain_lines(printer: _Printer, page: Any) -> Any:
+    """``GrepPage.text_lines`` with colours: the same lines once the escape codes are removed."""
+    last_entry: str | None = None
+    last_line = -1
+    for match in page.matches:
+        entry = match.entry_id if match.on_branch else f"{match.entry_id}@{match.branch or '?'}"
+        first = match.before[0].number if match.before else match.line.number
+        if page.context and last_entry is not None and not (entry == last_entry and first == last_line + 1):
+            yield printer.style("--", "dim")
+        lines = [*((c, "-") for c in match.before), (match.line, ":"), *((c, "-") for c in match.after)]
+        for line, sep in lines:
+            text = _highlight(printer, line) if sep == ":" else line.display()
+            yield sep.join(
+                (
+                    printer.style(entry, "id"),
+                    printer.style(line.section, "section"),
+                    printer.style(str(line.number), "number"),
+                    text,
+                )
+            )
+        last_entry = entry
+        last_line = match.after[-1].number if match.after else match.line.number
 
 
 def _highlight(printer: _Printer, line: Any) -> str:
@@ -247,6 +346,10 @@ def _highlight(printer: _Printer, line: Any) -> str:
 
 def _print_grep(printer: _Printer, page: Any) -> None:
     if not printer.env.stdout_isatty:
+        if printer.color:  # --color=always in a pipe: the plain format, coloured
+            for text in _coloured_plain_lines(printer, page):
+                printer.write(text)
+            return
         for text in page.text_lines():
             printer.write(text)
         return
@@ -348,12 +451,9 @@ def context(
     "estimated_tokens", "context_tokens", "context_tokens_method", "context_tokens_source"}.
     """
     from pi_compact.lookup.context import SEGMENT_TITLES, build_context_view
-    from pi_compact.session.load import load_session
 
     env = env_of(ctx)
-    path = resolve_session_path(session)
-    loaded = load_session(path)
-    report_diagnostics(env, loaded.diagnostics, path)
+    loaded, _ = load_session_arg(env, session)
     view = build_context_view(loaded, leaf_id=leaf)
     if json_output:
         env.emit(view.to_json())

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 from typing import Any
 
@@ -129,6 +129,7 @@ class Searcher:
 
 
 _BLOCK = 256
+LineFilter = Callable[[RenderedEntry, int], bool]  # which lines of an entry may be selected
 _UNRELIABLE_RAW = frozenset({"invalid-utf8", "deep-nesting"})
 
 
@@ -225,15 +226,17 @@ class Candidates:
 
 
 def matching_lines(
-    rendered: RenderedEntry, searcher: Searcher, sections: frozenset[str] | None, start: int
+    rendered: RenderedEntry, searcher: Searcher, keep: LineFilter | frozenset[str] | None, start: int
 ) -> Iterator[tuple[int, Any]]:
     """(line index, match) for each matching line from ``start`` on.
 
     When the pattern allows (``joinable``), the entry's lines are searched joined, and only lines where a joined
     match starts are searched on their own; a line without one cannot match on its own either."""
+    if isinstance(keep, frozenset):  # a set of section names
+        keep = _in_sections(keep)
     lines = rendered.lines
     if searcher.joined is None:
-        yield from _line_by_line(rendered, searcher, sections, start)
+        yield from _line_by_line(rendered, searcher, keep, start)
         return
     text = "\n".join(lines)
     starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
@@ -242,12 +245,12 @@ def matching_lines(
         try:
             hit = searcher.search_joined(text, pos)
         except SlowJoin:
-            yield from _line_by_line(rendered, searcher, sections, bisect_right(starts, pos) - 1)
+            yield from _line_by_line(rendered, searcher, keep, bisect_right(starts, pos) - 1)
             return
         if hit is None:
             return
         index = bisect_right(starts, hit.start()) - 1
-        if sections is None or rendered.sections[index] in sections:
+        if keep is None or keep(rendered, index):
             found = searcher.search(lines[index])
             if found is not None:
                 yield index, found
@@ -256,11 +259,15 @@ def matching_lines(
         pos = starts[index + 1]
 
 
+def _in_sections(sections: frozenset[str]) -> LineFilter:
+    return lambda rendered, index: rendered.sections[index] in sections
+
+
 def _line_by_line(
-    rendered: RenderedEntry, searcher: Searcher, sections: frozenset[str] | None, start: int
+    rendered: RenderedEntry, searcher: Searcher, keep: LineFilter | None, start: int
 ) -> Iterator[tuple[int, Any]]:
     for index in range(start, len(rendered.lines)):
-        if sections is not None and rendered.sections[index] not in sections:
+        if keep is not None and not keep(rendered, index):
             continue
         found = searcher.search(rendered.lines[index])
         if found is not None:

@@ -9,7 +9,7 @@ where it stopped; following pages is cheap because positions are entry and line 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from pi_compact.errors import CursorError, NotFoundError, PatternError, SessionError, UsageError
 from pi_compact.lookup.cursor import Cursor, decode_cursor, query_digest
 from pi_compact.lookup.matching import Candidates, Searcher, matching_lines
+from pi_compact.lookup.selection import LineSelector, compose_pattern, inverted_lines
 from pi_compact.render.transcript import (
     SECTIONS,
     RenderedEntry,
@@ -327,10 +328,14 @@ class GrepPage:
     stopped_by: str | None  # "max_count" or "max_chars" when there is a next page
     prefiltered: bool  # raw bytes were searched first (an implementation detail, for benchmarks)
     context: int = 0  # the -C asked for
+    patterns: tuple[str, ...] = ()  # every pattern given (-e), when more than one
+    invert: bool = False  # -v: the "matches" are the lines that do not match
 
     def to_json(self) -> JsonDict:
         return {
             "pattern": self.pattern,
+            "patterns": list(self.patterns or (self.pattern,)),
+            "invert": self.invert,
             "matches": len(self.matches),
             "entries_searched": self.entries_searched,
             "complete": self.next_cursor is None,
@@ -389,10 +394,12 @@ def _window(text: str, number: int, section: str, width: int, spans: list[tuple[
 
 def grep(
     source: Source,
-    pattern: str,
+    pattern: str | Sequence[str],
     *,
     ignore_case: bool = False,
     fixed: bool = False,
+    word: bool = False,
+    invert: bool = False,
     context: int = 0,
     roles: Iterable[str] | None = None,
     sections: Iterable[str] | None = None,
@@ -406,6 +413,10 @@ def grep(
     Matching is per line (a match never spans lines). Context lines stay within the match's entry and are not
     repeated between adjacent matches on a page. A page holds at most ``max_count`` matches and about
     ``max_chars`` characters (always at least one match); ``next_cursor`` resumes at the first match not shown.
+
+    ``pattern`` may be several patterns (a line matches when any does); ``word`` matches whole words only;
+    ``invert`` selects the lines that do not match. picompact's own lines (entry headers, section markers) are
+    selected only when ``sections`` names ``header`` or ``meta`` (see ``lookup.selection``).
     """
     transcript = as_transcript(source)
     wanted = check_roles(transcript, roles)
@@ -414,14 +425,19 @@ def grep(
         raise UsageError(f"-C must be between 0 and {limits.max_context} (got {context})")
     page_size = _positive("--max-count", max_count if max_count is not None else limits.grep_max_count)
     char_budget = _positive("--max-chars", max_chars if max_chars is not None else limits.grep_max_chars)
-    searcher = Searcher(pattern, ignore_case, fixed, limits.regex_timeout)
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+    composed, composed_fixed = compose_pattern(patterns, fixed=fixed, word=word, ignore_case=ignore_case)
+    searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout)
+    keep = LineSelector(wanted_sections)
     query = query_digest(
         {
-            "pattern": pattern,
+            "pattern": patterns[0] if len(patterns) == 1 else patterns,
             "i": ignore_case,
             "F": fixed,
             "roles": sorted(wanted or ()),
             "sections": sorted(wanted_sections or ()),
+            **({"w": True} if word else {}),
+            **({"v": True} if invert else {}),
         }
     )
     fingerprint = transcript.fingerprint()
@@ -432,7 +448,7 @@ def grep(
             raise PatternError("malformed grep cursor")  # pragma: no cover - decode checks the shape
         start_entry, start_line = position
 
-    candidates = Candidates(transcript, searcher, pattern, ignore_case, fixed)
+    candidates = Candidates(transcript, searcher, composed, ignore_case, composed_fixed)
     matches: list[GrepMatch] = []
     used_chars = 0
     searched = 0
@@ -444,11 +460,14 @@ def grep(
         if not _role_ok(entry, wanted):
             continue
         searched += 1
-        if not candidates.may_match(pos, entry):
+        if not invert and not candidates.may_match(pos, entry):
             continue
         rendered = transcript.render(entry)
         first_line = start_line if pos == start_entry else 0
-        found = matching_lines(rendered, searcher, wanted_sections, first_line)
+        if invert:
+            found = inverted_lines(rendered, searcher, keep, first_line)
+        else:
+            found = matching_lines(rendered, searcher, keep, first_line)
         pending = next(found, None)
         last_shown = first_line - 1
         while pending is not None:
@@ -473,7 +492,91 @@ def grep(
             break
 
     next_cursor = Cursor("grep", query, fingerprint, next_position).encode() if next_position else None
-    return GrepPage(pattern, tuple(matches), next_cursor, searched, stopped_by, candidates.active, context)
+    shown = patterns[0] if len(patterns) == 1 else composed
+    return GrepPage(
+        shown,
+        tuple(matches),
+        next_cursor,
+        searched,
+        stopped_by,
+        candidates.active and not invert,
+        context,
+        tuple(patterns),
+        invert,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EntryCount:
+    """An entry with lines selected by grep, and how many (``grep -c``, ``grep -l``)."""
+
+    info: EntryInfo
+    count: int
+
+    def to_json(self) -> JsonDict:
+        return {**self.info.to_json(), "count": self.count}
+
+
+@dataclass(frozen=True, slots=True)
+class GrepCounts:
+    """``grep -c`` / ``grep -l``: the entries with selected lines, and the summary ``grep`` gives."""
+
+    pattern: str
+    patterns: tuple[str, ...]
+    invert: bool
+    entries: tuple[EntryCount, ...]
+    entries_searched: int
+
+    def to_json(self) -> JsonDict:
+        """The summary record: the keys of ``GrepPage.to_json`` (never paged, so always complete)."""
+        return {
+            "pattern": self.pattern,
+            "patterns": list(self.patterns),
+            "invert": self.invert,
+            "matches": sum(item.count for item in self.entries),
+            "entries_searched": self.entries_searched,
+            "complete": True,
+            "stopped_by": None,
+            "next_cursor": None,
+        }
+
+
+def grep_counts(
+    source: Source,
+    pattern: str | Sequence[str],
+    *,
+    ignore_case: bool = False,
+    fixed: bool = False,
+    word: bool = False,
+    invert: bool = False,
+    roles: Iterable[str] | None = None,
+    sections: Iterable[str] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> GrepCounts:
+    """Every entry with selected lines (matching, or not matching with ``invert``) and how many, in transcript
+    order; the same selection as ``grep``, never paged (one short record per entry)."""
+    transcript = as_transcript(source)
+    wanted = check_roles(transcript, roles)
+    keep = LineSelector(_check_sections(sections))
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+    composed, composed_fixed = compose_pattern(patterns, fixed=fixed, word=word, ignore_case=ignore_case)
+    searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout)
+    candidates = Candidates(transcript, searcher, composed, ignore_case, composed_fixed)
+    out: list[EntryCount] = []
+    searched = 0
+    for pos, entry in enumerate(transcript.entries):
+        if not _role_ok(entry, wanted):
+            continue
+        searched += 1
+        if not invert and not candidates.may_match(pos, entry):
+            continue
+        rendered = transcript.render(entry)
+        lines = inverted_lines if invert else matching_lines
+        count = sum(1 for _ in lines(rendered, searcher, keep, 0))
+        if count:
+            out.append(EntryCount(entry_info(transcript, entry), count))
+    shown = patterns[0] if len(patterns) == 1 else composed
+    return GrepCounts(shown, tuple(patterns), invert, tuple(out), searched)
 
 
 def _check_sections(sections: Iterable[str] | None) -> frozenset[str] | None:

@@ -84,16 +84,22 @@ def _json(value: Any) -> str:
 class _Lines:
     """Collects rendered lines and their sections; in decorated-only mode pure lines are dropped unrendered."""
 
-    __slots__ = ("full", "lines", "sections")
+    __slots__ = ("full", "lines", "markers", "sections")
 
     def __init__(self, full: bool) -> None:
         self.full = full
         self.lines: list[str] = []
         self.sections: list[str] = []
+        self.markers: list[int] = []
 
     def deco(self, text: str, section: str) -> None:
         self.lines.append(text)
         self.sections.append(section)
+
+    def mark(self, text: str, section: str) -> None:
+        """A line picompact writes itself (``ENTRY …``, ``[toolResult] read id=… ok``): searched only on request."""
+        self.markers.append(len(self.lines))
+        self.deco(text, section)
 
     def body(self, text: str, section: str) -> None:
         """A JSON string from the entry, every line of it pure."""
@@ -148,7 +154,7 @@ def _content(out: _Lines, content: Any, section: str, marker: str | None) -> Non
     """Text content (a string or blocks): each text block under its marker, images as one line."""
     if isinstance(content, str):
         if marker:
-            out.deco(marker, section)
+            out.mark(marker, section)
         out.body(content, section)
         return
     if not isinstance(content, list):
@@ -162,12 +168,12 @@ def _content(out: _Lines, content: Any, section: str, marker: str | None) -> Non
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             if marker:
-                out.deco(marker, section)
+                out.mark(marker, section)
             out.body(block["text"], section)
         elif kind == "image":
-            out.deco(_image_line(block), section)
+            out.mark(_image_line(block), section)
         else:
-            out.deco(f"[{kind}]", section)
+            out.mark(f"[{kind}]", section)
             out.fields(block, section, frozenset({"type"}))
 
 
@@ -180,36 +186,36 @@ def _assistant(out: _Lines, msg: dict[str, Any]) -> None:
             continue
         kind = block.get("type")
         if kind == "thinking":
-            out.deco("[thinking] (redacted)" if block.get("redacted") else "[thinking]", THINKING)
+            out.mark("[thinking] (redacted)" if block.get("redacted") else "[thinking]", THINKING)
             if isinstance(block.get("thinking"), str):
                 out.body(block["thinking"], THINKING)
         elif kind == "text":
-            out.deco("[text]", TEXT)
+            out.mark("[text]", TEXT)
             if isinstance(block.get("text"), str):
                 out.body(block["text"], TEXT)
         elif kind == "toolCall":
-            out.deco(f"[toolCall] {block.get('name', '?')} id={block.get('id', '?')}", TOOL_CALL)
+            out.mark(f"[toolCall] {block.get('name', '?')} id={block.get('id', '?')}", TOOL_CALL)
             args = block.get("arguments")
             if isinstance(args, dict):
                 out.fields(args, TOOL_CALL)
             elif args is not None:
                 out.value("arguments", args, TOOL_CALL)
         else:
-            out.deco(f"[{kind}]", META)
+            out.mark(f"[{kind}]", META)
             out.fields(block, META, frozenset({"type"}))
     if msg.get("stopReason") in ("error", "aborted"):
-        out.deco(f"[stop] {msg.get('stopReason')}", META)
+        out.mark(f"[stop] {msg.get('stopReason')}", META)
         if isinstance(msg.get("errorMessage"), str):
             out.body(msg["errorMessage"], META)
 
 
 def _tool_result(out: _Lines, msg: dict[str, Any]) -> None:
     status = "error" if msg.get("isError") else "ok"
-    out.deco(f"[toolResult] {msg.get('toolName', '?')} id={msg.get('toolCallId', '?')} {status}", TOOL_RESULT)
+    out.mark(f"[toolResult] {msg.get('toolName', '?')} id={msg.get('toolCallId', '?')} {status}", TOOL_RESULT)
     _content(out, msg.get("content"), TOOL_RESULT, None)
     nested = msg.get("nestedCalls")
     if isinstance(nested, dict):
-        out.deco(f"[nestedCalls] complete={_json(nested.get('complete'))}", TOOL_RESULT)
+        out.mark(f"[nestedCalls] complete={_json(nested.get('complete'))}", TOOL_RESULT)
         for i, call in enumerate(nested.get("calls") or []):
             out.value(f"calls[{i}]", call, TOOL_RESULT)
 
@@ -217,7 +223,7 @@ def _tool_result(out: _Lines, msg: dict[str, Any]) -> None:
 def _bash(out: _Lines, msg: dict[str, Any]) -> None:
     status = "cancelled" if msg.get("cancelled") else f"exit {msg.get('exitCode')}"
     extra = " truncated" if msg.get("truncated") else ""
-    out.deco(f"[bash] {status}{extra}", BASH)
+    out.mark(f"[bash] {status}{extra}", BASH)
     command = msg.get("command")
     if isinstance(command, str):
         out.field("$ ", command, BASH)
@@ -234,15 +240,15 @@ def _system(out: _Lines, msg: dict[str, Any]) -> None:
     if isinstance(sections, dict):
         for name, text in sections.items():
             if isinstance(text, str):
-                out.deco(f"[system section] {name}", SYSTEM)
+                out.mark(f"[system section] {name}", SYSTEM)
                 out.body(text, SYSTEM)
             else:
-                out.deco(f"[system section] {name} removed", SYSTEM)
+                out.mark(f"[system section] {name} removed", SYSTEM)
     for key, label in (("toolsAdded", "tools added"), ("toolsRemoved", "tools removed")):
         tools = msg.get(key)
         if isinstance(tools, list) and tools:
             names = [str(t.get("name")) for t in tools if isinstance(t, dict)]
-            out.deco(f"[{label}] {', '.join(names)}", SYSTEM)
+            out.mark(f"[{label}] {', '.join(names)}", SYSTEM)
 
 
 def _message(out: _Lines, msg: dict[str, Any]) -> None:
@@ -258,28 +264,28 @@ def _message(out: _Lines, msg: dict[str, Any]) -> None:
     elif role == "system":
         _system(out, msg)
     elif role == "custom":
-        out.deco(f"[custom] {msg.get('customType', '?')}", CUSTOM)
+        out.mark(f"[custom] {msg.get('customType', '?')}", CUSTOM)
         _content(out, msg.get("content"), CUSTOM, None)
     elif role in ("branchSummary", "compactionSummary"):
-        out.deco(f"[summary] {role}", SUMMARY)
+        out.mark(f"[summary] {role}", SUMMARY)
         if isinstance(msg.get("summary"), str):
             out.body(msg["summary"], SUMMARY)
     else:
-        out.deco(f"[{role}]", META)
+        out.mark(f"[{role}]", META)
         out.fields(msg, META, frozenset({"role"}))
 
 
 def _render_into(out: _Lines, entry: Entry) -> None:
     raw = entry.raw
     kind = raw.get("type")
-    out.deco(header_line(entry), HEADER)
+    out.mark(header_line(entry), HEADER)
     if kind == "message":
         msg = raw.get("message")
         if isinstance(msg, dict):
             _message(out, msg)
         return
     if kind == "compaction":
-        out.deco(
+        out.mark(
             f"[summary] compaction firstKeptEntryId={raw.get('firstKeptEntryId')} "
             f"tokensBefore={raw.get('tokensBefore')}",
             SUMMARY,
@@ -291,21 +297,21 @@ def _render_into(out: _Lines, entry: Entry) -> None:
             _system(out, system)
         out.fields(raw, META, _BASE_KEYS | {"summary", "firstKeptEntryId", "tokensBefore", "systemMessage"})
     elif kind == "branch_summary":
-        out.deco(f"[summary] branch fromId={raw.get('fromId')}", SUMMARY)
+        out.mark(f"[summary] branch fromId={raw.get('fromId')}", SUMMARY)
         if isinstance(raw.get("summary"), str):
             out.body(raw["summary"], SUMMARY)
         out.fields(raw, META, _BASE_KEYS | {"summary", "fromId"})
     elif kind == "custom_message":
-        out.deco(f"[custom] {raw.get('customType', '?')}", CUSTOM)
+        out.mark(f"[custom] {raw.get('customType', '?')}", CUSTOM)
         _content(out, raw.get("content"), CUSTOM, None)
         out.fields(raw, META, _BASE_KEYS | {"customType", "content"})
     elif kind == "custom":
-        out.deco(f"[custom] {raw.get('customType', '?')}", CUSTOM)
+        out.mark(f"[custom] {raw.get('customType', '?')}", CUSTOM)
         out.fields(raw, CUSTOM, _BASE_KEYS | {"customType"})
     elif kind == "context_edit":
         replacement = raw.get("replacement")
         action = "omit" if replacement is None else "replace"
-        out.deco(f"[contextEdit] {action} {raw.get('targetId')}", META)
+        out.mark(f"[contextEdit] {action} {raw.get('targetId')}", META)
         if isinstance(replacement, dict):
             _content(out, replacement.get("content"), META, None)
         out.fields(raw, META, _BASE_KEYS | {"targetId", "replacement"})
@@ -320,6 +326,7 @@ class RenderedEntry:
     entry: Entry
     lines: tuple[str, ...]
     sections: tuple[str, ...]
+    markers: frozenset[int] = frozenset()  # indices of the lines picompact wrote (header, section markers)
 
     @property
     def chars(self) -> int:
@@ -336,7 +343,7 @@ def render_entry(entry: Entry, *, decorated_only: bool = False) -> RenderedEntry
     _render_into(out, entry)
     if released:
         entry.forget()  # a body the loader released is read again for this rendering only
-    return RenderedEntry(entry, tuple(out.lines), tuple(out.sections))
+    return RenderedEntry(entry, tuple(out.lines), tuple(out.sections), frozenset(out.markers))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -136,7 +136,7 @@ def test_grep_cursor_from_a_changed_file_is_refused(session_file) -> None:
 
 def test_grep_context_and_all_branches_labels() -> None:
     branchy = PI_FIXTURES / "gen-branchy-101.jsonl"
-    result = run("grep", branchy, "^ENTRY", "--all-branches", "--max-count", "1000")
+    result = run("grep", branchy, "^ENTRY", "--section", "header", "--all-branches", "--max-count", "1000")
     assert result.code == 0
     heads = [line.split(b":")[0] for line in result.stdout_bytes.split(b"\n")[:-1]]
     off = [h for h in heads if b"@" in h]

@@ -184,7 +184,7 @@ def test_grep_all_branches_labels_entries_with_their_branch() -> None:
     assert leaf is not None and leaf != current.leaf.id
     assert not children(session).get(leaf)  # a real leaf ...
     assert off.id in {e.id for e in get_branch(session, leaf).entries}  # ... whose branch holds the entry
-    on = grep(everywhere, r"^ENTRY", max_count=100_000).matches
+    on = grep(everywhere, r"^ENTRY", max_count=100_000, sections=["header"]).matches
     assert {m.branch for m in on if m.on_branch} == {current.leaf.id}
     assert len(on) == len(session.by_id)
 

@@ -180,7 +180,9 @@ def test_an_output_that_looks_like_another_entry_keeps_its_own_attribution(
     history: History, scripted: ScriptedModel
 ) -> None:
     spoofer = history.ids["test_output"]
-    scripted.tools(("grep", {"pattern": "^ENTRY a0000001|Ignore all", "context": 1}))
+    scripted.tools(
+        ("grep", {"pattern": "^ENTRY a0000001|Ignore all", "context": 1, "section": ["header", "toolResult"]})
+    )
     scripted.tools(("show_entry", {"id": spoofer}))
     scripted.answer(f'The test output contains "{SPOOF_TEXT}" (ENTRY {spoofer}).')
     result = ask(history, scripted)
