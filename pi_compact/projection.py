@@ -68,6 +68,7 @@ def session_model(path: list[Entry]) -> tuple[tuple[str, str] | None, str]:
     Walked from the leaf back (the latest of each wins), so only the entries that decide are read.
     """
     model: tuple[str, str] | None = None
+    decided = False  # the latest model_change or assistant message decides, even one that names no model
     thinking: str | None = None
     for i in range(len(path) - 1, -1, -1):
         entry = path[i]
@@ -75,15 +76,22 @@ def session_model(path: list[Entry]) -> tuple[tuple[str, str] | None, str]:
         if kind == "thinking_level_change":
             if thinking is None:
                 thinking = str(entry.raw.get("thinkingLevel"))
-        elif model is None:
+        elif not decided:
             if kind == "model_change":
-                model = (str(entry.raw.get("provider")), str(entry.raw.get("modelId")))
+                decided, model = True, _model_ref(entry.raw.get("provider"), entry.raw.get("modelId"))
             elif entry.role == "assistant":
                 msg = entry.message or {}
-                model = (str(msg.get("provider")), str(msg.get("model")))
-        if model is not None and thinking is not None:
+                decided, model = True, _model_ref(msg.get("provider"), msg.get("model"))
+        if decided and thinking is not None:
             break
     return model, "off" if thinking is None else thinking
+
+
+def _model_ref(provider: object, model_id: object) -> tuple[str, str] | None:
+    """(provider, id), or None when the entry does not name both (Pi then knows no model either)."""
+    if isinstance(provider, str) and provider and isinstance(model_id, str) and model_id:
+        return provider, model_id
+    return None
 
 
 def context_entries(path: list[Entry]) -> tuple[list[Entry], Entry | None]:

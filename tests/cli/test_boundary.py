@@ -266,3 +266,13 @@ def test_grep_old_error_example_does_not_traceback_on_a_missing_file(tmp_path: P
     assert proc.returncode == 2
     assert b"Traceback" not in proc.stderr
     assert proc.stderr.startswith(b"picompact: error: ") and b"missing.jsonl" in proc.stderr
+
+
+def test_a_session_that_names_no_model_gets_messages_without_none(tmp_path: Path) -> None:
+    sb = simple_session(turns=2, size=10)
+    sb.add({"type": "model_change"})  # the latest model change names neither provider nor id
+    path = sb.write(tmp_path / "s.jsonl")
+    for args in (["check", path], ["compact", path, "--mode", "summary", "--dry-run"], ["lookup", path, "why?"]):
+        result = run(*args)
+        line = assert_one_error_line(result)
+        assert "model" in line
