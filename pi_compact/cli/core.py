@@ -14,6 +14,7 @@ After httpie's ``raw_main``: typer runs with ``standalone_mode=False`` so that e
 
 from __future__ import annotations
 
+import copy
 import traceback
 from collections.abc import Sequence
 from typing import Any
@@ -25,16 +26,46 @@ from pi_compact.cli.schema import JSON_LINES_COMMANDS
 from pi_compact.errors import ExitCode, OutputWriteError, PiCompactError
 
 _command: Any = None
+_single: dict[str, Any] = {}
 
 
-def command() -> Any:
-    """The click command typer builds from the app (built once, after every command module registered)."""
+def command(args: Sequence[str] = ()) -> Any:
+    """The click command typer builds from the app (built once, after every command module registered).
+
+    Typer converts every command's signature when it builds the group (about half the start-up of a small
+    ``check``), so a command line that names one command gets a group holding only that command: the same
+    command, options and messages; anything else (help, a mistyped name) gets the whole group."""
+    import typer.main
+
+    single = _invoked(args)
+    if single is not None:
+        built = _single.get(single)
+        if built is None:
+            only = copy.copy(app)
+            only.registered_commands = [c for c in app.registered_commands if _command_name(c) == single]
+            only.registered_groups = []
+            built = _single[single] = typer.main.get_command(only)
+        return built
     global _command
     if _command is None:
-        import typer.main
-
         _command = typer.main.get_command(app)
     return _command
+
+
+def _command_name(info: Any) -> str:
+    return info.name or info.callback.__name__.lower().replace("_", "-")
+
+
+def _invoked(args: Sequence[str]) -> str | None:
+    """The command a command line runs, when it is one registered command and no root help is asked for (the
+    root options are flags, so the first argument that is not an option names the command)."""
+    for arg in args:
+        if arg in ("-h", "--help", "--"):
+            return None
+        if not arg.startswith("-"):
+            names = [_command_name(c) for c in app.registered_commands]
+            return arg if names.count(arg) == 1 else None
+    return None
 
 
 def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> ExitCode:
@@ -45,7 +76,7 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
     env.argv = args
     try:
         try:
-            result = command().main(args=args, prog_name=env.program_name, standalone_mode=False, obj=env)
+            result = command(args).main(args=args, prog_name=env.program_name, standalone_mode=False, obj=env)
             code = _exit_code(result)
             env.flush()
             return code
