@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 ESTIMATED_IMAGE_CHARS = 4800
-_FLOAT_REPR = re.compile(r"^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$")
+_FLOAT_REPR = r"^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$"  # compiled on first use (re caches it)
 
 
 def js_len(text: str) -> int:
@@ -33,7 +33,7 @@ def _js_number(value: float) -> str:
         return "0"
     if value.is_integer() and abs(value) < 1e21:
         return str(int(value))
-    match = _FLOAT_REPR.match(repr(value))
+    match = re.match(_FLOAT_REPR, repr(value))
     if match is None:  # pragma: no cover - repr always matches for finite floats
         return repr(value)
     sign, int_part, frac_part, exp = match.groups()

@@ -7,7 +7,6 @@ line is not a session header, takes the last parsed entry as the leaf, and migra
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import math
 import os
@@ -59,9 +58,11 @@ def synthetic_id(session_id: str, line: int, taken: set[str]) -> str:
     Pi gives such entries random ids on load; picompact derives them from the session id and line number so that
     ``show``, ``grep`` and cursors agree between runs. Collisions get a counter.
     """
+    from hashlib import sha1  # only v1 files need it: not imported by every start
+
     salt = 0
     while True:
-        digest = hashlib.sha1(f"{session_id}:{line}:{salt}".encode()).hexdigest()[:8]
+        digest = sha1(f"{session_id}:{line}:{salt}".encode()).hexdigest()[:8]
         if digest not in taken:
             return digest
         salt += 1
