@@ -58,25 +58,31 @@ STDIN = "-"  # SESSION given as "-": the session is read from standard input
 
 
 def load_session_arg(env: Environment, session: Path | None) -> Any:
-    """The session named by SESSION (a file, ``-`` for stdin, or the default session), its problems reported."""
+    """The session named by SESSION (a file, ``-`` for stdin, or the default session), and its bytes if read
+    from stdin."""
     from pi_compact.session.load import load_session, load_session_bytes
 
     if session is not None and str(session) == STDIN:
         data = env.stdin.buffer.read()
-        loaded = load_session_bytes(data, "<stdin>")
-        report_diagnostics(env, loaded.diagnostics, "<stdin>")
-        return loaded, data
-    path = resolve_session_path(session)
-    loaded = load_session(path)
-    report_diagnostics(env, loaded.diagnostics, path)
-    return loaded, None
+        return load_session_bytes(data, "<stdin>"), data
+    return load_session(resolve_session_path(session)), None
+
+
+def _where(loaded: Any) -> str:
+    return str(loaded.path) if loaded.path is not None else "<stdin>"
 
 
 def _load(env: Environment, session: Path | None, leaf: str | None, all_branches: bool) -> Any:
+    """The transcript to search; the load problems of the file and of the branch reported, in line order."""
     from pi_compact.render.transcript import build_transcript
 
     loaded, data = load_session_arg(env, session)
-    transcript = build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
+    try:
+        transcript = build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
+    except Exception:
+        report_diagnostics(env, loaded.diagnostics, _where(loaded))
+        raise
+    report_diagnostics(env, [*loaded.diagnostics, *transcript.branch.diagnostics], _where(loaded))
     if data is not None:
         transcript.attach_raw(data)
     return transcript
@@ -217,8 +223,7 @@ def grep(
     json_output: bool = json_option("JSON Lines: a record per match, then a summary (an error is an error record)."),
 ) -> ExitCode:
     from pi_compact.lookup.matching import regex_timeout as check_timeout
-    from pi_compact.lookup.search import DEFAULT_LIMITS, grep_counts
-    from pi_compact.lookup.search import grep as grep_transcript
+    from pi_compact.lookup.search import DEFAULT_LIMITS, grep_counts, grep_stream
 
     env = env_of(ctx)
     if color not in ("auto", "always", "never"):
@@ -258,7 +263,9 @@ def grep(
         )
         _print_counts(env, counts, ids_only=ids_only, json_output=json_output)
         return ExitCode.OK if counts.entries else ExitCode.NO
-    page = grep_transcript(
+    # Matches are printed as they are found: the first line comes out at once, and memory does not grow with the
+    # page (a page can be the whole transcript with a large --max-count and --max-chars).
+    page = grep_stream(
         transcript,
         patterns,
         ignore_case=ignore_case,
@@ -281,7 +288,7 @@ def grep(
         _print_grep(_Printer(env), page)
         if page.next_cursor:
             env.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(env, page.next_cursor)}")
-    return ExitCode.OK if page.matches else ExitCode.NO
+    return ExitCode.OK if page.count else ExitCode.NO
 
 
 def _print_counts(env: Environment, counts: Any, *, ids_only: bool, json_output: bool) -> None:
@@ -451,10 +458,17 @@ def context(
     "estimated_tokens", "context_tokens", "context_tokens_method", "context_tokens_source"}.
     """
     from pi_compact.lookup.context import SEGMENT_TITLES, build_context_view
+    from pi_compact.session.tree import get_branch
 
     env = env_of(ctx)
     loaded, _ = load_session_arg(env, session)
-    view = build_context_view(loaded, leaf_id=leaf)
+    try:
+        branch = get_branch(loaded, leaf)
+    except Exception:
+        report_diagnostics(env, loaded.diagnostics, _where(loaded))
+        raise
+    report_diagnostics(env, [*loaded.diagnostics, *branch.diagnostics], _where(loaded))
+    view = build_context_view(branch)
     if json_output:
         env.emit(view.to_json())
         return ExitCode.OK
