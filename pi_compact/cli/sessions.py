@@ -23,6 +23,7 @@ def sessions(
     """List Pi sessions, by last message time as Pi's session picker sorts them: that time, the file's own
     modification time, entries, size, path, and the name or first user message. The row marked * is the session
     picompact uses when SESSION is omitted (the most recently modified file, as ``pi --continue`` picks it)."""
+    from pi_compact.render.transcript import safe_text as safe
     from pi_compact.session.discovery import find_most_recent_session, list_sessions, search_locations
 
     env = env_of(ctx)
@@ -40,17 +41,17 @@ def sessions(
                 "sessions": [
                     {
                         "path": str(s.path),
-                        "id": s.id,
-                        "cwd": s.cwd,
-                        "name": s.name,
-                        "first_message": s.first_message,
+                        "id": safe(s.id),
+                        "cwd": safe(s.cwd),
+                        "name": safe(s.name) if s.name else s.name,
+                        "first_message": safe(s.first_message) if s.first_message else s.first_message,
                         "entries": s.entry_count,
                         "messages": s.message_count,
                         "size": s.size,
                         "modified": s.modified.isoformat(),
                         "file_modified": s.mtime.isoformat(),
                         "default": is_default(s.path),
-                        "parent_session": s.parent_session,
+                        "parent_session": safe(s.parent_session) if s.parent_session else None,
                     }
                     for s in found
                 ],
@@ -64,7 +65,7 @@ def sessions(
         return
     env.text(f"  {'LAST MESSAGE':<16}  {'FILE MODIFIED':<16}  {'ENTRIES':>7}  {'SIZE':>9}  PATH")
     for s in found:
-        title = s.name or (s.first_message or "").replace("\n", " ")
+        title = safe(s.name or (s.first_message or "").replace("\n", " "))
         if len(title) > 70:
             title = title[:69] + "…"
         mark = "*" if is_default(s.path) else " "
