@@ -149,7 +149,7 @@ def _header_version(header: JsonDict, diagnostics: list[Diagnostic], line: int) 
     return (int(number) if math.isfinite(number) else CURRENT_VERSION), False
 
 
-def _warn_ids_present(entries: list[Entry], diagnostics: list[Diagnostic]) -> None:
+def _warn_ids_present(entries: list[Entry], diagnostics: list[Diagnostic], header_line: int) -> None:
     """A v1 header over entries that already carry ids: Pi's migration would replace them and flatten the tree."""
     with_ids = sum(1 for entry in entries if entry.id is not None)
     if not with_ids:
@@ -162,7 +162,7 @@ def _warn_ids_present(entries: list[Entry], diagnostics: list[Diagnostic]) -> No
             f"the header says format v1, yet {with_ids} entries carry ids ({with_parents} with a parentId): Pi's "
             "migration gives every entry a new id and chains them in file order, flattening the tree; picompact "
             'shows that flattened branch and will not rewrite the file (if it is really v3, set "version": 3)',
-            entries[0].line if entries else None,
+            header_line,
         )
     )
 
@@ -173,7 +173,7 @@ def _migrate(header: JsonDict, entries: list[Entry], diagnostics: list[Diagnosti
     if not migrate:
         return version
     if version < 2:
-        _warn_ids_present(entries, diagnostics)
+        _warn_ids_present(entries, diagnostics, header_line)
         taken: set[str] = set()
         prev: str | None = None
         parsed = [None, *entries]  # a v1 compaction's firstKeptEntryIndex counts the header as 0
