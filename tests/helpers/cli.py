@@ -7,6 +7,8 @@ Both return the same :class:`Result`: raw bytes (a \\r inside a message must sur
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import shutil
 import subprocess
@@ -73,21 +75,36 @@ def _process_state(environ: dict[str, str], cwd: str | os.PathLike[str] | None, 
         os.environ.update(saved_environ)
 
 
+class _GoneReader(io.RawIOBase):
+    """A stdout whose reader has gone away: every write fails with EPIPE, as a closed pipe does."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
 def run(
     *args: str | os.PathLike[str],
     input: bytes | None = None,
     cwd: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 120,
+    reader_gone: bool = False,
 ) -> Result:
     """``picompact ARGS`` in this process, through ``main(argv, env)`` with in-memory streams.
 
-    ``timeout`` is accepted for the signature's sake (a process run honours it)."""
+    ``reader_gone``: stdout behaves like a pipe whose reader has exited (``| head``). ``timeout`` is accepted for
+    the signature's sake (a process run honours it)."""
     environ = _environ(env)
     cli_env = Environment.captured(stdin=input or b"", environ=environ)
+    if reader_gone:
+        cli_env.stdout = io.TextIOWrapper(io.BufferedWriter(_GoneReader()), encoding="utf-8")
     with _process_state(environ, cwd, cli_env):
         code = main([str(a) for a in args], cli_env)
-    return Result(cli_env.stdout_bytes(), cli_env.stderr_bytes(), int(code))
+    stdout = b"" if reader_gone else cli_env.stdout_bytes()
+    return Result(stdout, cli_env.stderr_bytes(), int(code))
 
 
 def picompact_exe() -> list[str]:
