@@ -10,10 +10,10 @@ from typing import Any
 import orjson
 import typer
 
-from pi_compact.cli.app import app
-from pi_compact.cli.common import Output, check_nonneg, handle_errors
+from pi_compact.cli.app import app, env_of
+from pi_compact.cli.common import check_nonneg
 from pi_compact.cli.options import JsonOpt
-from pi_compact.errors import UsageError
+from pi_compact.errors import ExitCode, UsageError
 
 pi_app = typer.Typer(
     name="pi",
@@ -45,15 +45,18 @@ def _shown(command: list[str]) -> str:
 
 
 @pi_app.command("install")
-@handle_errors
 def install_command(
+    ctx: typer.Context,
     project: bool = ProjectOpt,
     mode: str = typer.Option(
-        "verbatim", "--mode", help="Default compaction mode: verbatim (no model) or summary (settings may override)."
+        "verbatim",
+        "--mode",
+        metavar="verbatim|summary",
+        help="Default compaction mode: verbatim (no model) or summary (settings may override).",
     ),
     force: bool = typer.Option(False, "--force", help="Replace files changed since picompact installed them."),
     json_output: bool = JsonOpt,
-) -> None:
+) -> ExitCode:
     """Install the Pi extension where Pi discovers it.
 
     Globally: <agent dir>/extensions/picompact/ (~/.pi/agent, or $PI_CODING_AGENT_DIR). With --project:
@@ -64,11 +67,11 @@ def install_command(
     """
     from pi_compact.pi.install import install
 
-    out = Output(json_output)
+    out = env_of(ctx)
     result = install("project" if project else "global", mode=mode, force=force)
     if json_output:
-        out.json({"schema_version": 1, "status": "installed", **result.to_json()})
-        return
+        out.emit({"status": "installed", **result.to_json()})
+        return ExitCode.OK
     for path in result.replaced_changed:
         out.warn(f"replaced {path}, which had been changed (--force)")
     state = "already up to date" if not any(p.name == "index.ts" for p in result.written) else "installed"
@@ -80,15 +83,16 @@ def install_command(
 
         out.text(f"  project: {project_trust()[1]}")
     out.text("Pi loads it when it next starts (or on /reload). `picompact pi status` checks it.")
+    return ExitCode.OK
 
 
 @pi_app.command("uninstall")
-@handle_errors
 def uninstall_command(
+    ctx: typer.Context,
     project: bool = ProjectOpt,
     force: bool = typer.Option(False, "--force", help="Also remove files changed since picompact installed them."),
     json_output: bool = JsonOpt,
-) -> None:
+) -> ExitCode:
     """Remove exactly what `picompact pi install` wrote (and the directory, if nothing else is in it).
 
     A file changed since it was installed is kept (exit 1) unless --force. Settings under "picompact" in Pi's
@@ -96,10 +100,10 @@ def uninstall_command(
     """
     from pi_compact.pi.install import uninstall
 
-    out = Output(json_output)
+    out = env_of(ctx)
     result = uninstall("project" if project else "global", force=force)
     if json_output:
-        out.json({"schema_version": 1, **result.to_json()})
+        out.emit(result.to_json())
     elif not result.installed:
         out.text(f"no picompact extension installed in {result.directory}; nothing to remove")
     else:
@@ -109,13 +113,11 @@ def uninstall_command(
             out.text(f"removed {result.directory}")
     for path in result.kept:
         out.warn(f"kept {path}: changed since picompact installed it (use --force to remove it)")
-    if result.kept:
-        raise typer.Exit(1)
+    return ExitCode.NO if result.kept else ExitCode.OK
 
 
 @pi_app.command("status")
-@handle_errors
-def status_command(json_output: bool = JsonOpt) -> None:
+def status_command(ctx: typer.Context, json_output: bool = JsonOpt) -> ExitCode:
     """Say what is installed, where, which picompact it calls, whether versions match and whether Pi loads it.
 
     Looks at the global install and the current directory's project install, the project's trust (a project
@@ -126,15 +128,14 @@ def status_command(json_output: bool = JsonOpt) -> None:
     from pi_compact.pi.config import load_config
     from pi_compact.pi.install import location_status, picompact_command, project_trust
 
-    out = Output(json_output)
+    out = env_of(ctx)
     trusted, trust_text = project_trust()
     statuses = [location_status("global"), location_status("project", trust=trust_text)]
     config = load_config(os.getcwd(), trusted if trusted is not None else False)
     working = [s for s in statuses if s.installed and s.command_ok and s.entry_state != "missing"]
     if json_output:
-        out.json(
+        out.emit(
             {
-                "schema_version": 1,
                 "version": __version__,
                 "command": picompact_command(),
                 "installs": [s.to_json() for s in statuses],
@@ -151,8 +152,7 @@ def status_command(json_output: bool = JsonOpt) -> None:
         out.text(f"settings: {_config_text(config.to_json())}")
         for warning in config.warnings:
             out.warn(warning)
-    if not working:
-        raise typer.Exit(1)
+    return ExitCode.OK if working else ExitCode.NO
 
 
 def _status_text(s: Any, version: str) -> str:
@@ -194,8 +194,8 @@ def _config_text(config: dict[str, Any]) -> str:
 
 
 @pi_app.command("config")
-@handle_errors
 def config_command(
+    ctx: typer.Context,
     cwd: Path | None = typer.Option(None, "--cwd", metavar="DIR", help="The session's working directory."),
     trusted: bool | None = typer.Option(
         None, "--trusted/--untrusted", help="Whether Pi trusts the project (default: Pi's stored decision)."
@@ -204,7 +204,7 @@ def config_command(
         None, "--session-model", metavar="PROVIDER/ID", help="The session's model (for context_lookup)."
     ),
     json_output: bool = JsonOpt,
-) -> None:
+) -> ExitCode:
     """The effective "picompact" settings for a directory, and whether context_lookup has a model.
 
     JSON: {"schema_version": 1, "enabled", "mode" (null: as installed), "cap" (null: default; false: no cap),
@@ -213,26 +213,27 @@ def config_command(
     """
     from pi_compact.pi.hook import effective_config
 
-    out = Output(json_output)
+    out = env_of(ctx)
     data = effective_config(str(cwd or os.getcwd()), trusted, session_model)
     if json_output:
-        out.json(data)
-        return
+        out.emit(data)
+        return ExitCode.OK
     out.text(_config_text(data))
     out.text(f"context_lookup: {'available' if data['lookupAvailable'] else 'no model with an API key'}")
     for warning in data["warnings"]:
         out.warn(warning)
+    return ExitCode.OK
 
 
 @pi_app.command("checkpoint")
-@handle_errors
 def checkpoint_command(
+    ctx: typer.Context,
     session: Path = typer.Argument(..., help="The Pi session file.", show_default=False),
     leaf: str = typer.Option(..., "--leaf", help="The branch's leaf: the last entry Pi has."),
     context_window: int = typer.Option(..., "--context-window", help="The model's context window in tokens."),
     reserve_tokens: int = typer.Option(..., "--reserve-tokens", help="Pi's compaction.reserveTokens."),
     keep_recent_tokens: int = typer.Option(..., "--keep-recent-tokens", help="Pi's compaction.keepRecentTokens."),
-    mode: str = typer.Option("verbatim", "--mode", help="verbatim (no model) or summary."),
+    mode: str = typer.Option("verbatim", "--mode", metavar="verbatim|summary", help="No model, or a summary."),
     cap: int | None = typer.Option(None, "--cap", metavar="N", help="verbatim: checkpoint budget in tokens."),
     no_cap: bool = typer.Option(False, "--no-cap", help="verbatim: no budget."),
     model: str | None = typer.Option(None, "--model", metavar="PROVIDER/ID", help="summary: the model to ask."),
@@ -240,7 +241,7 @@ def checkpoint_command(
     instructions: str | None = typer.Option(None, "--instructions", metavar="TEXT", help="summary: the focus."),
     timeout: float | None = typer.Option(None, "--timeout", metavar="S", help="summary: seconds per answer."),
     json_output: bool = typer.Option(True, "--json", hidden=True),
-) -> None:
+) -> ExitCode:
     """The checkpoint for Pi's session_before_compact, as JSON; nothing is written (Pi appends it).
 
     The same code path as `picompact compact SESSION --dry-run --leaf … --context-window … --reserve-tokens …
@@ -251,7 +252,7 @@ def checkpoint_command(
     """
     from pi_compact.pi.hook import CheckpointRequest, build_checkpoint
 
-    out = Output(True)
+    out = env_of(ctx)
     for name, value in (
         ("--context-window", context_window),
         ("--reserve-tokens", reserve_tokens),
@@ -281,18 +282,19 @@ def checkpoint_command(
             timeout=timeout,
         )
     )
-    out.json(data)
+    out.emit(data)
+    return ExitCode.OK
 
 
 @pi_app.command("tool")
-@handle_errors
 def tool_command(
+    ctx: typer.Context,
     name: str = typer.Argument(..., help="context_list_entries, context_grep or context_show_entry."),
     session: Path = typer.Argument(..., help="The Pi session file.", show_default=False),
     arguments: str = typer.Option("{}", "--args", metavar="JSON", help="The tool call's arguments (a JSON object)."),
     leaf: str | None = typer.Option(None, "--leaf", help="Search the branch ending here (default: the last entry)."),
     json_output: bool = typer.Option(True, "--json", hidden=True),
-) -> None:
+) -> ExitCode:
     """Run one recovery tool call and print {"text": …}: what the agent reads.
 
     The tools are `picompact list/grep/show` with the arguments, page sizes and result limits the lookup model
@@ -300,11 +302,12 @@ def tool_command(
     """
     from pi_compact.pi.hook import run_tool
 
-    out = Output(True)
+    out = env_of(ctx)
     try:
         args = orjson.loads(arguments)
     except orjson.JSONDecodeError:
         raise UsageError("--args is not JSON") from None
     if not isinstance(args, dict):
         raise UsageError("--args must be a JSON object")
-    out.json({"schema_version": 1, "text": run_tool(session, leaf, name, args)})
+    out.emit({"text": run_tool(session, leaf, name, args)})
+    return ExitCode.OK

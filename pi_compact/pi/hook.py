@@ -16,8 +16,6 @@ from typing import Any
 
 from pi_compact.errors import UsageError
 
-SCHEMA_VERSION = 1
-
 # The extension's tool names -> the search tools of ``picompact lookup`` they run.
 TOOLS = {
     "context_list_entries": "list_entries",
@@ -83,7 +81,6 @@ def build_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
     reminder = next((e for e in result.entries if e["type"] == "custom_message"), None)
     check = result.check
     return {
-        "schema_version": SCHEMA_VERSION,
         "mode": request.mode,
         "summary": compaction["summary"],
         "firstKeptEntryId": compaction["firstKeptEntryId"],
@@ -153,7 +150,6 @@ def effective_config(
         model = (provider, ident)
     env = os.environ if env is None else env
     return {
-        "schema_version": SCHEMA_VERSION,
         **config.to_json(),
         "capArgs": config.cap_args(),
         "lookupAvailable": lookup_configured(model, config.lookup_model),

@@ -74,6 +74,14 @@ const out = {};
 await emit("session_start", { reason: "startup" });
 out.tools = [...tools.keys()].sort();
 out.commands = [...commands.keys()];
+if (process.argv[3] === "disabled") {
+	const preparation = { firstKeptEntryId: "k1", tokensBefore: 1234, settings: {} };
+	const signal = new AbortController().signal;
+	const event = { preparation, branchEntries: branch, reason: "threshold", willRetry: false, signal };
+	out.compaction = (await emit("session_before_compact", event)) ?? null;
+	process.stdout.write(JSON.stringify(out));
+	process.exit(0);
+}
 
 // One assistant message with two lookups: both are judged before either runs.
 await emit("tool_execution_start", { toolCallId: "a", toolName: "context_lookup", args: {} });

@@ -24,7 +24,7 @@ args = sys.argv[1:]
 with open({log!r}, "a") as f:
     f.write(json.dumps(args) + "\n")
 if args[:2] == ["pi", "config"]:
-    print(json.dumps({{"enabled": True, "mode": None, "cap": None, "lookupModel": None, "capArgs": [],
+    print(json.dumps({{"enabled": {enabled}, "mode": None, "cap": None, "lookupModel": None, "capArgs": [],
                       "lookupAvailable": True, "warnings": []}}))
 elif args[:2] == ["pi", "checkpoint"]:
     print(json.dumps({{"mode": "verbatim", "summary": "# Verbatim checkpoint (picompact)\nS",
@@ -39,27 +39,36 @@ else:
 """
 
 
-@pytest.fixture(scope="module")
-def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def _run_harness(work: Path, *, enabled: bool = True) -> dict[str, Any]:
     if not NODE22.exists():
         pytest.skip("node 22 (the Pi oracle's) is not installed")
-    work = tmp_path_factory.mktemp("ext")
     log = work / "calls.jsonl"
     fake = work / "fake-picompact"
-    fake.write_text(FAKE.format(python=sys.executable, log=str(log)))
+    fake.write_text(FAKE.format(python=sys.executable, log=str(log), enabled=enabled))
     fake.chmod(0o755)
     (work / "index.ts").write_bytes(extension_source())
     (work / "install.json").write_bytes(orjson.dumps({"command": [str(fake)], "version": "0", "mode": "verbatim"}))
     (work / "session.jsonl").write_text("")
-    proc = subprocess.run(
-        [str(NODE22), str(HARNESS), str(work)], capture_output=True, timeout=120, check=False, cwd=work
-    )
+    args = [str(NODE22), str(HARNESS), str(work), *([] if enabled else ["disabled"])]
+    proc = subprocess.run(args, capture_output=True, timeout=120, check=False, cwd=work)
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-3000:]
     data = orjson.loads(proc.stdout)
     data["calls"] = [orjson.loads(line) for line in log.read_bytes().split(b"\n") if line]
     data["stderr"] = proc.stderr.decode("utf-8", "replace")
     shutil.rmtree(work, ignore_errors=True)
     return data
+
+
+@pytest.fixture(scope="module")
+def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _run_harness(tmp_path_factory.mktemp("ext"))
+
+
+def test_disabled_in_settings_does_nothing(tmp_path: Path) -> None:
+    """picompact.enabled false: no tools, and Pi compacts its own way without picompact being asked."""
+    data = _run_harness(tmp_path, enabled=False)
+    assert data["tools"] == [] and data["compaction"] is None
+    assert [c[:2] for c in data["calls"]] == [["pi", "config"]]
 
 
 def test_tools_and_command_are_registered(observed: dict[str, Any]) -> None:
