@@ -77,7 +77,13 @@ def check_rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     else:
         rows.append(("cut", f"nothing to compact: {data['nothing_to_compact_reason']}", ""))
     if data["read_files"] or data["modified_files"]:
-        rows.append(("files", f"{len(data['read_files'])} read, {len(data['modified_files'])} modified", ""))
+        evidence = data.get("file_evidence")  # one item per file as shown (two spellings of a file are one)
+        read, modified = (
+            (evidence["readFiles"], evidence["modifiedFiles"])
+            if evidence
+            else (data["read_files"], data["modified_files"])
+        )
+        rows.append(("files", f"{len(read)} read, {len(modified)} modified", ""))
     return rows
 
 

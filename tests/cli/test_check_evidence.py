@@ -47,3 +47,26 @@ def test_compact_dry_run_json_reports_the_same_annotations(tmp_path: Path) -> No
     assert compact.code == 0, compact.stderr
     assert compact.json["file_evidence"] == check
     assert any(item["label"] for item in check["modifiedFiles"])
+
+
+def test_check_files_lists_one_file_once_under_two_spellings(tmp_path: Path) -> None:
+    sb = SessionBuilder(cwd="/repo")
+    calls = [("read", "/repo/src/b.py"), ("read", "src/b.py"), ("read", "src/a.py"), ("edit", "/repo/src/z.py")]
+    calls += [("write", "src/z.py"), ("read", "/repo/src/a.py")]
+    for i, (tool, path) in enumerate(calls):
+        sb.user(f"turn {i} " + "x" * 3000)
+        sb.assistant("ok", tool_calls=[(f"c{i}", tool, {"path": path, "content": "y", "oldText": "a", "newText": "b"})])
+        sb.tool_result(f"c{i}", tool, "contents " + "z" * 3000)
+        sb.assistant("done", usage=1000 * (i + 1))
+    for i in range(3):
+        sb.user("more " + "q" * 4000)
+        sb.assistant("fine " + "r" * 4000, usage=9000 + i)
+    path = sb.write(tmp_path / "files.jsonl")
+    flags = ("--keep-recent-tokens", "2000", "--context-window", "100000")
+    text = run("check", path, *flags, "--files").stdout.splitlines()
+    listed = [line.split()[:2] for line in text if line.startswith("  ")]
+    assert listed == [["read", "src/a.py"], ["read", "src/b.py"], ["modified", "src/z.py"]]
+    assert any(line.split() == ["files", "2", "read,", "1", "modified"] for line in text)
+    evidence = run("check", path, *flags, "--json").json["file_evidence"]
+    paths = [item["paths"] for item in evidence["readFiles"]]
+    assert paths == [["/repo/src/a.py", "src/a.py"], ["/repo/src/b.py", "src/b.py"]]
