@@ -413,7 +413,8 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
                 Diagnostic(
                     "warning",
                     "truncated-last-line",
-                    "last line is incomplete (a crash mid-write?): ignored, as Pi ignores it",
+                    "last line is incomplete (still being written by another program, or cut short by a crash): "
+                    "ignored, as Pi ignores it",
                     number,
                 )
             )
