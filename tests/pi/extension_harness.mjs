@@ -145,4 +145,7 @@ await emit("agent_end", { messages: [] });
 out.overflow = await compact("k1", "overflow", true);
 out.manual = await compact("k1", "manual", false);
 out.sent = sent;
+// /picompact: the configuration and the last compaction's figures (on stderr: print mode has no UI).
+process.stderr.write("--- /picompact ---\n");
+await commands.get("picompact").handler("", ctx);
 process.stdout.write(JSON.stringify(out));

@@ -31,7 +31,8 @@ elif args[:2] == ["pi", "checkpoint"]:
                       "firstKeptEntryId": "k1", "tokensBefore": 1234, "details": {{"picompact": {{}}}},
                       "reminder": "REMINDER", "reminderCustomType": "picompact.reorientation",
                       "settings": {{"enabled": True, "reserveTokens": 4096, "keepRecentTokens": 4000}},
-                      "stats": None, "trimmed": False, "warnings": []}}))
+                      "stats": {{"tokens_before": 1234, "tokens_after": 600, "freed_tokens": 634,
+                                "freed_percent": 51.4}}, "trimmed": True, "warnings": []}}))
 elif args[:1] == ["lookup"]:
     print(json.dumps({{"answer": "ANSWER " + args[2], "note": None}}))
 else:
@@ -116,3 +117,9 @@ def test_the_reminder_goes_where_the_work_resumes(observed: dict[str, Any]) -> N
         ("c-manual", {"triggerTurn": False}),
     ]
     assert all(m["message"]["content"] == "REMINDER" and m["message"]["display"] is False for m in observed["sent"])
+
+
+def test_picompact_command_shows_configuration_and_last_compaction(observed: dict[str, Any]) -> None:
+    shown = observed["stderr"].split("--- /picompact ---\n", 1)[1]
+    assert "picompact: enabled, mode verbatim, cap default (keepRecentTokens / 2), lookup session model" in shown
+    assert "last compaction (manual, verbatim): 1234 -> 600 tokens, 634 freed (51%), trimmed by the cap: yes" in shown
