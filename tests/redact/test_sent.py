@@ -162,3 +162,35 @@ def test_lookup_no_redact(server: HTTPServer, tmp_path: Path, keys: dict[str, st
     )
     assert result.code in (0, 1), result.stderr
     assert PLANTED["github-token"].encode() in _received(server)
+
+
+def test_one_secret_has_one_placeholder_in_every_request_of_a_run(server: HTTPServer, tmp_path: Path) -> None:
+    """A split turn sends two requests at once; a secret in both is masked alike, a second secret differently."""
+    from tests.sessionkit import SessionBuilder
+    from tests.summary.conftest import GOOD_PREFIX
+
+    token, other = PLANTED["github-token"], "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9z0"
+    sb = SessionBuilder()
+    sb.user(f"Push with {token}, please. " + "e" * 300)
+    sb.assistant("Pushed " + "o" * 300)
+    sb.user("Fix every failing test, then push again. " + "u" * 300)
+    for i in range(8):
+        sb.assistant(f"Step {i}", tool_calls=[(f"fix_{i}", "bash", {"command": f"git push https://x:{token}@gh/r"})])
+        sb.tool_result(f"fix_{i}", "bash", f"pushed with {token if i % 2 else other} " + "r" * 400)
+    sb.assistant("All green now", usage=5000)
+    path = sb.write(tmp_path / "split.jsonl")
+
+    def reply(request: Any) -> Any:
+        body = json.loads(request.get_data())
+        prefix = body["messages"][-1]["content"].startswith("# Conversation")
+        return openai_reply(GOOD_PREFIX if prefix else GOOD_SUMMARY)
+
+    server.expect_request(OPENAI_PATH).respond_with_handler(reply)
+    result = run(*summary_args(server, path, keep=300), env=ENV)
+    assert result.code == 0, result.stderr
+    users = [json.loads(r.get_data())["messages"][-1]["content"] for r, _ in server.log]
+    assert len(users) == 2  # the history and the turn prefix
+    for user in users:
+        assert "[REDACTED:github-token:1]" in user and token not in user and other not in user
+    assert "[REDACTED:github-token:2]" in users[1] or "[REDACTED:github-token:2]" in users[0]
+    assert b"redaction: masked 2 secrets (github-token 2)" in result.stderr_bytes
