@@ -531,6 +531,13 @@ def _lint_batch(paths: list[str], max_findings: int | None) -> list[LintReport]:
     return [lint_file(p, max_findings=max_findings) for p in paths]
 
 
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (no traceback from each worker)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def iter_session_files(roots: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     """``*.jsonl`` files under each root (a root that is a file is itself), sorted, walked lazily."""
     for root in roots:
@@ -575,7 +582,8 @@ def lint_paths(
     from itertools import islice
 
     limit = 4 * workers
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    try:
         in_flight: deque[Future[list[LintReport]]] = deque()
         while chunk := [os.fspath(p) for p in islice(iterator, batch)]:
             in_flight.append(pool.submit(_lint_batch, chunk, max_findings))
@@ -583,6 +591,9 @@ def lint_paths(
                 yield from in_flight.popleft().result()
         while in_flight:
             yield from in_flight.popleft().result()
+    finally:
+        # Stopped early (Ctrl-C, a closed pipe, an error): drop the batches not started yet.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass
