@@ -303,6 +303,76 @@ class CoverageDoc(TypedDict):
     items: list[dict[str, Any]]
 
 
+class PiInstallDoc(TypedDict):
+    schema_version: int
+    status: str
+    directory: str
+    scope: str
+    command: list[str]
+    mode: str
+    version: str
+    written: list[str]
+    unchanged: list[str]
+    replaced_changed: list[str]
+
+
+class PiUninstallDoc(TypedDict):
+    schema_version: int
+    directory: str
+    scope: str
+    installed: bool
+    removed: list[str]
+    kept: list[str]
+    removed_directory: bool
+
+
+class PiStatusDoc(TypedDict):
+    schema_version: int
+    version: str
+    command: list[str]
+    installs: list[dict[str, Any]]
+    project_trusted: bool | None
+    project_trust: str
+    settings: dict[str, Any]
+
+
+# The documents the Pi extension reads: their keys follow Pi's own names (settings keys, compaction fields).
+class PiConfigDoc(TypedDict):
+    schema_version: int
+    enabled: bool
+    mode: str | None
+    cap: Any
+    lookupModel: str | None
+    sources: dict[str, str]
+    warnings: list[str]
+    projectTrusted: bool
+    capArgs: list[str]
+    lookupAvailable: bool
+
+
+class PiCheckpointDoc(TypedDict):
+    schema_version: int
+    mode: str
+    summary: str
+    firstKeptEntryId: str | None
+    tokensBefore: int
+    details: Any
+    usage: Any
+    reminder: str | None
+    reminderCustomType: str | None
+    leafId: str | None
+    settings: dict[str, Any]
+    contextWindow: int
+    stats: dict[str, Any] | None
+    trimmed: bool
+    warnings: list[str]
+
+
+class PiToolDoc(TypedDict):
+    schema_version: int
+    text: str
+
+
 # What each document is called in the README's "JSON output" table, and its keys' declaration.
 DOCUMENTS: dict[str, type] = {
     "error": ErrorDoc,
@@ -318,6 +388,12 @@ DOCUMENTS: dict[str, type] = {
     "lint": LintDoc,
     "audit": AuditDoc,
     "coverage": CoverageDoc,
+    "pi install": PiInstallDoc,
+    "pi uninstall": PiUninstallDoc,
+    "pi status": PiStatusDoc,
+    "pi config": PiConfigDoc,
+    "pi checkpoint": PiCheckpointDoc,
+    "pi tool": PiToolDoc,
 }
 
 # JSON Lines records by command and record type: the keys of their ``data``.

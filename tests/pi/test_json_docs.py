@@ -1,0 +1,34 @@
+"""The `picompact pi` documents have exactly the keys declared in pi_compact/cli/schema.py (and the README table)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pi_compact.cli.env import SCHEMA_VERSION
+from pi_compact.cli.schema import DOCUMENTS, keys
+from tests.conftest import run
+from tests.sessionkit import simple_session
+
+
+def _keys(result: object) -> list[str]:
+    doc = result.json  # type: ignore[attr-defined]
+    assert doc["schema_version"] == SCHEMA_VERSION
+    return list(doc)
+
+
+def test_pi_documents_have_the_declared_keys(agent: Path, tmp_path: Path) -> None:
+    sb = simple_session(turns=6, size=400)
+    path = sb.write(tmp_path / "s.jsonl")
+    pi_flags = ["--context-window", "32000", "--reserve-tokens", "4096", "--keep-recent-tokens", "400"]
+    printed = {
+        "pi install": run("pi", "install", "--json", cwd=tmp_path),
+        "pi status": run("pi", "status", "--json", cwd=tmp_path),
+        "pi config": run("pi", "config", "--json", "--cwd", tmp_path),
+        "pi checkpoint": run("pi", "checkpoint", path, "--leaf", sb.leaf, *pi_flags),
+        "pi tool": run("pi", "tool", "context_grep", path, "--args", '{"pattern": "Turn"}'),
+        "pi uninstall": run("pi", "uninstall", "--json", cwd=tmp_path),
+    }
+    for name, result in printed.items():
+        assert result.code == 0, (name, result.stderr)
+        assert _keys(result) == keys(DOCUMENTS[name]), name
+    assert {n for n in DOCUMENTS if n.startswith("pi ")} == set(printed)
