@@ -22,6 +22,7 @@ import errno
 import fcntl
 import os
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -409,7 +410,22 @@ def _os_error(exc: OSError, target: Path) -> Exception:
     """A failed write as a typed error: permissions are the user's to fix (exit 2), the rest external (exit 3)."""
     if isinstance(exc, PermissionError):
         return SessionError("permission denied: cannot write here", path=str(target))
+    if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR):  # the name itself is unusable
+        return UsageError(f"cannot write: {exc.strerror or exc}", path=str(target))
     return ExternalError(f"cannot write: {exc.strerror or exc}", path=str(target))
+
+
+def _write_special(target: Path, data: bytes) -> WriteResult:
+    """``--output`` naming a device or a FIFO (``/dev/stdout``, a named pipe): write to it as a shell redirection
+    would, never rename a file over it; a failed or short write is OutputWriteError."""
+    try:
+        with open(target, "wb") as stream:
+            stream.write(data)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputWriteError(f"write error: {exc.strerror or exc}", path=str(target)) from None
+    return WriteResult(target, len(data))
 
 
 def _write_temp(target: Path, data: bytes, mode: int | None, owner: tuple[int, int] | None) -> Path:
@@ -553,15 +569,23 @@ def write_copy(
                 f"write error: {exc.strerror or exc}; the copy written to stdout is incomplete", path="<stdout>"
             ) from None
         return WriteResult(Path("-"), len(data))
+    try:
+        found: os.stat_result | None = os.stat(dest)  # through symlinks: /dev/stdout is the pipe or file behind it
+    except FileNotFoundError:
+        found = None
+    except OSError as exc:
+        raise _os_error(exc, Path(dest)) from None
+    if found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode):
+        return _write_special(Path(dest), data)
     target = Path(os.path.realpath(dest))
     source = session.path
-    if source is not None and target.exists():
+    if source is not None and found is not None:
         with contextlib.suppress(OSError):
             if os.path.samefile(target, source):
                 raise UsageError(
                     "--output names the session itself; leave --output out to append to it", path=str(target)
                 )
-    if target.is_dir():
+    if found is not None and stat.S_ISDIR(found.st_mode):
         raise UsageError("--output is a directory; give a file name", path=str(target))
     if not target.parent.is_dir():
         raise UsageError("--output: the directory does not exist", path=str(target))
