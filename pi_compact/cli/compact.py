@@ -120,8 +120,8 @@ def _lock_timeout(environ: Mapping[str, str]) -> float:
         seconds = float(value)
     except ValueError:
         raise UsageError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds (got {value!r})") from None
-    if seconds < 0:
-        raise UsageError(f"{LOCK_TIMEOUT_ENV} must not be negative (got {value!r})")
+    if not seconds >= 0:  # NaN too: it would wait forever
+        raise UsageError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds, not negative (got {value!r})")
     return seconds
 
 

@@ -39,3 +39,12 @@ def test_output_name_too_long_is_a_usage_error_naming_it(tmp_path: Path) -> None
     assert result.code == 2, result.stderr
     assert "File name too long" in result.stderr and str(target) in result.stderr
     assert "internal error" not in result.stderr
+
+
+def test_a_nan_lock_timeout_is_refused(tmp_path: Path) -> None:
+    session = simple_session(turns=6, size=2000).write(tmp_path / "s.jsonl")
+    before = session.read_bytes()
+    for value in ("nan", "-1", "soon"):
+        result = run("compact", session, *FLAGS, env={**ENV, "PICOMPACT_LOCK_TIMEOUT": value})
+        assert result.code == 2 and "PICOMPACT_LOCK_TIMEOUT" in result.stderr, result.stderr
+    assert session.read_bytes() == before
