@@ -37,7 +37,7 @@ def reply_table(data: dict[str, Any]) -> list[str]:
         "estimate",
         "cl100k",
         "ratio",
-        "Pi uses it?",
+        "Pi trusts it?",
     )
     rows: list[tuple[str, ...] | str] = []
     markers = list(data["markers"])
