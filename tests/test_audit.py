@@ -200,3 +200,11 @@ def test_default_session_is_the_newest_for_the_directory(tmp_path: Path, agent: 
     sb.write(directory / "2026-01-01T00-00-00-000Z_x.jsonl")
     data = run("audit", "--json", *WINDOW, cwd=project).json
     assert data["leaf"]["entry_id"] == sb.leaf and len(data["replies"]) == 4
+
+
+def test_json_document_has_the_declared_keys() -> None:
+    from pi_compact.cli.schema import DOCUMENTS, keys
+
+    doc = run("audit", PI_FIXTURES / "gen-multi-compaction-101.jsonl", "--json", *WINDOW).json
+    assert list(doc) == keys(DOCUMENTS["audit"])
+    assert doc["markers"] and doc["drift"] and doc["costs"]

@@ -221,3 +221,10 @@ def test_default_session_is_the_newest_for_the_directory(tmp_path: Path, agent: 
     sb, _ = _with_summary("nothing much")
     sb.write(directory / "2026-01-01T00-00-00-000Z_x.jsonl")
     assert run("coverage", "--json", cwd=project).json["compaction_id"] == sb.leaf
+
+
+def test_json_document_has_the_declared_keys() -> None:
+    from pi_compact.cli.schema import DOCUMENTS, keys
+
+    doc = run("coverage", PI_FIXTURES / "pi-before-compaction.jsonl", "--json").json
+    assert list(doc) == keys(DOCUMENTS["coverage"])

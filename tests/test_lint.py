@@ -518,3 +518,18 @@ def test_any_damage_lints_without_crashing_and_agrees_with_the_loader(
         got = Counter((f.code, f.line) for f in report.findings)
         for diag in session.diagnostics:
             assert got[(diag.code, diag.line)] >= 1, diag
+
+
+def test_json_documents_and_records_have_the_declared_keys(tmp_path: Path) -> None:
+    from pi_compact.cli.schema import DOCUMENTS, RECORDS, keys
+
+    data, _ = damage_null()
+    root = tmp_path / "s"
+    root.mkdir()
+    (root / "a.jsonl").write_bytes(data)
+    assert list(run("lint", root / "a.jsonl", "--json").json) == keys(DOCUMENTS["lint"])
+    records = run("lint", "--all", root, "--json").jsonl
+    assert [r["type"] for r in records] == ["file", "summary"]
+    for record in records:
+        assert list(record) == ["type", "version", "data"]
+        assert list(record["data"]) == keys(RECORDS["lint --all"][record["type"]])
