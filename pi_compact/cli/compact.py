@@ -167,7 +167,10 @@ def compact(
         help="Write a compacted copy to FILE (- for stdout); SESSION is untouched.",
     ),
     cap: int | None = typer.Option(
-        None, "--cap", metavar="N", help="Checkpoint budget in tokens (default: keepRecentTokens / 2)."
+        None,
+        "--cap",
+        metavar="N",
+        help="Checkpoint budget in tokens (default: picompact.cap in Pi's settings, else keepRecentTokens / 2).",
     ),
     no_cap: bool = typer.Option(False, "--no-cap", help="No budget: keep every compacted span whole."),
     context_file: list[Path] | None = typer.Option(
