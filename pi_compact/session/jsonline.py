@@ -45,7 +45,7 @@ def parse_line(line: bytes) -> ParsedLine:
     except orjson.JSONDecodeError as exc:
         return _parse_slow(line, deep="depth limit" in str(exc))
     if _may_be_deep(line):
-        value, cut = _cut_depth(value)
+        value, cut = cut_depth(value)
         return ParsedLine(value, depth_cut=cut)
     return ParsedLine(value)
 
@@ -66,7 +66,7 @@ def _parse_slow(line: bytes, *, deep: bool) -> ParsedLine:
         except RecursionError:
             value = parse_iterative(text)
     if deep or _may_be_deep(line):
-        value, cut = _cut_depth(value)
+        value, cut = cut_depth(value)
         return ParsedLine(value, replaced, cut)
     return ParsedLine(value, replaced)
 
@@ -76,7 +76,7 @@ def _may_be_deep(line: bytes) -> bool:
     return len(line) > MAX_DEPTH and line.count(b"[") + line.count(b"{") > MAX_DEPTH
 
 
-def _cut_depth(value: Any) -> tuple[Any, bool]:
+def cut_depth(value: Any) -> tuple[Any, bool]:
     """Replace containers nested deeper than MAX_DEPTH by DEEP_MARKER (iteratively; no recursion)."""
     cut = False
     todo: list[tuple[Any, int]] = [(value, 1)]

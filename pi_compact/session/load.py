@@ -16,8 +16,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from pi_compact.errors import NotFoundError, SessionError
-from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, parse_line
+from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, cut_depth, parse_line
 from pi_compact.session.model import Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.source import FileSource, read_lines
 
@@ -344,17 +346,25 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
             last_parsed_ok = True
             continue
         try:
-            parsed = parse_line(body)
-        except ValueError:
-            last_parsed_ok = False
-            malformed.append(number)
-            if header is None and binary_line is None and not _is_utf8(body):
-                binary_line = number
-            continue
+            value = orjson.loads(body)  # the fast path: valid UTF-8, at most 1,024 levels
+        except orjson.JSONDecodeError:
+            try:
+                parsed = parse_line(body)  # what orjson refuses and JSON.parse reads (see ``jsonline``)
+            except ValueError:
+                last_parsed_ok = False
+                malformed.append(number)
+                if header is None and binary_line is None and not _is_utf8(body):
+                    binary_line = number
+                continue
+            value = parsed.value
+            if parsed.replaced_utf8 or parsed.depth_cut:
+                _note_lossy(parsed.replaced_utf8, parsed.depth_cut, body, number, diagnostics)
+        else:
+            if len(body) > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+                value, cut = cut_depth(value)
+                if cut:
+                    _note_lossy(False, True, body, number, diagnostics)
         last_parsed_ok = True
-        value = parsed.value
-        if parsed.replaced_utf8 or parsed.depth_cut:
-            _note_lossy(parsed.replaced_utf8, parsed.depth_cut, body, number, diagnostics)
         if _is_falsy(value):
             diagnostics.append(
                 Diagnostic("warning", "null-line", "line is JSON null/false: skipped, as Pi does", number)
