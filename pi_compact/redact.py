@@ -30,6 +30,7 @@ class Rule:
     kind: str
     pattern: re.Pattern[str]
     accept: Callable[[re.Match[str]], bool] | None = None
+    boundary: bool = True  # the match must not follow a letter, digit or underscore
 
 
 def _entropy(text: str) -> float:
@@ -99,6 +100,40 @@ _ASSIGNMENT = re.compile(
 )
 
 
+_KEYWORD = re.compile(r"pass|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|auth|credential")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _assignments(text: str) -> list[Finding]:
+    """Secret-named assignments with a literal value: the keyword is found first (in an ASCII-lowercased copy, the
+    same length), then the assignment is matched from the start of the name around it."""
+    found: dict[tuple[int, int], str] = {}
+    lowered = text.translate(_ASCII_LOWER)
+    tried: set[int] = set()
+    for hit in _KEYWORD.finditer(lowered):
+        start = hit.start()
+        while start > 0 and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        # The name may start at the run's start or after any separator inside it (``x.db_password``).
+        for pos in [start] + [i + 1 for i in range(start, hit.start()) if text[i] in "_.-"] + [hit.start()]:
+            if pos in tried:
+                continue
+            tried.add(pos)
+            match = _ASSIGNMENT.match(text, pos)
+            if match is None:
+                continue
+            value = _assignment_value(match)
+            if value is not None:
+                found.setdefault((value[1], value[2]), _assignment_kind(match))
+            break
+    return [Finding(kind, start, end) for (start, end), kind in found.items()]
+
+
 def _assignment_value(match: re.Match[str]) -> tuple[str, int, int] | None:
     group = "qsecret" if match.group("qsecret") is not None else "secret"
     value = match.group(group)
@@ -123,6 +158,9 @@ def _url_password_ok(match: re.Match[str]) -> bool:
     return not (_REFERENCE.match(value) or value.lower() in ("password", "pass", "x-oauth-basic"))
 
 
+# Each pattern starts with a literal (the issuer's prefix), which lets the regex engine skip ahead to candidates:
+# a leading \b would make it try every position (a hundred times slower on a large history). The word
+# boundary before a token is checked afterwards instead (``Rule.boundary``).
 RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
@@ -130,45 +168,54 @@ RULES: tuple[Rule, ...] = (
             r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
             r"(?:[\s\S]{0,20000}?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]{16,20000})"
         ),
+        boundary=False,
     ),
-    Rule("anthropic-key", re.compile(r"\bsk-ant-(?:api|admin|oat|sid)\d{2}-[A-Za-z0-9_-]{20,}")),
+    Rule("anthropic-key", re.compile(r"sk-ant-(?:api|admin|oat|sid)\d{2}-[A-Za-z0-9_-]{20,}")),
     Rule(
         "openai-key",
         re.compile(
-            r"\bsk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}"
-            r"|\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"
-            r"|\bsk-[A-Za-z0-9]{48}\b"
+            r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,}"
+            r"|[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}"
+            r"|[A-Za-z0-9]{48}\b)"
         ),
     ),
-    Rule("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
-    Rule("gitlab-token", re.compile(r"\bgl(?:pat|ptt|dt|rt|cbt|soat|ffct|imt|agent)-[A-Za-z0-9_-]{20,}")),
-    Rule(
-        "slack-token",
-        re.compile(
-            r"\bxox[abposre]-[A-Za-z0-9-]{10,}"
-            r"|https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}"
-        ),
+    Rule("github-token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
+    Rule("gitlab-token", re.compile(r"gl(?:pat|ptt|dt|rt|cbt|soat|ffct|imt|agent)-[A-Za-z0-9_-]{20,}")),
+    Rule("slack-token", re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}")),
+    Rule("slack-token", re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}")),
+    *(Rule("stripe-key", re.compile(rf"{prefix}_(?:live|test)_[A-Za-z0-9]{{16,}}\b")) for prefix in ("sk", "rk")),
+    Rule("stripe-key", re.compile(r"whsec_[A-Za-z0-9]{24,}\b")),
+    Rule("aws-access-key", re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b")),
+    *(
+        Rule(
+            "aws-secret-key",
+            re.compile(rf"{name}[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+])"),
+            boundary=False,
+        )
+        for name in (
+            "aws_secret_access_key",
+            "AWS_SECRET_ACCESS_KEY",
+            "aws_secret_key",
+            "AWS_SECRET_KEY",
+            "ecretAccessKey",  # secretAccessKey, SecretAccessKey, awsSecretAccessKey
+        )
     ),
-    Rule("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b|\bwhsec_[A-Za-z0-9]{24,}\b")),
-    Rule("aws-access-key", re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b")),
-    Rule(
-        "aws-secret-key",
-        re.compile(
-            r"(?i:aws_?secret_?(?:access_?)?key|secretaccesskey)[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
-        ),
-    ),
-    Rule("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
-    Rule("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{34,}\b")),
-    Rule("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
-    Rule("pypi-token", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}")),
-    Rule("sendgrid-key", re.compile(r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b")),
-    Rule("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
+    Rule("google-api-key", re.compile(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
+    Rule("huggingface-token", re.compile(r"hf_[A-Za-z0-9]{34,}\b")),
+    Rule("npm-token", re.compile(r"npm_[A-Za-z0-9]{36}\b")),
+    Rule("pypi-token", re.compile(r"pypi-AgE[A-Za-z0-9_-]{50,}")),
+    Rule("sendgrid-key", re.compile(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b")),
+    Rule("jwt", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
     Rule(
         "url-password",
-        re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"<>]{1,256}:(?P<secret>[^\s@/'\"<>]{3,256})@"),
+        re.compile(r"://[^\s:/@'\"<>]{1,256}:(?P<secret>[^\s@/'\"<>]{3,256})@"),
         _url_password_ok,
+        boundary=False,
     ),
-    Rule("bearer-token", re.compile(r"\b[Bb]earer[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)")),
+    *(
+        Rule("bearer-token", re.compile(rf"{word}[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{{20,}}=*)"))
+        for word in ("Bearer", "bearer")
+    ),
 )
 
 
@@ -184,14 +231,13 @@ def find_secrets(text: str) -> list[Finding]:
     found: list[Finding] = []
     for rule in RULES:
         for match in rule.pattern.finditer(text):
+            if rule.boundary and match.start() > 0 and _word_char(text[match.start() - 1]):
+                continue
             if rule.accept is not None and not rule.accept(match):
                 continue
             group = "secret" if "secret" in rule.pattern.groupindex and match.group("secret") else 0
             found.append(Finding(rule.kind, match.start(group), match.end(group)))
-    for match in _ASSIGNMENT.finditer(text):
-        value = _assignment_value(match)
-        if value is not None:
-            found.append(Finding(_assignment_kind(match), value[1], value[2]))
+    found.extend(_assignments(text))
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))
     out: list[Finding] = []
     for finding in found:
