@@ -23,9 +23,9 @@ demo: $(STAMP)
 	@echo '$$ picompact compact examples/demo-session.jsonl --mode verbatim --context-window 32000 --dry-run | head -40'
 	@$(BIN)/picompact compact examples/demo-session.jsonl --mode verbatim --context-window 32000 --dry-run | head -40 || true
 
-## test: the whole test suite
+## test: the whole test suite, on every core (a module's tests stay together: they share its fixtures)
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadscope
 
 ## lint: ruff (lint + format check) and mypy on every module, CLI included; tsc on the Pi extension
 lint: $(STAMP) typecheck
