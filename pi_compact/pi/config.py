@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pi_compact.settings import load_settings
@@ -115,16 +115,7 @@ def load_config(cwd: str | os.PathLike[str], project_trusted: bool | None = None
                 where[key] = layer.scope
     config = parse_config(loaded.merged, where, loaded.project_trusted)
     if loaded.warnings:
-        config = PicompactConfig(
-            config.enabled,
-            config.mode,
-            config.cap,
-            config.no_cap,
-            config.lookup_model,
-            config.sources,
-            (*loaded.warnings, *config.warnings),
-            config.project_trusted,
-        )
+        config = replace(config, warnings=(*loaded.warnings, *config.warnings))
     return config
 
 

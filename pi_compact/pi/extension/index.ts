@@ -290,8 +290,12 @@ export default function picompact(pi: ExtensionAPI) {
 			chosen,
 		];
 		const env: Record<string, string> = {};
-		if (chosen === "verbatim") args.push(...config.capArgs);
-		else {
+		if (chosen === "verbatim") {
+			args.push(...config.capArgs);
+			if (event.customInstructions) {
+				notify(ctx, "a verbatim checkpoint keeps the conversation as it was: the focus text is not used", "info");
+			}
+		} else {
 			// The session's model, reached the way Pi reaches it: its server (OpenAI-compatible providers) and the
 			// API key Pi resolved, passed in the environment variable picompact reads for that provider.
 			const model = ctx.model;
