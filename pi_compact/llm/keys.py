@@ -1,4 +1,5 @@
-"""API keys: from Pi's auth.json, else the provider's environment variable (Pi's own order).
+"""API keys in Pi's order: a key for the run (PICOMPACT_API_KEY, as Pi's --api-key), then Pi's auth.json, then
+the provider's environment variable.
 
 Keys travel wrapped in `Secret` so that printing, logging or a traceback shows a mask,
 never the key; a Secret also says where it came from (``source``), for messages.
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from pi_compact.llm.providers import ModelRef
 
 MASK = "********"
+# A key for this run, whatever the provider: first in the order, as Pi's runtime --api-key is.
+RUN_KEY_ENV = "PICOMPACT_API_KEY"
 
 
 class Secret:
@@ -172,7 +175,12 @@ def find_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secre
     """The key for model's provider as Pi finds it: an API-key entry of Pi's auth.json first, then the
     provider's environment variable. ``Secret.source`` says which."""
     env = os.environ if env is None else env
-    return _from_auth_file(model.provider, env)[0] or _from_env(model, env)
+    return _run_key(env) or _from_auth_file(model.provider, env)[0] or _from_env(model, env)
+
+
+def _run_key(env: Mapping[str, str]) -> Secret | None:
+    value = env.get(RUN_KEY_ENV, "").strip()
+    return Secret(value, RUN_KEY_ENV) if value else None
 
 
 def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
@@ -183,6 +191,8 @@ def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
 def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
     """The key, None for servers that need none, or a UsageError saying how to provide one."""
     env = os.environ if env is None else env
+    if (run_key := _run_key(env)) is not None:
+        return run_key
     key, other = _from_auth_file(model.provider, env)
     if key is not None:
         return key

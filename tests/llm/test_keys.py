@@ -120,3 +120,11 @@ def test_broken_auth_file_is_reported_without_its_contents(agent_dir: Path) -> N
 def test_agent_dir_defaults_to_home_and_expands_tilde(tmp_path: Path) -> None:
     assert agent_dir({"HOME": str(tmp_path)}) == tmp_path / ".pi" / "agent"
     assert auth_file({"HOME": str(tmp_path), "PI_CODING_AGENT_DIR": "~/pi"}) == tmp_path / "pi" / "auth.json"
+
+
+def test_a_run_key_comes_first_like_pis_api_key_flag(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_auth(agent_dir, {"openai": {"type": "api_key", "key": "sk-from-file"}})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    monkeypatch.setenv("PICOMPACT_API_KEY", "sk-for-this-run")
+    for key in (find_api_key(resolve_model("openai/gpt-4.1")), require_api_key(resolve_model("openai/gpt-4.1"))):
+        assert key is not None and key.reveal() == "sk-for-this-run" and key.source == "PICOMPACT_API_KEY"
