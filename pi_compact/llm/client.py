@@ -129,7 +129,7 @@ def _body(request: Request, model: ModelRef) -> bytes:
             body.update(thinking.anthropic_fields(model, request.reasoning, request.thinking_budget))
     elif model.protocol == "google":
         config = thinking.google_thinking_config(model, request.reasoning) if request.reasoning is not None else None
-        body = wire_google.build_body(request, limit, config)
+        body = wire_google.build_body(request, limit, config, call_ids=wire_google.requires_call_ids(model.model_id))
     else:
         body = wire_openai.build_body(request, model.model_id, limit, model.max_tokens_field)
         if request.reasoning is not None:

@@ -7,33 +7,50 @@ turns ``model`` contents; consecutive contents of one role are merged. A functio
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pi_compact.llm import wire_common
 from pi_compact.llm.types import Message, Request, Response, StopReason, ToolCall, Usage
 
 _STOP: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
+_MAJOR = re.compile(r"^gemini(?:-live)?-(\d+)")
 
 
-def _parts(message: Message) -> tuple[str, list[dict[str, Any]]]:
+def requires_call_ids(model_id: str) -> bool:
+    """pi-ai's requiresToolCallId: Gemini 3 and later (and Claude, gpt-oss behind Google) want call ids echoed."""
+    lowered = model_id.lower()
+    major = _MAJOR.match(lowered)
+    return lowered.startswith(("claude-", "gpt-oss-")) or (major is not None and int(major.group(1)) >= 3)
+
+
+def _parts(message: Message, ids: bool) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
         key = "error" if message.is_error else "output"
-        return "user", [{"functionResponse": {"name": message.tool_name or "", "response": {key: message.text}}}]
+        response: dict[str, Any] = {"name": message.tool_name or "", "response": {key: message.text}}
+        if ids:
+            response["id"] = message.tool_call_id or ""
+        return "user", [{"functionResponse": response}]
     if message.role == "user":
         return "user", [{"text": message.text}]
     parts: list[dict[str, Any]] = [{"text": message.text}] if message.text or not message.tool_calls else []
     for call in message.tool_calls:
-        part: dict[str, Any] = {"functionCall": {"name": call.name, "args": call.arguments}}
+        function: dict[str, Any] = {"name": call.name, "args": call.arguments}
+        if ids:
+            function["id"] = call.id
+        part: dict[str, Any] = {"functionCall": function}
         if call.signature:
             part["thoughtSignature"] = call.signature
         parts.append(part)
     return "model", parts
 
 
-def build_body(request: Request, max_tokens: int, thinking_config: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_body(
+    request: Request, max_tokens: int, thinking_config: dict[str, Any] | None = None, *, call_ids: bool = False
+) -> dict[str, Any]:
     contents: list[dict[str, Any]] = []
     for message in request.messages:
-        role, parts = _parts(message)
+        role, parts = _parts(message, call_ids)
         if contents and contents[-1]["role"] == role:
             contents[-1]["parts"].extend(parts)
         else:
@@ -50,7 +67,8 @@ def build_body(request: Request, max_tokens: int, thinking_config: dict[str, Any
         body["tools"] = [
             {
                 "functionDeclarations": [
-                    {"name": t.name, "description": t.description, "parameters": t.parameters} for t in request.tools
+                    {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
+                    for t in request.tools
                 ]
             }
         ]

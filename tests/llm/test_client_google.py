@@ -94,7 +94,7 @@ def test_tool_call_round_trip_echoes_the_thought_signature(server: HTTPServer) -
     second = complete(Request(messages, tools=[tool], max_tokens=64), model=model, api_key=KEY)
     assert second.text == "found it"
     assert bodies[0]["tools"] == [
-        {"functionDeclarations": [{"name": "grep", "description": "search", "parameters": tool.parameters}]}
+        {"functionDeclarations": [{"name": "grep", "description": "search", "parametersJsonSchema": tool.parameters}]}
     ]
     assert bodies[1]["contents"][1:] == [
         {
@@ -147,3 +147,31 @@ def test_key_from_gemini_api_key(server: HTTPServer, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     complete(Request([Message.user("hi")], max_tokens=8), model=_model(server))
     assert seen == [KEY]
+
+
+def test_gemini_3_gets_call_ids_echoed(server: HTTPServer) -> None:
+    path = "/v1beta/models/gemini-3-pro-preview:generateContent"
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: WRequest) -> WResponse:
+        bodies.append(json.loads(request.get_data()))
+        if len(bodies) == 1:
+            call = {
+                "functionCall": {"id": "fc_1", "name": "grep", "args": {"pattern": "x"}},
+                "thoughtSignature": "c2ln",
+            }
+            return WResponse(json.dumps(_reply([call])), content_type="application/json")
+        return WResponse(json.dumps(_reply([{"text": "done"}])), content_type="application/json")
+
+    server.expect_request(path, method="POST").respond_with_handler(handler)
+    model = resolve_model("google/gemini-3-pro-preview", base_url=server.url_for("/v1beta"))
+    tool = Tool("grep", "search")
+    messages = [Message.user("find x")]
+    first = complete(Request(messages, tools=[tool], max_tokens=64), model=model, api_key=KEY)
+    [call] = first.tool_calls
+    assert call.id == "fc_1"
+    messages += [first.to_message(), Message.tool_result(call, "no match", is_error=True)]
+    complete(Request(messages, tools=[tool], max_tokens=64), model=model, api_key=KEY)
+    model_part, result_part = bodies[1]["contents"][1]["parts"][0], bodies[1]["contents"][2]["parts"][0]
+    assert model_part["functionCall"]["id"] == "fc_1" and model_part["thoughtSignature"] == "c2ln"
+    assert result_part == {"functionResponse": {"name": "grep", "response": {"error": "no match"}, "id": "fc_1"}}
