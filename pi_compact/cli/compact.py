@@ -545,12 +545,12 @@ def _thinking_text(preview: Any) -> str:
         return f"thinking: {sent}"
     origin = {
         "session": "the session's level",
-        "settings": "defaultThinkingLevel in Pi's settings (the session sets none)",
-        "Pi's default": "Pi's default (the session and settings set none)",
+        "settings": "defaultThinkingLevel in Pi's settings; the session sets none",
+        "Pi's default": "Pi's default; neither the session nor the settings set one",
         "--thinking": "--thinking",
     }.get(choice.source, choice.source)
     if sent == choice.level:
-        return f"thinking: {sent}, from {origin}"
+        return f"thinking: {sent} ({origin})"
     if sent == "off":
-        return f"thinking: off ({choice.level} from {origin}, but {preview.model.name} does not reason)"
+        return f"thinking: off ({preview.model.name} does not reason; the level would be {choice.level}, {origin})"
     return f"thinking: {sent} ({choice.level} from {origin}, clamped to what {preview.model.name} supports)"
