@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,32 +15,30 @@ import pytest
 from hypothesis import settings
 from pytest_httpserver import HTTPServer
 
+# Helpers live in tests.helpers; these names stay importable from here for older imports.
 from tests.helpers.cli import Result, picompact_exe, run, run_process
+from tests.helpers.fixtures import FIXTURES, PI_COMPACTION_KEYS, PI_FIXTURES
+from tests.helpers.process import interrupt_when_arrived
+from tests.helpers.providers import set_provider_keys
+from tests.helpers.sessions import side_branch_session
 
-__all__ = ["Result", "picompact_exe", "run", "run_process"]
+__all__ = [
+    "FIXTURES",
+    "PI_COMPACTION_KEYS",
+    "PI_FIXTURES",
+    "Result",
+    "interrupt_when_arrived",
+    "picompact_exe",
+    "run",
+    "run_process",
+    "set_provider_keys",
+    "side_branch_session",
+]
 
 # CI runs must not flake: the same examples every time there; locally hypothesis explores freely.
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
-
-FIXTURES = Path(__file__).parent / "fixtures"
-PI_FIXTURES = FIXTURES / "pi"
-
-# The keys of a compaction entry as Pi writes them, in its order.
-PI_COMPACTION_KEYS = [
-    "type",
-    "id",
-    "parentId",
-    "timestamp",
-    "summary",
-    "firstKeptEntryId",
-    "tokensBefore",
-    "details",
-    "usage",
-    "fromHook",
-]
-
 
 # Where Pi must be present (CI sets PICOMPACT_REQUIRE_PI=1), a test skipped for want of Pi fails the run instead.
 _PI_SKIP = re.compile(r"\bPi\b|oracle")
@@ -111,44 +106,7 @@ def server(_shared_server: HTTPServer) -> Iterator[HTTPServer]:
     _shared_server.clear()
 
 
-def side_branch_session(path: Path, question: str) -> tuple[Path, str]:
-    """Six plain turns, then ``question`` (and an answer) branching off the second turn's last reply, so the file
-    ends on the side branch. Returns the written file and the id of the main branch's tip."""
-    from tests.sessionkit import simple_session
-
-    sb = simple_session(turns=6, size=400)
-    main_tip = sb.leaf
-    sb.user(question, parent=sb.entries[8]["id"])
-    sb.assistant("side answer")
-    return sb.write(path), main_tip
-
-
-def set_provider_keys(monkeypatch: pytest.MonkeyPatch, openai_key: str, anthropic_key: str) -> dict[str, str]:
-    """Put fake OpenAI and Anthropic keys in the environment; returns them by variable name."""
-    keys = {"OPENAI_API_KEY": openai_key, "ANTHROPIC_API_KEY": anthropic_key}
-    for name, value in keys.items():
-        monkeypatch.setenv(name, value)
-    return keys
-
-
 @pytest.fixture
 def cli() -> Any:
     """The ``run`` helper as a fixture."""
     return run
-
-
-def interrupt_when_arrived(
-    proc: subprocess.Popen[bytes], arrived: threading.Event, release: threading.Event
-) -> tuple[bytes, bytes]:
-    """Press Ctrl-C on ``proc`` once its request reached the server; then let the handler go and reap the process.
-
-    Returns what the process wrote (stdout, stderr)."""
-    try:
-        assert arrived.wait(60), "the request never reached the server"
-        proc.send_signal(signal.SIGINT)
-        return proc.communicate(timeout=60)
-    finally:
-        release.set()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()

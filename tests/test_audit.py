@@ -13,7 +13,8 @@ from pi_compact.projection import build_projection
 from pi_compact.session import load_session
 from pi_compact.session.tree import Branch
 from pi_compact.tokens import estimate_tokens
-from tests.conftest import PI_FIXTURES, run
+from tests.helpers.cli import run
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.sessionkit import SessionBuilder, simple_session
 
 FIXTURES = sorted(PI_FIXTURES.glob("*.jsonl"))

@@ -8,7 +8,8 @@ import pytest
 
 from pi_compact.coverage import measure_coverage
 from pi_compact.session import load_session
-from tests.conftest import PI_FIXTURES, run
+from tests.helpers.cli import run
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.sessionkit import SessionBuilder
 
 COMPACTED_FIXTURES = [

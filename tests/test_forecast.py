@@ -9,7 +9,7 @@ import pytest
 
 from pi_compact.forecast import context_growth
 from pi_compact.session import get_branch, load_session
-from tests.conftest import Result, run
+from tests.helpers.cli import Result, run
 from tests.sessionkit import SessionBuilder, simple_session
 
 

@@ -15,8 +15,8 @@ import pytest
 from pi_compact.plan import plan_compaction, should_compact
 from pi_compact.projection import build_projection
 from pi_compact.session import get_branch, load_session
-
-from .conftest import PI_FIXTURES, run
+from tests.helpers.cli import run
+from tests.helpers.fixtures import PI_FIXTURES
 
 SESSIONS = sorted(p.stem for p in PI_FIXTURES.glob("*.jsonl"))
 SETTINGS = {"analyze_default": (200000, 16384, 20000), "analyze_small_window": (32000, 16384, 8000)}

@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from pi_compact.session.load import parse_json_line
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import SessionBuilder, simple_session
 
 WINDOW = ("--context-window", "100000")

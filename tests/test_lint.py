@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from pi_compact.errors import PiCompactError
 from pi_compact.lint import lint_file
 from pi_compact.session import get_branch, load_session
-from tests.conftest import PI_FIXTURES, run
+from tests.helpers.cli import run
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.sessionkit import SessionBuilder, simple_session
 
 FIXTURES = sorted(PI_FIXTURES.glob("*.jsonl"))

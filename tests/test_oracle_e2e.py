@@ -20,7 +20,8 @@ from pi_compact.messages import convert_to_llm
 from pi_compact.projection import build_projection
 from pi_compact.session import get_branch, load_session
 from pi_compact.tokens import js_stringify
-from tests.conftest import PI_FIXTURES, run
+from tests.helpers.cli import run
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.oracle import NODE22
 from tests.oracle import ORACLE as ORACLE_HOME
 from tests.sessionkit import simple_session

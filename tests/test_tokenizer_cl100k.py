@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pi_compact.tokens import count_cl100k
-from tests.conftest import PI_FIXTURES, run
+from tests.helpers.cli import run
+from tests.helpers.fixtures import PI_FIXTURES
 
 
 def test_cl100k_is_the_real_encoding_and_images_count_as_pi_counts_them() -> None:

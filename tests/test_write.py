@@ -21,7 +21,7 @@ from pi_compact.session.write import (
     rewrite_session,
     write_copy,
 )
-from tests.conftest import PI_FIXTURES
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.sessionkit import simple_session
 
 NEW = [

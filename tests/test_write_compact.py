@@ -15,7 +15,8 @@ from pi_compact.compact import CompactOptions, compact_session, default_cap, ver
 from pi_compact.errors import ConcurrentWriteError, ExitCode, NothingToCompactError, SessionError, UsageError
 from pi_compact.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
-from tests.conftest import PI_FIXTURES, side_branch_session
+from tests.helpers.fixtures import PI_FIXTURES
+from tests.helpers.sessions import side_branch_session
 from tests.sessionkit import simple_session
 
 WHEN = "2026-02-03T04:05:06.007Z"

@@ -15,7 +15,8 @@ import pytest
 
 from pi_compact.session import load_session
 from pi_compact.session.write import migrated_lines
-from tests.conftest import PI_FIXTURES, picompact_exe
+from tests.helpers.cli import picompact_exe
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.sessionkit import simple_session
 
 pytestmark = pytest.mark.process  # these run picompact as real processes, alongside other writers

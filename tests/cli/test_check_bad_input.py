@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import SessionBuilder, simple_session
 
 

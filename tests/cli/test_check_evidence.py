@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import SessionBuilder
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer.main
 
 from pi_compact.cli import app
-from tests.conftest import run
+from tests.helpers.cli import run
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 

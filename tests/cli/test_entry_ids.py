@@ -8,7 +8,7 @@ import pytest
 
 from pi_compact.errors import NotFoundError
 from pi_compact.session import get_branch, load_session
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import SessionBuilder
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import SessionBuilder, simple_session
 
 NEXT = re.compile(r"next(?: page)?: (picompact .*)$", re.M)

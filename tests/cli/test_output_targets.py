@@ -8,7 +8,7 @@ import stat
 import threading
 from pathlib import Path
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import simple_session
 
 FLAGS = ("--keep-recent-tokens", "500", "--context-window", "100000")

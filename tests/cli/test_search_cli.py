@@ -14,7 +14,8 @@ import pytest
 
 from pi_compact.lookup import build_context_view
 from pi_compact.session.load import load_session
-from tests.conftest import PI_FIXTURES, picompact_exe, run
+from tests.helpers.cli import picompact_exe, run
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.sessionkit import SessionBuilder
 
 

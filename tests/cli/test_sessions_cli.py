@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import simple_session
 
 

@@ -9,7 +9,7 @@ import pytest
 from pi_compact.lookup import build_context_view
 from pi_compact.session.load import load_session
 from pi_compact.session.tree import get_branch
-from tests.conftest import PI_FIXTURES
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.sessionkit import SessionBuilder
 
 EXPECTED = sorted((PI_FIXTURES / "expected").glob("*.json"))

@@ -14,7 +14,7 @@ from pi_compact.lookup import DEFAULT_LIMITS, entry_raw, grep, list_entries, sho
 from pi_compact.render.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
 from pi_compact.session.tree import children, get_branch
-from tests.conftest import PI_FIXTURES
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.sessionkit import SessionBuilder
 
 

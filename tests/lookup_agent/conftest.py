@@ -16,7 +16,7 @@ from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
 from pi_compact.llm import ModelRef, resolve_model
-from tests.conftest import set_provider_keys
+from tests.helpers.providers import set_provider_keys
 from tests.sessionkit import SessionBuilder
 
 OPENAI_KEY = "sk-test-lookup-openai-0123456789"

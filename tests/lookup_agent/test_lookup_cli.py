@@ -10,7 +10,7 @@ from werkzeug import Response as WResponse
 
 from pi_compact.compact import lookup_configured
 from pi_compact.lookup.agent import lookup_model_available
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.lookup_agent.conftest import BUILD_ERROR, History, ScriptedModel, tool_names, tool_results, user_texts
 
 
@@ -187,7 +187,8 @@ def test_ctrl_c_while_the_model_thinks_exits_130(history: History, server: HTTPS
     import subprocess
     import threading
 
-    from tests.conftest import interrupt_when_arrived, picompact_exe
+    from tests.helpers.cli import picompact_exe
+    from tests.helpers.process import interrupt_when_arrived
 
     arrived, release = threading.Event(), threading.Event()
 

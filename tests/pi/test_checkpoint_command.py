@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pytest_httpserver import HTTPServer
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import simple_session
 from tests.summary.conftest import GOOD_SUMMARY, OPENAI_PATH, bodies, openai_reply, settle, system_text, user_text
 

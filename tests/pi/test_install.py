@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from pi_compact.pi.install import extension_source
-from tests.conftest import picompact_exe, run
+from tests.helpers.cli import picompact_exe, run
 
 
 def _manifest(directory: Path) -> dict:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pi_compact.cli.env import SCHEMA_VERSION
 from pi_compact.cli.schema import DOCUMENTS, keys
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import simple_session
 
 

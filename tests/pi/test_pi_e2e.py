@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.conftest import picompact_exe
+from tests.helpers.cli import picompact_exe
 from tests.oracle import NODE22, ORACLE, PACKAGE
 
 DRIVE = ORACLE / "e2e" / "pi_drive.py"

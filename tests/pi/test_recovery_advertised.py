@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import simple_session
 
 FLAGS = ["--mode", "verbatim", "--dry-run", "--json", "--context-window", "32000", "--keep-recent-tokens", "400"]

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from pytest_httpserver import HTTPServer
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.lookup_agent.conftest import ScriptedModel
 from tests.redact.secrets_kit import ORDINARY, PLANTED, secrets_session
 from tests.summary.conftest import (

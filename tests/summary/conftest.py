@@ -14,7 +14,7 @@ from werkzeug import Response as WResponse
 from pi_compact.check import CheckOptions
 from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
 from pi_compact.compact import CompactOptions, CompactResult, Mode, compact_session
-from tests.conftest import set_provider_keys
+from tests.helpers.providers import set_provider_keys
 from tests.sessionkit import SessionBuilder, simple_session
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"

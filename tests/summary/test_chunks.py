@@ -22,7 +22,7 @@ from pi_compact.check import CheckOptions, check_session
 from pi_compact.checkpoint.summary import UPDATE_INSTRUCTIONS, request_input_tokens
 from pi_compact.render.serialize import serialize_messages
 from pi_compact.session import load_session
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.oracle import NODE22, ORACLE
 from tests.sessionkit import SessionBuilder
 from tests.summary.conftest import ANTHROPIC_KEY, GOOD_PREFIX, GOOD_SUMMARY, OPENAI_KEY, OPENAI_PATH, openai_reply

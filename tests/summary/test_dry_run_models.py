@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import SessionBuilder
 from tests.summary.conftest import OPENAI_KEY, split_turn_session
 

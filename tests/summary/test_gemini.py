@@ -11,7 +11,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
-from tests.conftest import run
+from tests.helpers.cli import run
 from tests.sessionkit import SessionBuilder
 from tests.summary.conftest import GOOD_SUMMARY
 

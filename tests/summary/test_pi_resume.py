@@ -16,7 +16,8 @@ from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
 from pi_compact.messages import COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX
-from tests.conftest import PI_FIXTURES, run
+from tests.helpers.cli import run
+from tests.helpers.fixtures import PI_FIXTURES
 from tests.oracle import ORACLE
 from tests.summary.conftest import GOOD_PREFIX, GOOD_SUMMARY, OPENAI_KEY, OPENAI_PATH, openai_reply, summary_args
 from tests.summary.conftest import user_text as request_user_text

@@ -17,7 +17,7 @@ from pi_compact.render.serialize import (
 )
 from pi_compact.session import get_branch, load_session
 from pi_compact.tokens import js_len
-from tests.conftest import PI_FIXTURES
+from tests.helpers.fixtures import PI_FIXTURES
 
 SESSIONS = sorted(p.stem for p in PI_FIXTURES.glob("*.jsonl"))
 KEEP = {"analyze_default": 20000, "analyze_small_window": 8000}

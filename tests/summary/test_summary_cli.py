@@ -16,7 +16,8 @@ from werkzeug import Response as WResponse
 
 from pi_compact.checkpoint.summary import SYSTEM_PROMPT
 from pi_compact.models import find_model
-from tests.conftest import interrupt_when_arrived, picompact_exe, run
+from tests.helpers.cli import picompact_exe, run
+from tests.helpers.process import interrupt_when_arrived
 from tests.summary.conftest import (
     ANTHROPIC_KEY,
     GOOD_PREFIX,

@@ -29,7 +29,7 @@ from pi_compact.models import find_model
 from pi_compact.plan import format_file_operations
 from pi_compact.projection import build_projection
 from pi_compact.session import get_branch, load_session
-from tests.conftest import PI_COMPACTION_KEYS
+from tests.helpers.fixtures import PI_COMPACTION_KEYS
 from tests.summary.conftest import (
     ANTHROPIC_MODEL,
     ANTHROPIC_PATH,
