@@ -53,7 +53,11 @@ app = typer.Typer(
     cls=PiCompactGroup,
     help=(
         "Check, compact and search Pi coding-agent sessions.\n\n"
-        "SESSION may be omitted: then the most recent Pi session for the current directory is used."
+        "SESSION may be omitted: then the most recent Pi session for the current directory is used.\n\n"
+        "Exit codes: 0 done; 1 the answer is no (check: compaction needed, grep: no match, lookup: not found); "
+        "2 usage or input error; 3 external failure (model provider, lock, file changed underneath); "
+        "70 internal error (a bug: --debug shows the traceback); 130 interrupted. Errors are one line on stderr, "
+        "'picompact: error: ...', and one JSON line on stdout with --json."
     ),
     no_args_is_help=True,
     add_completion=True,

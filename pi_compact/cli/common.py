@@ -6,19 +6,11 @@ Only modules in ``pi_compact.cli`` print, and only through the :class:`~pi_compa
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import typer
-
-from pi_compact.cli.env import SCHEMA_VERSION, Environment, current_env
-from pi_compact.errors import ExitCode, NotFoundError, UsageError
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-JSON_SCHEMA_VERSION = SCHEMA_VERSION
+from pi_compact.cli.env import Environment
+from pi_compact.errors import NotFoundError, UsageError
 
 
 def resolve_session_path(session: Path | None) -> Path:
@@ -85,41 +77,3 @@ def human_size(n: int) -> str:
             return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GB"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Kept for command modules written before the Environment; new commands use ``env_of(ctx)`` and return exit codes.
-
-
-class Output(Environment):
-    """``Output(json_mode)`` is the current Environment, switched to JSON when asked (the older name)."""
-
-    def __new__(cls, json_mode: bool = False) -> Output:
-        env = current_env()
-        if json_mode and env.json_mode is None:
-            env.json_mode = "document"
-        return env  # type: ignore[return-value]
-
-
-def fail(message: str, code: int = ExitCode.USAGE, json_mode: bool = False) -> typer.Exit:
-    """Report an error the documented way and return the Exit to raise (prefer raising a ``PiCompactError``)."""
-    env = current_env()
-    if json_mode and env.json_mode is None:
-        env.json_mode = "document"
-    env.error(message, code)
-    return typer.Exit(int(code))
-
-
-def debug_enabled() -> bool:
-    return current_env().debug
-
-
-def handle_errors(func: F) -> F:
-    """No longer needed: ``pi_compact.cli.core.main`` turns every exception into its exit code."""
-    return func
-
-
-@contextmanager
-def quiet_broken_pipe() -> Iterator[None]:
-    """No longer needed: ``main`` ends quietly when stdout's reader goes away."""
-    yield
