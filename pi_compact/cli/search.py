@@ -424,7 +424,8 @@ def show(
         return ExitCode.OK
     printer = _Printer(env)
     if not result.entry.on_branch:
-        env.note(f"entry {result.entry.id} is off the current branch (its branch ends at {result.entry.branch})")
+        ends = f" (its branch ends at {result.entry.branch})" if result.entry.branch else ""
+        env.note(f"entry {result.entry.id} is off the current branch{ends}")
     for line in result.lines:
         text = printer.clean(line.text)
         if line.number == 1 and line.offset == 0 and line.section == "header":
