@@ -9,7 +9,7 @@ where it stopped; following pages is cheap because positions are entry and line 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -346,20 +346,7 @@ class GrepPage:
     def text_lines(self) -> Iterator[str]:
         """grep's plain format: ENTRY:SECTION:LINE:TEXT for matches, ENTRY-SECTION-LINE-TEXT for context lines,
         "--" between groups that do not touch; an entry off the current branch is ENTRY@LEAF."""
-        last_entry: str | None = None
-        last_line = -1
-        for match in self.matches:
-            entry = match.entry_id if match.on_branch else f"{match.entry_id}@{match.branch or '?'}"
-            first = match.before[0].number if match.before else match.line.number
-            if self.context and last_entry is not None and not (entry == last_entry and first == last_line + 1):
-                yield "--"
-            for line in match.before:
-                yield f"{entry}-{line.section}-{line.number}-{line.display()}"
-            yield f"{entry}:{match.line.section}:{match.line.number}:{match.line.display()}"
-            for line in match.after:
-                yield f"{entry}-{line.section}-{line.number}-{line.display()}"
-            last_entry = entry
-            last_line = match.after[-1].number if match.after else match.line.number
+        return grep_text_lines(self.matches, self.context)
 
     def to_text(self) -> str:
         """The page as plain text, ending with how to get the next one (what a model reads)."""
@@ -375,6 +362,73 @@ class GrepPage:
         for match in self.matches:
             yield {"type": "match", "version": GREP_SCHEMA_VERSION, "data": match.to_json()}
         yield {"type": "summary", "version": GREP_SCHEMA_VERSION, "data": self.to_json()}
+
+
+def grep_text_lines(matches: Iterable[GrepMatch], context: int) -> Iterator[str]:
+    """``GrepPage.text_lines`` for matches as they come (a page or a ``GrepStream``)."""
+    last_entry: str | None = None
+    last_line = -1
+    for match in matches:
+        entry = match.entry_id if match.on_branch else f"{match.entry_id}@{match.branch or '?'}"
+        first = match.before[0].number if match.before else match.line.number
+        if context and last_entry is not None and not (entry == last_entry and first == last_line + 1):
+            yield "--"
+        for line in match.before:
+            yield f"{entry}-{line.section}-{line.number}-{line.display()}"
+        yield f"{entry}:{match.line.section}:{match.line.number}:{match.line.display()}"
+        for line in match.after:
+            yield f"{entry}-{line.section}-{line.number}-{line.display()}"
+        last_entry = entry
+        last_line = match.after[-1].number if match.after else match.line.number
+
+
+class GrepStream:
+    """One grep page whose matches are handed out as they are found, so the first is printed before the last is
+    searched for and memory does not grow with the page: iterate ``matches`` once; afterwards ``count``,
+    ``next_cursor``, ``stopped_by`` and ``entries_searched`` say how the page ended (``grep`` collects it)."""
+
+    def __init__(
+        self,
+        pattern: str,
+        patterns: tuple[str, ...],
+        context: int,
+        invert: bool,
+        prefiltered: bool,
+        cursor_at: Callable[[tuple[int, int]], str],
+    ) -> None:
+        self._matches: Iterator[GrepMatch] = iter(())
+        self.cursor_at = cursor_at  # the cursor that resumes at (entry position, line index)
+        self.pattern = pattern
+        self.patterns = patterns
+        self.context = context
+        self.invert = invert
+        self.prefiltered = prefiltered
+        self.count = 0
+        self.next_cursor: str | None = None
+        self.stopped_by: str | None = None
+        self.entries_searched = 0
+
+    @property
+    def matches(self) -> Iterator[GrepMatch]:
+        for match in self._matches:
+            self.count += 1
+            yield match
+
+    def text_lines(self) -> Iterator[str]:
+        return grep_text_lines(self.matches, self.context)
+
+    def to_json(self) -> JsonDict:
+        """The summary record, as ``GrepPage.to_json`` gives it (after the matches were iterated)."""
+        return {
+            "pattern": self.pattern,
+            "patterns": list(self.patterns or (self.pattern,)),
+            "invert": self.invert,
+            "matches": self.count,
+            "entries_searched": self.entries_searched,
+            "complete": self.next_cursor is None,
+            "stopped_by": self.stopped_by,
+            "next_cursor": self.next_cursor,
+        }
 
 
 def _window(text: str, number: int, section: str, width: int, spans: list[tuple[int, int]] | None) -> GrepLine:
@@ -417,6 +471,62 @@ def grep(
     ``pattern`` may be several patterns (a line matches when any does); ``word`` matches whole words only;
     ``invert`` selects the lines that do not match. picompact's own lines (entry headers, section markers) are
     selected only when ``sections`` names ``header`` or ``meta`` (see ``lookup.selection``).
+    ``grep_stream`` gives the same page a match at a time.
+    """
+    stream = grep_stream(
+        source,
+        pattern,
+        ignore_case=ignore_case,
+        fixed=fixed,
+        word=word,
+        invert=invert,
+        context=context,
+        roles=roles,
+        sections=sections,
+        max_count=max_count,
+        max_chars=max_chars,
+        cursor=cursor,
+        limits=limits,
+    )
+    matches = tuple(stream.matches)
+    return GrepPage(
+        stream.pattern,
+        matches,
+        stream.next_cursor,
+        stream.entries_searched,
+        stream.stopped_by,
+        stream.prefiltered,
+        context,
+        stream.patterns,
+        invert,
+    )
+
+
+def grep_stream(
+    source: Source,
+    pattern: str | Sequence[str],
+    *,
+    ignore_case: bool = False,
+    fixed: bool = False,
+    word: bool = False,
+    invert: bool = False,
+    context: int = 0,
+    roles: Iterable[str] | None = None,
+    sections: Iterable[str] | None = None,
+    max_count: int | None = None,
+    max_chars: int | None = None,
+    cursor: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> GrepStream:
+    """``grep``'s page as a stream: arguments are checked (and errors raised) here, matches come as found.
+
+    Matching is per line (a match never spans lines). Context lines stay within the match's entry and are not
+    repeated between adjacent matches on a page. A page holds at most ``max_count`` matches and about
+    ``max_chars`` characters (always at least one match); ``next_cursor`` resumes at the first match not shown.
+
+    ``pattern`` may be several patterns (a line matches when any does); ``word`` matches whole words only;
+    ``invert`` selects the lines that do not match. picompact's own lines (entry headers, section markers) are
+    selected only when ``sections`` names ``header`` or ``meta`` (see ``lookup.selection``).
     """
     transcript = as_transcript(source)
     wanted = check_roles(transcript, roles)
@@ -449,7 +559,50 @@ def grep(
         start_entry, start_line = position
 
     candidates = Candidates(transcript, searcher, composed, ignore_case, composed_fixed)
-    matches: list[GrepMatch] = []
+    shown = patterns[0] if len(patterns) == 1 else composed
+    stream = GrepStream(
+        shown,
+        tuple(patterns),
+        context,
+        invert,
+        candidates.active and not invert,
+        lambda position: Cursor("grep", query, fingerprint, position).encode(),
+    )
+    stream._matches = _grep_matches(
+        stream,
+        transcript,
+        candidates,
+        searcher,
+        keep,
+        wanted,
+        invert,
+        context,
+        start_entry,
+        start_line,
+        page_size,
+        char_budget,
+        limits.line_chars,
+    )
+    return stream
+
+
+def _grep_matches(
+    stream: GrepStream,
+    transcript: Transcript,
+    candidates: Candidates,
+    searcher: Searcher,
+    keep: LineSelector,
+    wanted: frozenset[str] | None,
+    invert: bool,
+    context: int,
+    start_entry: int,
+    start_line: int,
+    page_size: int,
+    char_budget: int,
+    line_chars: int,
+) -> Iterator[GrepMatch]:
+    """The page's matches in order; at the end ``stream`` learns where and why the page stopped."""
+    matches = 0
     used_chars = 0
     searched = 0
     stopped_by: str | None = None
@@ -472,38 +625,30 @@ def grep(
         last_shown = first_line - 1
         while pending is not None:
             index, first = pending
-            if len(matches) >= page_size or (matches and used_chars >= char_budget):
-                stopped_by = "max_count" if len(matches) >= page_size else "max_chars"
+            if matches >= page_size or (matches and used_chars >= char_budget):
+                stopped_by = "max_count" if matches >= page_size else "max_chars"
                 next_position = (pos, index)
                 break
             following = next(found, None)
             match, cost = _build_match(
-                transcript, rendered, searcher, index, first, context, last_shown, following, limits.line_chars
+                transcript, rendered, searcher, index, first, context, last_shown, following, line_chars
             )
             if matches and used_chars + cost > char_budget:
                 stopped_by = "max_chars"
                 next_position = (pos, index)
                 break
-            matches.append(match)
+            matches += 1
             used_chars += cost
             last_shown = index + len(match.after)
             pending = following
+            stream.entries_searched = searched
+            yield match
         if next_position is not None:
             break
 
-    next_cursor = Cursor("grep", query, fingerprint, next_position).encode() if next_position else None
-    shown = patterns[0] if len(patterns) == 1 else composed
-    return GrepPage(
-        shown,
-        tuple(matches),
-        next_cursor,
-        searched,
-        stopped_by,
-        candidates.active and not invert,
-        context,
-        tuple(patterns),
-        invert,
-    )
+    stream.entries_searched = searched
+    stream.stopped_by = stopped_by
+    stream.next_cursor = stream.cursor_at(next_position) if next_position is not None else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -342,6 +342,7 @@ def render_entry(entry: Entry, *, decorated_only: bool = False) -> RenderedEntry
     out = _Lines(full=not decorated_only)
     _render_into(out, entry)
     if released:
+        _ = entry.timestamp  # kept on the entry: grep reports it for every match
         entry.forget()  # a body the loader released is read again for this rendering only
     return RenderedEntry(entry, tuple(out.lines), tuple(out.sections), frozenset(out.markers))
 

@@ -25,6 +25,9 @@ class Diagnostic:
         return {"level": self.level, "code": self.code, "message": self.message, "line": self.line}
 
 
+_UNREAD = object()  # a field not read from the body yet
+
+
 class Entry:
     """One parsed, non-header line. ``raw`` is the JSON object as Pi holds it after migration;
     unknown types and fields are kept untouched.
@@ -36,7 +39,19 @@ class Entry:
     the file the first time it is asked for, and kept.
     """
 
-    __slots__ = ("_raw", "_source", "id", "index", "length", "line", "offset", "parent_id", "role", "type")
+    __slots__ = (
+        "_raw",
+        "_source",
+        "_timestamp",
+        "id",
+        "index",
+        "length",
+        "line",
+        "offset",
+        "parent_id",
+        "role",
+        "type",
+    )
 
     def __init__(self, raw: JsonDict, line: int, index: int, offset: int = 0, length: int = 0) -> None:
         self._raw: JsonDict | None = raw
@@ -84,6 +99,7 @@ class Entry:
         return self._source.contains(self, needles)
 
     def refresh(self) -> None:
+        self._timestamp: object = _UNREAD
         raw = self.raw
         entry_id = raw.get("id")
         self.id: str = entry_id if isinstance(entry_id, str) else None  # type: ignore[assignment]
@@ -109,8 +125,14 @@ class Entry:
 
     @property
     def timestamp(self) -> str | None:
-        ts = self.raw.get("timestamp")
-        return ts if isinstance(ts, str) else None
+        ts = self._timestamp
+        if ts is _UNREAD:
+            released = self._raw is None
+            value = self.raw.get("timestamp")
+            if released:
+                self.forget()  # read back for this field only (grep asks it of every matching entry)
+            ts = self._timestamp = value if isinstance(value, str) else None
+        return ts  # type: ignore[return-value]
 
     @property
     def kind(self) -> str:

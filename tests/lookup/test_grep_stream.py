@@ -1,0 +1,51 @@
+"""grep's page as a stream: the same matches, cursor and summary as the collected page, each match handed out
+before the rest of the transcript is searched (so the CLI prints it at once and holds no page in memory)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pi_compact.lookup.search import grep, grep_stream
+from pi_compact.render.transcript import build_transcript
+from pi_compact.session.load import load_session
+from tests.sessionkit import simple_session
+
+
+@pytest.fixture
+def session_path(tmp_path: Path) -> Path:
+    return simple_session(turns=12, size=200).write(tmp_path / "s.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "kwargs"),
+    [
+        ("Turn", {}),
+        ("mod", {"max_count": 5}),
+        ("y+", {"max_chars": 300}),
+        ("contents", {"context": 2}),
+        ("nothing-like-this", {}),
+    ],
+)
+def test_the_stream_is_the_page(session_path: Path, pattern: str, kwargs: dict[str, int]) -> None:
+    page = grep(build_transcript(load_session(session_path)), pattern, **kwargs)
+    stream = grep_stream(build_transcript(load_session(session_path)), pattern, **kwargs)
+    assert [m.to_json() for m in stream.matches] == [m.to_json() for m in page.matches]
+    assert stream.count == len(page.matches)
+    assert stream.to_json() == page.to_json()
+    assert stream.next_cursor == page.next_cursor
+
+
+def test_a_match_comes_out_before_the_rest_is_searched(session_path: Path) -> None:
+    transcript = build_transcript(load_session(session_path))
+    stream = grep_stream(transcript, "Turn 0", max_count=1000)
+    first = next(iter(stream.matches))
+    assert "Turn 0" in first.line.text
+    assert stream.entries_searched < len(transcript.entries)
+
+
+def test_text_lines_of_the_stream_match_the_page(session_path: Path) -> None:
+    page = grep(build_transcript(load_session(session_path)), "Done", context=1)
+    stream = grep_stream(build_transcript(load_session(session_path)), "Done", context=1)
+    assert list(stream.text_lines()) == list(page.text_lines())
