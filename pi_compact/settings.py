@@ -10,9 +10,11 @@ but not a non-negative safe integer is an error, as it is in Pi (which refuses t
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,7 +126,16 @@ def loads_js(text: str) -> Any:
 
 
 def read_text(path: Path) -> str | None:
-    """A file's text as Node reads it (invalid UTF-8 replaced), without a leading BOM; None if it is absent."""
+    """A file's text as Node reads it (invalid UTF-8 replaced), without a leading BOM; None if it is absent.
+
+    Anything but a regular file (a FIFO would block the read forever) is an OSError saying so, as for any file
+    that cannot be read: the callers warn and go on without it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
     try:
         data = path.read_bytes()
     except FileNotFoundError:

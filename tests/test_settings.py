@@ -314,3 +314,16 @@ def test_an_ignored_models_json_is_warned(agent: Path, tmp_path: Path, models: A
     session = simple_session(turns=1).write(tmp_path / "s.jsonl")
     result = check_session(session, CheckOptions())
     assert any(str(path) in w and "Pi ignores it" in w for w in result.warnings), result.warnings
+
+
+@pytest.mark.parametrize("name", ["settings.json", "models.json"])
+def test_a_fifo_for_a_settings_file_is_warned_not_waited_on(agent: Path, tmp_path: Path, name: str) -> None:
+    import os
+
+    from pi_compact.check import CheckOptions, check_session
+    from tests.sessionkit import simple_session
+
+    os.mkfifo(agent / name)  # reading it would block forever
+    session = simple_session(turns=1).write(tmp_path / "s.jsonl")
+    result = check_session(session, CheckOptions())
+    assert any(str(agent / name) in w and "not a regular file" in w for w in result.warnings), result.warnings
