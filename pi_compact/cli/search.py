@@ -58,25 +58,31 @@ STDIN = "-"  # SESSION given as "-": the session is read from standard input
 
 
 def load_session_arg(env: Environment, session: Path | None) -> Any:
-    """The session named by SESSION (a file, ``-`` for stdin, or the default session), its problems reported."""
+    """The session named by SESSION (a file, ``-`` for stdin, or the default session), and its bytes if read
+    from stdin."""
     from pi_compact.session.load import load_session, load_session_bytes
 
     if session is not None and str(session) == STDIN:
         data = env.stdin.buffer.read()
-        loaded = load_session_bytes(data, "<stdin>")
-        report_diagnostics(env, loaded.diagnostics, "<stdin>")
-        return loaded, data
-    path = resolve_session_path(session)
-    loaded = load_session(path)
-    report_diagnostics(env, loaded.diagnostics, path)
-    return loaded, None
+        return load_session_bytes(data, "<stdin>"), data
+    return load_session(resolve_session_path(session)), None
+
+
+def _where(loaded: Any) -> str:
+    return str(loaded.path) if loaded.path is not None else "<stdin>"
 
 
 def _load(env: Environment, session: Path | None, leaf: str | None, all_branches: bool) -> Any:
+    """The transcript to search; the load problems of the file and of the branch reported, in line order."""
     from pi_compact.render.transcript import build_transcript
 
     loaded, data = load_session_arg(env, session)
-    transcript = build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
+    try:
+        transcript = build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
+    except Exception:
+        report_diagnostics(env, loaded.diagnostics, _where(loaded))
+        raise
+    report_diagnostics(env, [*loaded.diagnostics, *transcript.branch.diagnostics], _where(loaded))
     if data is not None:
         transcript.attach_raw(data)
     return transcript
@@ -418,7 +424,8 @@ def show(
         return ExitCode.OK
     printer = _Printer(env)
     if not result.entry.on_branch:
-        env.note(f"entry {result.entry.id} is off the current branch (its branch ends at {result.entry.branch})")
+        ends = f" (its branch ends at {result.entry.branch})" if result.entry.branch else ""
+        env.note(f"entry {result.entry.id} is off the current branch{ends}")
     for line in result.lines:
         text = printer.clean(line.text)
         if line.number == 1 and line.offset == 0 and line.section == "header":
@@ -452,10 +459,17 @@ def context(
     "estimated_tokens", "context_tokens", "context_tokens_method", "context_tokens_source"}.
     """
     from pi_compact.lookup.context import SEGMENT_TITLES, build_context_view
+    from pi_compact.session.tree import get_branch
 
     env = env_of(ctx)
     loaded, _ = load_session_arg(env, session)
-    view = build_context_view(loaded, leaf_id=leaf)
+    try:
+        branch = get_branch(loaded, leaf)
+    except Exception:
+        report_diagnostics(env, loaded.diagnostics, _where(loaded))
+        raise
+    report_diagnostics(env, [*loaded.diagnostics, *branch.diagnostics], _where(loaded))
+    view = build_context_view(branch)
     if json_output:
         env.emit(view.to_json())
         return ExitCode.OK
