@@ -47,7 +47,7 @@ def check_rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append(("compact?", "no (auto-compaction disabled in settings)", ""))
     elif data["should_compact"]:
         over = data["context_tokens"] - data["threshold"]
-        rows.append(("compact?", f"YES: {over:,} tokens over the threshold", "bold red"))
+        rows.append(("compact?", f"YES: {over:,} tokens over the threshold", "red"))
     else:
         left = data["threshold"] - data["context_tokens"]
         rows.append(("compact?", f"no: {left:,} tokens to go", "green"))
@@ -88,21 +88,11 @@ def check_rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def render_rows(env: Environment, rows: list[tuple[str, str, str]]) -> None:
-    """A rich table on a terminal; plain aligned lines in a pipe (no wrapping, no padding)."""
-    if not env.stdout_isatty:
-        width = max(len(label) for label, _, _ in rows)
-        for label, value, _ in rows:
-            env.text(f"{label.ljust(width)}  {value}")
-        return
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
-    table.add_column(style="bold" if env.colors else None, no_wrap=True)
-    table.add_column()
+    """Aligned ``label  value`` lines; on a terminal the labels bold and the verdict coloured."""
+    width = max(len(label) for label, _, _ in rows)
     for label, value, style in rows:
-        table.add_row(label, Text(value, style=style if env.colors else ""))
-    env.console.print(table)
+        head = env.style(label.ljust(width), "bold")
+        env.text(f"{head}  {env.style(value, style) if style else value}")
 
 
 @app.command()

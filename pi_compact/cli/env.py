@@ -38,6 +38,8 @@ _STYLES = {
     "bold": "\x1b[1m",
     "red": "\x1b[1;31m",
     "green": "\x1b[32m",
+    "yellow": "\x1b[33m",
+    "cyan": "\x1b[36m",
 }
 
 INTERRUPTED_NOTE = "interrupted; nothing was written"
@@ -132,7 +134,8 @@ class Environment:
         return self.stderr_isatty and "NO_COLOR" not in self.environ and self.environ.get("TERM") != "dumb"
 
     def style(self, text: str, name: str) -> str:
-        """``text`` in one of the named styles (heading, id, number, section, match, dim, bold, red, green)."""
+        """``text`` in one of the named styles (heading, id, number, section, match, dim, bold, red, green, yellow,
+        cyan): the one colour mechanism of human output."""
         return f"{_STYLES[name]}{text}{_RESET}" if self.colors else text
 
     @property

@@ -13,7 +13,7 @@ from pi_compact.cli.env import Environment
 from pi_compact.cli.options import JsonOpt, LeafOpt
 from pi_compact.errors import ExitCode, UsageError
 
-SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
 
 
 def _plural(n: int, word: str) -> str:
@@ -46,12 +46,8 @@ def summary_line(report: Any) -> str:
 
 
 def _print(env: Environment, text: str, severity: str | None = None) -> None:
-    if env.colors and severity:
-        from rich.text import Text
-
-        env.console.print(Text(text, style=SEVERITY_STYLE.get(severity, "")))
-    else:
-        env.text(text)
+    style = SEVERITY_STYLE.get(severity or "")
+    env.text(env.style(text, style) if style else text)
 
 
 def _exit_code(unreadable: bool, at_level: int) -> ExitCode:

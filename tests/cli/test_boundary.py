@@ -289,3 +289,16 @@ def test_a_session_that_names_no_model_gets_messages_without_none(tmp_path: Path
         result = run(*args)
         line = assert_one_error_line(result)
         assert "model" in line
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(session: Path) -> None:
+    def check_output(tty: bool, **environ: str) -> bytes:
+        env = Environment.captured(tty=tty, environ={**os.environ, **environ})
+        assert main(["check", str(session), "--context-window", "5000"], env) == ExitCode.NO
+        return env.stdout_bytes()
+
+    coloured = check_output(True)
+    assert b"\x1b[1;31mYES:" in coloured and b"\x1b[1msession" in coloured
+    for plain in (check_output(False), check_output(True, NO_COLOR="1"), check_output(True, TERM="dumb")):
+        assert b"\x1b[" not in plain
+        assert plain.startswith(b"session ")
