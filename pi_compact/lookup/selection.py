@@ -4,7 +4,8 @@ non-matching lines (``-v``), and only the lines of the session itself.
 picompact writes some lines of the transcript itself: the ``ENTRY <id> <role> <time>`` header of every entry, and
 the marker that opens each part of it (``[text]``, ``[toolResult] read id=… error``, ``[bash] exit 1``). Matching
 them by default would make ``grep assistant`` list every assistant header instead of what an assistant said, so they
-are selected only on request: headers with ``--section header``, markers and other metadata with ``--section meta``.
+are selected only on request: headers with ``--section header``, markers with ``--section meta`` (which also selects
+the metadata values, such as a label's text or an error message, that every search includes).
 """
 
 from __future__ import annotations
@@ -56,9 +57,9 @@ class LineSelector:
         wanted = self.sections
         if section == HEADER:
             return wanted is not None and HEADER in wanted
-        if section == META or index in rendered.markers:
+        if index in rendered.markers:  # a marker picompact wrote: only with --section meta
             return wanted is not None and META in wanted
-        return wanted is None or section in wanted
+        return wanted is None or section in wanted  # the session's own text, metadata values included
 
 
 class _NoMatch:

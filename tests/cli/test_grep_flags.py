@@ -107,3 +107,15 @@ def test_a_session_on_stdin(session: Path) -> None:
     assert show.code == 0 and show.stdout_bytes in data
     empty = run("grep", "-", "x", input=b"")
     assert empty.code == 2 and "<stdin>" in empty.stderr
+
+
+def test_metadata_values_stay_searchable(tmp_path: Path) -> None:
+    sb = SessionBuilder()
+    target = sb.user("hello")
+    sb.add({"type": "label", "targetId": target, "label": "bug repro"})
+    sb.message({"role": "assistant", "content": [], "stopReason": "error", "errorMessage": "rate limit exceeded"})
+    path = sb.write(tmp_path / "s.jsonl")
+    found = lines(run("grep", path, "bug repro|rate limit"))
+    assert [line.split(":", 3)[3] for line in found] == ["label: bug repro", "rate limit exceeded"]
+    assert run("grep", path, r"^\[stop\] error").code == 1  # the marker is picompact's
+    assert run("grep", path, r"^\[stop\] error", "--section", "meta").code == 0
