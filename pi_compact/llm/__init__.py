@@ -1,4 +1,4 @@
-"""LLM provider client: model resolution, API keys, and completions over two wire protocols.
+"""LLM provider client: model resolution, API keys, and completions over three wire protocols.
 
 A tool-calling loop::
 

@@ -1,4 +1,4 @@
-"""A small synchronous client for OpenAI-compatible and Anthropic endpoints.
+"""A small synchronous client for OpenAI-compatible, Anthropic and Gemini endpoints.
 
 One function, `complete`, sends one request with timeouts and retries; `complete_many` runs a
 few of them side by side. httpx is imported inside the functions so that commands which never
