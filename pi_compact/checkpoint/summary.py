@@ -7,6 +7,10 @@ for the turn's beginning, sent at the same time, and the two answers are joined 
 is the model's own, reduced as Pi reduces it so that input and output fit the window. Pi's file lists follow the
 summary, and ``details`` holds them, so Pi carries them into its next compaction.
 
+Beyond Pi: every text sent is masked first (``pi_compact.redact``; ``SummaryOptions.redact``), and a history too
+large for one request is summarised in chunks, each folded into the summary so far with the update prompt
+(``plan_requests``). As Pi, the request carries the session's thinking level (``choose_thinking``, ``llm.thinking``).
+
 The prompts are picompact's own wording of the same format. Replies are checked before anything is written: a
 reply cut off at the output limit or asking for a tool is refused at once; one without the six sections (or with
 an empty Goal, or empty, or longer than the limit) is asked for again once, then refused. A refusal is a
