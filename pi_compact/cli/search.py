@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from pi_compact.cli._progress import Progress
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import human_size, report_diagnostics, resolve_session_path, split_session_args
 from pi_compact.cli.env import Environment
@@ -248,46 +249,51 @@ def grep(
         )
     check_timeout(regex_timeout)  # NaN, zero or negative: a usage error before the session is read
     limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout)
-    transcript = _load(env, session, leaf, all_branches)
-    if summary_only:
-        counts = grep_counts(
+    # A spinner on a terminal when the search takes more than a second, gone before anything is printed.
+    with Progress(env, f"searching {session if session is not None else 'the session'}") as progress:
+        transcript = _load(env, session, leaf, all_branches)
+        if summary_only:
+            counts = grep_counts(
+                transcript,
+                patterns,
+                ignore_case=ignore_case,
+                fixed=fixed,
+                word=word,
+                invert=invert,
+                roles=role,
+                sections=section,
+                limits=limits,
+            )
+            progress.stop()
+            _print_counts(env, counts, ids_only=ids_only, json_output=json_output)
+            return ExitCode.OK if counts.entries else ExitCode.NO
+        # Matches are printed as they are found: the first line comes out at once, and memory does not grow with
+        # the page (a page can be the whole transcript with a large --max-count and --max-chars).
+        page = grep_stream(
             transcript,
             patterns,
             ignore_case=ignore_case,
             fixed=fixed,
             word=word,
             invert=invert,
+            context=context,
             roles=role,
             sections=section,
+            max_count=max_count,
+            max_chars=max_chars,
+            cursor=cursor,
             limits=limits,
         )
-        _print_counts(env, counts, ids_only=ids_only, json_output=json_output)
-        return ExitCode.OK if counts.entries else ExitCode.NO
-    # Matches are printed as they are found: the first line comes out at once, and memory does not grow with the
-    # page (a page can be the whole transcript with a large --max-count and --max-chars).
-    page = grep_stream(
-        transcript,
-        patterns,
-        ignore_case=ignore_case,
-        fixed=fixed,
-        word=word,
-        invert=invert,
-        context=context,
-        roles=role,
-        sections=section,
-        max_count=max_count,
-        max_chars=max_chars,
-        cursor=cursor,
-        limits=limits,
-    )
-    if json_output:
-        for match in page.matches:
-            env.emit_record("match", match.to_json())
-        env.emit_record("summary", page.to_json())
-    else:
-        _print_grep(_Printer(env), page)
-        if page.next_cursor:
-            env.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(env, page.next_cursor)}")
+        page.wrap(progress.until_first)
+        if json_output:
+            for match in page.matches:
+                env.emit_record("match", match.to_json())
+            env.emit_record("summary", page.to_json())
+        else:
+            _print_grep(_Printer(env), page)
+            progress.stop()
+            if page.next_cursor:
+                env.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(env, page.next_cursor)}")
     return ExitCode.OK if page.count else ExitCode.NO
 
 

@@ -417,6 +417,10 @@ class GrepStream:
     def text_lines(self) -> Iterator[str]:
         return grep_text_lines(self.matches, self.context)
 
+    def wrap(self, around: Callable[[Iterator[GrepMatch]], Iterator[GrepMatch]]) -> None:
+        """Pass the matches through ``around`` before they are handed out (the CLI stops its spinner there)."""
+        self._matches = around(self._matches)
+
     def to_json(self) -> JsonDict:
         """The summary record, as ``GrepPage.to_json`` gives it (after the matches were iterated)."""
         return {
