@@ -391,7 +391,11 @@ KINDS: list[Kind] = [
         edited(append(b'{"type":"custom","id":"b1g","parentId":"a0000019","n":1' + b"0" * 40 + b',"f":1e400}')),
     ),
     Kind("duplicate-keys", edited(append(b'{"type":"custom","id":"k1","id":"k2","parentId":"a0000019"}'))),
-    Kind("second-header", edited(insert(6, b'{"type":"session","version":3,"id":"other","cwd":"/x"}'))),
+    Kind(
+        "second-header",
+        edited(insert(6, b'{"type":"session","version":3,"id":"other","cwd":"/x"}')),
+        warn="another session header",
+    ),
     Kind("compaction-leaf", edited(compaction_leaf(None)), compact=(2, None)),
     Kind("content-null", edited(child_of_last(message={"role": "user", "content": None}))),
     Kind("message-missing", edited(child_of_last())),

@@ -323,3 +323,22 @@ def test_a_last_entry_without_id_is_warned_as_pi_finds_no_leaf(tmp_path: Path, l
     if ORACLE_SCRIPT.exists() and NODE22.exists():
         pi = pi_analyze(path)
         assert pi["leaf"] is None and pi["branchLength"] == 0
+
+
+@pytest.mark.parametrize("where", ["middle", "last"])
+def test_a_second_session_header_is_left_out_of_the_tree_as_pi_does(tmp_path: Path, where: str) -> None:
+    lines = simple_session(turns=2).to_bytes().split(b"\n")[:-1]
+    extra = b'{"type":"session","version":3,"id":"other","parentId":"' + orjson.loads(lines[-1])["id"].encode() + b'"}'
+    at = 4 if where == "middle" else len(lines)
+    lines.insert(at, extra)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    session = load_session(path)
+    assert all(e.type != "session" for e in session.entries) and "other" not in session.by_id
+    warning = next(d for d in session.diagnostics if d.code == "extra-header")
+    assert warning.line == at + 1
+    if ORACLE_SCRIPT.exists() and NODE22.exists():
+        pi = pi_analyze(path)
+        branch = get_branch(session)
+        assert len(branch.entries) == pi["branchLength"] and len(session.entries) == pi["entryCount"]
+        assert branch.leaf is not None and branch.leaf.id == pi["leaf"]["id"]

@@ -384,6 +384,17 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
             header_line = number
             release = source is not None and _releasable(header)
             continue
+        if isinstance(value, dict) and value.get("type") == "session":
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "extra-header",
+                    "another session header after the first: Pi leaves it out of the tree (no entry, never the leaf), "
+                    "and so does picompact",
+                    number,
+                )
+            )
+            continue
         last_value = (value, number)
         if not isinstance(value, dict):
             diagnostics.append(

@@ -376,6 +376,7 @@ _UNSAFE_TO_MIGRATE = {
     "invalid-utf8": "the line is not valid UTF-8, and rewriting it would replace its bad bytes for good",
     "deep-nesting": "the line nests too deeply for picompact to write it back whole",
     "v1-with-ids": "the header says v1 but the entries carry ids: migrating would replace them and flatten the tree",
+    "extra-header": "a second session header would be lost (Pi keeps it in the file, outside the tree)",
 }
 
 
