@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from pi_compact.cli._progress import Progress
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
@@ -118,18 +119,19 @@ def check(
     check_nonneg("--reserve-tokens", reserve_tokens)
     check_nonneg("--keep-recent-tokens", keep_recent_tokens)
     path = resolve_session_path(session)
-    result = check_session(
-        path,
-        CheckOptions(
-            context_window=context_window,
-            model=model,
-            reserve_tokens=reserve_tokens,
-            keep_recent_tokens=keep_recent_tokens,
-            leaf_id=leaf,
-            tokenizer=tokenizer,
-        ),
-    )
-    data = result.to_json(evidence=json_output or files)
+    with Progress(env, f"checking {path}"):  # a spinner on a terminal when it takes more than a second
+        result = check_session(
+            path,
+            CheckOptions(
+                context_window=context_window,
+                model=model,
+                reserve_tokens=reserve_tokens,
+                keep_recent_tokens=keep_recent_tokens,
+                leaf_id=leaf,
+                tokenizer=tokenizer,
+            ),
+        )
+        data = result.to_json(evidence=json_output or files)
     report_diagnostics(env, result.diagnostics, path)
     for warning in result.warnings:
         env.warn(warning)

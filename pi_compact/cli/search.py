@@ -121,8 +121,9 @@ def list_command(
     from pi_compact.lookup.search import list_entries
 
     env = env_of(ctx)
-    transcript = _load(env, session, leaf, all_branches)
-    page = list_entries(transcript, roles=role, since=since, limit=limit, cursor=cursor)
+    with Progress(env, f"reading {session if session is not None else 'the session'}"):
+        transcript = _load(env, session, leaf, all_branches)
+        page = list_entries(transcript, roles=role, since=since, limit=limit, cursor=cursor)
     if json_output:
         env.emit(page.to_json())
         return ExitCode.OK
@@ -420,11 +421,12 @@ def show(
     session, entry_id = split_session_args(args, "ENTRY_ID")
     if raw and (page is not None or cursor is not None):
         raise UsageError("--raw prints the whole line: it cannot be combined with --page or --cursor")
-    transcript = _load(env, session, leaf, True)
-    if raw:
+    with Progress(env, f"reading {session if session is not None else 'the session'}"):
+        transcript = _load(env, session, leaf, True)
+        result = None if raw else show_entry(transcript, entry_id, page=page, cursor=cursor)
+    if result is None:
         env.write_bytes(entry_raw(transcript, entry_id) + b"\n")
         return ExitCode.OK
-    result = show_entry(transcript, entry_id, page=page, cursor=cursor)
     if json_output:
         env.emit(result.to_json())
         return ExitCode.OK
