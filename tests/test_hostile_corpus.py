@@ -15,6 +15,7 @@ import hashlib
 import os
 import shutil
 import stat
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 
 from pi_compact.session.load import parse_json_line
 from tests.helpers.cli import run
+from tests.oracle import NODE22, ORACLE
 from tests.sessionkit import SessionBuilder, simple_session
 
 WINDOW = ("--context-window", "100000")
@@ -60,6 +62,7 @@ class Kind:
     compact: tuple[int, str | None] = (0, None)  # compact's exit code on a copy, and a needle of its message
     regular: bool = True  # a regular file (its bytes can be compared before and after)
     rewrites: bool = False  # compact migrates it (v1/v2), rewriting the file and keeping the original beside it
+    pi_throws: str | None = None  # Pi 1.6 itself fails to load it, with this in its error
 
 
 def content(data: bytes | Callable[[], bytes], line: int | None = None) -> Callable[[Path], tuple[Path, int | None]]:
@@ -398,7 +401,7 @@ KINDS: list[Kind] = [
     ),
     Kind("compaction-leaf", edited(compaction_leaf(None)), compact=(2, None)),
     Kind("content-null", edited(child_of_last(message={"role": "user", "content": None}))),
-    Kind("message-missing", edited(child_of_last())),
+    Kind("message-missing", edited(child_of_last()), pi_throws="reading 'role'"),
     Kind("unknown-role", edited(child_of_last(message={"role": "wizard", "content": "spell"}))),
     Kind("unknown-entry-type", edited(append(b'{"type":"hologram","id":"h0l0","parentId":"a0000019","x":1}'))),
     Kind("bad-timestamp", edited(child_of_last(message={"role": "user", "content": "t"}, timestamp="yesterday"))),
@@ -407,7 +410,11 @@ KINDS: list[Kind] = [
     Kind("tool-result-unmatched", edited(replace_in(5, b'"toolCallId":"call_0"', b'"toolCallId":"nobody"'))),
     Kind("label-nowhere", edited(child_of_last(type="label", targetId="nowhere", label="x"))),
     Kind("label-leaf", edited(child_of_last(type="label", targetId="a0000002", label="start"))),
-    Kind("session-info-odd-name", edited(child_of_last(type="session_info", name=["not", "a", "string"]))),
+    Kind(
+        "session-info-odd-name",
+        edited(child_of_last(type="session_info", name=["not", "a", "string"])),
+        pi_throws="trim is not a function",
+    ),
     Kind("weird-keys", edited(child_of_last(message={"role": "user", "content": "k"}, **{"": 1, "é\u2028": 2}))),
     Kind(
         "image-block",
@@ -547,3 +554,27 @@ def test_every_command_on_hostile_input(tmp_path: Path, kind: Kind) -> None:
         written = data[len(original) :]
         assert written.count(b"\n") >= 1 and all(parse_json_line(x) for x in written.strip().split(b"\n"))
     assert digest(path) == before
+
+
+# --------------------------------------------------------------------------- and Pi agrees on what is there
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if not k.fatal], ids=[k.name for k in KINDS if not k.fatal])
+def test_the_branch_agrees_with_pi(tmp_path: Path, kind: Kind) -> None:
+    script = ORACLE / "pi_oracle.mjs"
+    if not (script.exists() and NODE22.exists()):
+        pytest.skip("the Pi oracle (node 22 + Pi 1.6) is not installed")
+    path, _ = kind.make(tmp_path)
+    proc = subprocess.run([str(NODE22), str(script), "analyze", str(path), "--brief"], capture_output=True, check=False)
+    pi = orjson.loads(proc.stdout) if proc.stdout.strip() else {}
+    if kind.pi_throws is not None:  # Pi 1.6 itself throws on this file; picompact reads it (checked above)
+        assert proc.returncode != 0 and kind.pi_throws in str(pi.get("error")), pi
+        return
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ours = run("check", path, *WINDOW, "--json", env=ENV).json
+    if pi["leaf"] is None:  # Pi found no leaf (the last entry has no id): picompact warns, see leaf-without-id
+        assert any(d["code"] == "leaf-without-id" for d in ours["diagnostics"])
+        return
+    assert ours["branch_length"] == pi["branchLength"]
+    if ours["session"].get("version", 3) >= 2:  # v1 ids are random in Pi
+        assert ours["leaf_id"] == pi["leaf"]["id"]
