@@ -118,11 +118,10 @@ def default_cap(keep_recent_tokens: int) -> int:
 def lookup_configured(session_model: tuple[str, str] | None, model: str | None = None) -> bool:
     """Whether ``picompact lookup SESSION "…"`` (with ``--model MODEL`` when given) would find a model and a key,
     exactly as that command decides it, so the checkpoint advertises it only when it would work."""
-    from pi_compact.llm import require_api_key
-    from pi_compact.lookup.agent import choose_lookup_model
+    from pi_compact.llm import choose_model, require_api_key
 
     try:
-        require_api_key(choose_lookup_model(session_model, model, os.environ), os.environ)
+        require_api_key(choose_model(session_model, model, os.environ), os.environ)
         return True
     except Exception:  # an unreadable auth file, say: simply not advertised
         return False

@@ -547,10 +547,11 @@ export default function picompact(pi: ExtensionAPI) {
 				const file = sessionFile(ctx);
 				if (!file) throw new Error("this session is in memory only: there is no session file to search");
 				const question = String((params as { question?: unknown }).question ?? "");
-				const args = ["lookup", file, question, "--json"];
+				const args = ["lookup", "--json"];
 				const leaf = searchLeaf(ctx, toolCallId);
 				if (leaf) args.push("--leaf", leaf);
 				if (config?.lookupModel) args.push("--model", config.lookupModel);
+				args.push("--", file, question); // a question may start with "-"
 				const result = await runPicompact(command, args, LOOKUP_TIMEOUT_MS, signal);
 				let data: { answer?: string; note?: string | null } | undefined;
 				try {
