@@ -153,9 +153,10 @@ The branch is rendered as text: an "ENTRY <id> <role> <time>" header per entry, 
 Each matching line is printed with the entry and section it belongs to (from the renderer's index, never
 from the text). Exit 0 when something matched, 1 when nothing did, 2 on error.
 
-The lines picompact writes itself (the ENTRY headers, the [section] markers such as "[toolResult] read
-id=... error", and other metadata) are searched only when asked: --section header for headers, --section meta
-for markers and metadata. So `grep assistant` finds what was said, not every assistant header.
+The lines picompact writes itself (the ENTRY headers, and the [section] markers such as "[toolResult] read
+id=... error") are searched only when asked: --section header for headers, --section meta for markers. So
+`grep assistant` finds what was said, not every assistant header. Values from the session (a label's text,
+an error message) are always searched.
 
 Patterns: PATTERN, or -e PATTERN (repeatable; a line matches when any pattern does; use -e for a pattern that
 starts with "-"); with -e every argument is SESSION. SESSION "-" reads the session from standard input.
@@ -204,7 +205,7 @@ def grep(
         "--section",
         metavar="SECTION",
         help="Only lines in these sections: thinking, text, toolCall, toolResult, bash, summary, custom, system, "
-        "meta (picompact's markers and metadata), header (the ENTRY lines) (repeatable).",
+        "meta (metadata, and picompact's [section] markers), header (the ENTRY lines) (repeatable).",
     ),
     max_count: int | None = typer.Option(None, "--max-count", "-m", metavar="N", help="Matches per page (default 50)."),
     max_chars: int | None = typer.Option(
