@@ -214,12 +214,16 @@ class Environment:
             self.stdout.buffer.write(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n")
 
     def warn(self, message: str) -> None:
-        self.stderr.write(f"{self.program_name}: warning: {message}\n")
-        self.stderr.flush()
+        self._diagnostic(f"{self.program_name}: warning: {message}\n")
 
     def note(self, message: str) -> None:
-        self.stderr.write(f"{self.program_name}: {message}\n")
-        self.stderr.flush()
+        self._diagnostic(f"{self.program_name}: {message}\n")
+
+    def _diagnostic(self, line: str) -> None:
+        """A line on stderr; when stderr itself cannot be written (``2>/dev/full``), the command goes on without it."""
+        with contextlib.suppress(OSError, ValueError):
+            self.stderr.write(line)
+            self.stderr.flush()
 
     def error(self, message: str, code: int) -> None:
         """The documented error report: one line on stderr; with ``--json`` also one JSON line on stdout."""
@@ -231,9 +235,7 @@ class Environment:
                 self.write_bytes(orjson.dumps(record) + b"\n")
             elif self.json_mode == "document":
                 self.write_bytes(orjson.dumps({"schema_version": SCHEMA_VERSION, "error": error}) + b"\n")
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            self.stderr.write(f"{self.program_name}: error: {message}\n")
-            self.stderr.flush()
+        self._diagnostic(f"{self.program_name}: error: {message}\n")
 
     def reader_gone(self) -> None:
         """stdout's reader went away (``| head``): stop writing there, quietly.

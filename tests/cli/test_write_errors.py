@@ -52,3 +52,15 @@ def test_output_to_a_full_disk_is_exit_3(tmp_path: Path, args: tuple[str, ...]) 
     errors = [line for line in stderr.splitlines() if line.startswith("picompact: error:")]
     assert len(errors) == 1 and errors[0].startswith("picompact: error: <stdout>: write error: No space left")
     assert session.read_bytes() == before
+
+
+def test_an_unwritable_stderr_changes_nothing_but_the_messages(tmp_path: Path) -> None:
+    data = simple_session(turns=2).to_bytes()
+    session = tmp_path / "s.jsonl"
+    session.write_bytes(data.replace(b"\n", b"\n{broken\n", 3))  # three warnings to print
+    cases = [(("list", str(session)), 0, True), (("check", str(tmp_path / "missing.jsonl")), 2, False)]
+    for args, code, output in cases:
+        with open("/dev/full", "wb") as full:
+            proc = subprocess.run([*picompact_exe(), *args], stdout=subprocess.PIPE, stderr=full, check=False)
+        assert proc.returncode == code
+        assert bool(proc.stdout) == output
