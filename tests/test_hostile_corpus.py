@@ -401,7 +401,7 @@ KINDS: list[Kind] = [
     ),
     Kind("compaction-leaf", edited(compaction_leaf(None)), compact=(2, None)),
     Kind("content-null", edited(child_of_last(message={"role": "user", "content": None}))),
-    Kind("message-missing", edited(child_of_last()), pi_throws="reading 'role'"),
+    Kind("message-missing", edited(child_of_last()), warn="Pi 1.6 throws", pi_throws="reading 'role'"),
     Kind("unknown-role", edited(child_of_last(message={"role": "wizard", "content": "spell"}))),
     Kind("unknown-entry-type", edited(append(b'{"type":"hologram","id":"h0l0","parentId":"a0000019","x":1}'))),
     Kind("bad-timestamp", edited(child_of_last(message={"role": "user", "content": "t"}, timestamp="yesterday"))),
@@ -413,6 +413,7 @@ KINDS: list[Kind] = [
     Kind(
         "session-info-odd-name",
         edited(child_of_last(type="session_info", name=["not", "a", "string"])),
+        warn="Pi 1.6 throws",
         pi_throws="trim is not a function",
     ),
     Kind("weird-keys", edited(child_of_last(message={"role": "user", "content": "k"}, **{"": 1, "é\u2028": 2}))),

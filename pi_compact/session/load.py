@@ -409,6 +409,16 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
                 Diagnostic("info", "big-line", f"line is {length / 1e6:.1f} MB (loaded in full)", number)
             )
         entry = Entry(value, number, len(entries), offset, length)
+        if entry.type == "session_info" and not isinstance(value.get("name", ""), (str, type(None))):
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "pi-throws",
+                    "session_info name is not a string: Pi 1.6 throws on it (name.trim is not a function) when it "
+                    "lists sessions or shows this one's name",
+                    number,
+                )
+            )
         entries.append(entry)
         if release and source is not None and entry.type == "compaction":
             released_to = _release_before(entries, value.get("firstKeptEntryId"), released_to, source)

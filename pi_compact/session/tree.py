@@ -135,7 +135,24 @@ def get_branch(session: Session, leaf_id: str | None = None) -> Branch:
         current = nxt
     path.reverse()
     _check_first_kept(path, diagnostics)
+    _check_message_objects(path, diagnostics)
     return Branch(session, path, diagnostics)
+
+
+def _check_message_objects(path: list[Entry], diagnostics: list[Diagnostic]) -> None:
+    """A message entry on the branch without a message (or with null): Pi reads ``entry.message.role`` and throws."""
+    for entry in path:
+        # entry.role is read at load: an entry with a role has a message, and its body need not be read again
+        if entry.type == "message" and entry.role is None and entry.raw.get("message") is None:
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "pi-throws",
+                    f"message entry {entry.id} has no message: Pi 1.6 throws on it when it builds the context "
+                    "(cannot read 'role'), so it cannot resume this branch",
+                    entry.line,
+                )
+            )
 
 
 def _check_first_kept(path: list[Entry], diagnostics: list[Diagnostic]) -> None:
