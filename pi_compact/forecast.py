@@ -56,24 +56,32 @@ class Growth:
 
 
 def context_growth(branch: Branch, window: int = GROWTH_WINDOW) -> Growth:
-    """The median growth per assistant reply over the last ``window`` replies with trusted usage (see module doc)."""
-    replies = 0
-    reset = False
-    measured: list[tuple[int, int, str, bool]] = []  # (reply number, total, entry id, reset since previous one)
-    for entry in branch.entries:
+    """The median growth per assistant reply over the last ``window`` replies with trusted usage (see module doc).
+
+    Walked from the leaf back, so only the last replies are read: on a long session the older ones are not in
+    memory (see ``session.source``) and reading them all would cost more than the rest of ``check``.
+    """
+    # From the newest back: [reply number (counted back from 0), total, entry id, reset since the previous one].
+    found: list[list[Any]] = []
+    number = 0
+    reset = False  # a compaction or context edit between this point of the walk and the last point found
+    for entry in reversed(branch.entries):
         if entry.type in ("compaction", "context_edit"):
             reset = True
             continue
         if entry.role != "assistant":
             continue
-        replies += 1
         message = entry.message
         usage = assistant_usage(message) if message is not None else None
-        if usage is None:
-            continue
-        measured.append((replies, calculate_usage_tokens(usage), entry.id, reset))
-        reset = False
-    points = measured[-window:]
+        if usage is not None:
+            if found:
+                found[-1][3] = reset  # the later point was reset when something came between it and this one
+            if len(found) == window:
+                break
+            found.append([number, calculate_usage_tokens(usage), entry.id, False])
+            reset = False
+        number -= 1
+    points = found[::-1]
     growths = [
         (total - prev_total) / (number - prev_number)
         for (prev_number, prev_total, _, _), (number, total, _, was_reset) in pairwise(points)
