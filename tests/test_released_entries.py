@@ -11,6 +11,7 @@ import pytest
 
 from pi_compact.check import CheckOptions, analyze
 from pi_compact.errors import SessionError
+from pi_compact.forecast import GROWTH_WINDOW
 from pi_compact.session.load import load_session, load_session_bytes
 from tests.sessionkit import SessionBuilder, simple_session
 
@@ -144,3 +145,20 @@ def test_grep_over_released_entries_finds_what_a_full_parse_finds(tmp_path: Path
     # Bodies read back for rendering are dropped again: a search over every entry holds at most the matches'.
     matched = {m.entry_id for m in lazy.matches}
     assert all(not e.loaded for e in lazy_session.entries if id(e) in released and e.id not in matched)
+
+
+def test_check_leaves_old_bodies_on_disk(tmp_path: Path) -> None:
+    # What keeps check's memory and time near the file's tail: analysing the session reads back only a few of the
+    # bodies the loader dropped (the forecast's last replies with usage), however long the session.
+    sb = simple_session(turns=40, size=200)
+    first_kept = [e["id"] for e in sb.entries if e["type"] == "message" and e["message"]["role"] == "user"][-2]
+    sb.add({"type": "compaction", "summary": "s", "firstKeptEntryId": first_kept, "tokensBefore": 9000})
+    sb.user("after the compaction")
+    sb.assistant("fine", usage=12000)
+    session = load_session(sb.write(tmp_path / "s.jsonl"))
+    released = [e for e in session.entries if not e.loaded]
+    assert len(released) > 100
+    analyze(session, CheckOptions(context_window=200000)).to_json(evidence=False)
+    read_back = [e for e in released if e.loaded]
+    assert len(read_back) <= 3 * GROWTH_WINDOW
+    assert all(e.role == "assistant" for e in read_back)
