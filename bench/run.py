@@ -59,8 +59,9 @@ RUSAGE_WRAPPER = (
     "    sys.exit(127)\n"
     "rc = 128 - rc if rc < 0 else rc\n"
     "dt = time.perf_counter() - t\n"
-    "kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-    "open(sys.argv[1], 'w').write(f'{dt} {kib}')\n"
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "cpu = usage.ru_utime + usage.ru_stime\n"
+    "open(sys.argv[1], 'w').write(f'{dt} {usage.ru_maxrss} {cpu}')\n"
     "sys.exit(rc)\n"
 )
 
@@ -71,6 +72,7 @@ class Result:
 
     seconds: float | None = None
     rss_mib: float | None = None
+    cpu: float | None = None  # user + system CPU seconds, the best run (less disturbed by other processes)
     exit_code: int | None = None
     error: str = ""
     runs: list[float] = field(default_factory=list)
@@ -82,8 +84,9 @@ class Result:
     def cell(self) -> str:
         if not self.ok:
             return f"n/a (exit {self.exit_code})" if self.exit_code is not None else f"n/a ({self.error})"
+        cpu = f" (cpu {fmt_s(self.cpu)})" if self.cpu is not None else ""
         rss = f" · {self.rss_mib:.0f} MiB" if self.rss_mib is not None else ""
-        return f"{fmt_s(self.seconds)}{rss}"
+        return f"{fmt_s(self.seconds)}{cpu}{rss}"
 
 
 def fmt_s(seconds: float | None) -> str:
@@ -114,10 +117,12 @@ class Runner:
     def measure(self, cmd: list[str], repeat: int | None = None, timeout: float | None = None) -> Result:
         res = Result()
         for _ in range(repeat or self.repeat):
-            seconds, kib, code, err = self._once(cmd, timeout or self.timeout)
+            seconds, kib, cpu, code, err = self._once(cmd, timeout or self.timeout)
             if code is None or code >= 2 or code < 0:
                 return Result(exit_code=code, error=err)
             res.runs.append(seconds)
+            if cpu is not None:
+                res.cpu = min(res.cpu if res.cpu is not None else cpu, cpu)
             res.exit_code = code
             if kib is not None:
                 res.rss_mib = max(res.rss_mib or 0.0, kib / 1024)
@@ -155,17 +160,17 @@ class Runner:
         res.exit_code = 0
         return res
 
-    def _once(self, cmd: list[str], timeout: float) -> tuple[float, float | None, int | None, str]:
+    def _once(self, cmd: list[str], timeout: float) -> tuple[float, float | None, float | None, int | None, str]:
         with tempfile.NamedTemporaryFile("r", suffix=".rss") as stat, tempfile.TemporaryFile() as errf:
             if self.gnu_time:
-                argv = [self.gnu_time, "-f", "%M", "-o", stat.name, *cmd]
+                argv = [self.gnu_time, "-f", "%M %U %S", "-o", stat.name, *cmd]
             else:
                 argv = [sys.executable, "-c", RUSAGE_WRAPPER, stat.name, *cmd]
             t0 = time.perf_counter()
             try:
                 proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errf, env=self.env, start_new_session=True)
             except OSError as exc:
-                return 0.0, None, None, str(exc)
+                return 0.0, None, None, None, str(exc)
             drain = threading.Thread(target=_discard, args=(proc.stdout,), daemon=True)
             drain.start()
             try:
@@ -173,7 +178,7 @@ class Runner:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)  # the measured command too, not only its wrapper
                 proc.wait()
-                return 0.0, None, None, f"timeout after {timeout:.0f}s"
+                return 0.0, None, None, None, f"timeout after {timeout:.0f}s"
             except KeyboardInterrupt:
                 os.killpg(proc.pid, signal.SIGKILL)
                 raise
@@ -183,11 +188,15 @@ class Runner:
             err = _error_line(errf.read().decode(errors="replace"))
             text = Path(stat.name).read_text().split()
         kib: float | None = None
-        if self.gnu_time:
-            kib = float(text[-1]) if text and text[-1].isdigit() else None
-        elif len(text) == 2:
-            wall, kib = float(text[0]), float(text[1])
-        return wall, kib, code, err[:200]
+        cpu: float | None = None
+        try:
+            if self.gnu_time and len(text) >= 3:
+                kib, cpu = float(text[-3]), float(text[-2]) + float(text[-1])
+            elif not self.gnu_time and len(text) == 3:
+                wall, kib, cpu = float(text[0]), float(text[1]), float(text[2])
+        except ValueError:
+            pass
+        return wall, kib, cpu, code, err[:200]
 
 
 def _error_line(stderr: str) -> str:
@@ -273,6 +282,8 @@ def measure_append(runner: Runner, pc: list[str], path: Path, work: Path) -> Res
         if not after.ok:
             return after
         res.runs.append(after.seconds or 0.0)
+        if after.cpu is not None:
+            res.cpu = min(res.cpu if res.cpu is not None else after.cpu, after.cpu)
         res.exit_code = after.exit_code
         res.rss_mib = max(res.rss_mib or 0.0, after.rss_mib or 0.0)
     res.seconds = min(res.runs)
@@ -333,10 +344,12 @@ def file_benchmarks(
 
 
 def ratio_row(name: str, a: Result | None, b: Result | None, limit: float) -> tuple[str, str, str]:
+    """The wall-time ratio (the goal's measure) and, where both have one, the CPU-time ratio beside it."""
     if not a or not b or not a.ok or not b.ok or not b.seconds:
         return name, "n/a", "n/a"
     r = a.seconds / b.seconds  # type: ignore[operator]
-    return name, f"{r:.2f}x ({fmt_s(a.seconds)} vs {fmt_s(b.seconds)})", "ok" if r <= limit else "over"
+    cpu = f"; cpu {a.cpu / b.cpu:.2f}x" if a.cpu is not None and b.cpu else ""
+    return name, f"{r:.2f}x ({fmt_s(a.seconds)} vs {fmt_s(b.seconds)}){cpu}", "ok" if r <= limit else "over"
 
 
 def limit_row(name: str, res: Result | None, limit: float) -> tuple[str, str, str]:
