@@ -324,6 +324,7 @@ def test_check_does_not_write(tmp_path: Path) -> None:
     assert path.read_bytes() == data and path.stat().st_mtime_ns == mtime
 
 
+@pytest.mark.process
 def test_module_entry_point_works(tmp_path: Path) -> None:
     path = simple_session().write(tmp_path / "s.jsonl")
     proc = subprocess.run(

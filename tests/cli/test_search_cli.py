@@ -1,4 +1,4 @@
-"""``picompact list | grep | show | context`` run as real subprocesses of the installed command."""
+"""``picompact list | grep | show | context`` in process; a closed pipe and a terminal as real processes."""
 
 from __future__ import annotations
 
@@ -147,6 +147,7 @@ def test_grep_context_and_all_branches_labels() -> None:
     assert b"--" in out and any(b"-text-" in line or b"-toolResult-" in line for line in out)
 
 
+@pytest.mark.process
 def test_grep_into_head_ends_quietly() -> None:
     big = PI_FIXTURES / "gen-medium-101.jsonl"
     cmd = " ".join(picompact_exe()) + f" grep {big} . --max-count 100000 --max-chars 100000000 | head -n 2"
@@ -179,6 +180,7 @@ def _run_on_tty(*args: str, env: dict[str, str] | None = None) -> bytes:
     return b"".join(chunks)
 
 
+@pytest.mark.process
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
 def test_grep_is_coloured_on_a_terminal_and_escapes_control_characters(session_file) -> None:
     path, ids = session_file
