@@ -22,7 +22,7 @@ from typing import Any
 from pi_compact.cli.app import Interrupted, ReaderGone, app
 from pi_compact.cli.compat import ClickException, NoArgsIsHelpError, UsageError
 from pi_compact.cli.env import Environment
-from pi_compact.cli.schema import JSON_LINES_COMMANDS
+from pi_compact.cli.schema import json_mode_for
 from pi_compact.errors import ExitCode, OutputWriteError, PiCompactError
 
 _command: Any = None
@@ -142,7 +142,7 @@ def _json_mode_from_argv(args: list[str]) -> Any:
     if "--json" not in given:
         return None
     name = next((a for a in given if not a.startswith("-")), None)
-    return "lines" if name in JSON_LINES_COMMANDS else "document"
+    return json_mode_for(name, args)
 
 
 def console_main() -> int:

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from pi_compact.cli.schema import JSON_LINES_COMMANDS
+from pi_compact.cli.schema import json_mode_for
 
 
 def _json_mode(ctx: typer.Context, value: bool) -> bool:
@@ -15,12 +15,13 @@ def _json_mode(ctx: typer.Context, value: bool) -> bool:
     if value:
         from pi_compact.cli.app import env_of
 
-        env_of(ctx).json_mode = "lines" if ctx.info_name in JSON_LINES_COMMANDS else "document"
+        env = env_of(ctx)
+        env.json_mode = json_mode_for(ctx.info_name, env.argv)
     return value
 
 
 def json_option(help: str = "Print one JSON document (see README for the schema).") -> Any:
-    """The ``--json`` flag of a command (JSON Lines commands are listed in ``pi_compact.cli.schema``)."""
+    """The ``--json`` flag of a command (JSON Lines commands are listed in ``pi_compact.cli.schema.JSON_LINES``)."""
     return typer.Option(False, "--json", help=help, callback=_json_mode, is_eager=True)
 
 

@@ -9,12 +9,24 @@ one needs a new ``SCHEMA_VERSION``.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Sequence
+from typing import Any, Literal, TypedDict
 
 from pi_compact.cli.env import SCHEMA_VERSION
 
-# Commands whose --json output is JSON Lines (an error is then an ``error`` record, not a document).
-JSON_LINES_COMMANDS = frozenset({"grep"})
+# Commands whose --json output is JSON Lines (an error is then an ``error`` record, not a document): always
+# (None), or only when the given flag is on the command line.
+JSON_LINES: dict[str, str | None] = {"grep": None, "lint": "--all"}
+JSON_LINES_COMMANDS = frozenset(JSON_LINES)
+
+
+def json_mode_for(command: str | None, args: Sequence[str]) -> Literal["document", "lines"]:
+    """Whether ``--json`` means JSON Lines or one document for this command line (``args``: all of its words)."""
+    if command not in JSON_LINES:
+        return "document"
+    flag = JSON_LINES[command]
+    end = list(args).index("--") if "--" in args else len(args)
+    return "lines" if flag is None or flag in args[:end] else "document"
 
 
 class ErrorDoc(TypedDict):
@@ -414,4 +426,4 @@ def keys(declaration: type) -> list[str]:
     return list(declaration.__annotations__)
 
 
-__all__ = ["DOCUMENTS", "JSON_LINES_COMMANDS", "RECORDS", "SCHEMA_VERSION", "keys"]
+__all__ = ["DOCUMENTS", "JSON_LINES", "JSON_LINES_COMMANDS", "RECORDS", "SCHEMA_VERSION", "json_mode_for", "keys"]

@@ -76,7 +76,7 @@ def test_usage_errors_are_one_line_and_name_the_help(args: list[str], needle: st
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize("name", ["check", "compact", "list", "show", "context", "sessions"])
+@pytest.mark.parametrize("name", ["check", "compact", "list", "show", "context", "sessions", "lint"])
 def test_usage_error_with_json_is_one_json_line(name: str) -> None:
     result = run(name, "--json", "--no-such-flag")
     assert_one_error_line(result)
@@ -89,7 +89,11 @@ def test_usage_error_with_json_is_one_json_line(name: str) -> None:
 
 
 def test_json_lines_command_reports_errors_as_a_record_in_its_envelope(tmp_path: Path) -> None:
-    for args in (["grep", str(tmp_path / "missing.jsonl"), "x", "--json"], ["grep", "--json", "--bogus", "x"]):
+    for args in (
+        ["grep", str(tmp_path / "missing.jsonl"), "x", "--json"],
+        ["grep", "--json", "--bogus", "x"],
+        ["lint", "--all", "--json", "--bogus"],  # lint is JSON Lines with --all only
+    ):
         result = run(*args)
         assert_one_error_line(result)
         records = result.jsonl
