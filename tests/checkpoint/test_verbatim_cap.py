@@ -12,8 +12,7 @@ from pi_compact.checkpoint.context_files import ContextFile
 from pi_compact.checkpoint.spans import Item, Span
 from pi_compact.errors import UsageError
 from pi_compact.tokens import js_len
-
-from .conftest import CWD, SessionBuilder, compact, plan_for, span_texts
+from tests.helpers.checkpoint import CWD, SessionBuilder, compact, plan_for, span_texts
 
 
 def busy_session(builder: SessionBuilder, turns: int = 12, paste: str | None = None) -> None:

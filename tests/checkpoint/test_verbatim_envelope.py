@@ -14,8 +14,7 @@ from pi_compact.checkpoint import (
 )
 from pi_compact.checkpoint.context_files import ContextFile
 from pi_compact.checkpoint.envelope import TAIL_MARKER
-
-from .conftest import CWD, SessionBuilder, compact, plan_for
+from tests.helpers.checkpoint import CWD, SessionBuilder, compact, plan_for
 
 
 def rich_session(builder: SessionBuilder) -> None:

@@ -21,9 +21,8 @@ from pi_compact.checkpoint import REORIENTATION_CUSTOM_TYPE, VerbatimOptions, bu
 from pi_compact.errors import NothingToCompactError
 from pi_compact.plan import plan_compaction
 from pi_compact.session import get_branch, load_session
+from tests.helpers.checkpoint import CWD, SessionBuilder, append_checkpoint, plan_for
 from tests.helpers.fixtures import PI_FIXTURES
-
-from .conftest import CWD, SessionBuilder, append_checkpoint, plan_for
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "verbatim"
 UPDATE = os.environ.get("PICOMPACT_UPDATE_GOLDEN") == "1"

@@ -13,8 +13,7 @@ from pi_compact.checkpoint.cap import MIN_CONVERSATION_CHARS
 from pi_compact.plan import plan_compaction
 from pi_compact.session import get_branch, load_session_bytes
 from pi_compact.tokens import js_len
-
-from .conftest import CWD, SessionBuilder, span_texts
+from tests.helpers.checkpoint import CWD, SessionBuilder, span_texts
 
 PIECE = st.one_of(
     st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8),

@@ -10,8 +10,7 @@ import pytest
 from pi_compact.checkpoint import REORIENTATION_CUSTOM_TYPE, VerbatimOptions, build_verbatim_checkpoint
 from pi_compact.checkpoint.signatures import abbreviate_cwd, json_cut, relative_path
 from pi_compact.errors import NothingToCompactError
-
-from .conftest import CWD, SessionBuilder, compact, span_texts
+from tests.helpers.checkpoint import CWD, SessionBuilder, compact, span_texts
 
 
 def only_span(summary: str) -> str:
@@ -44,7 +43,7 @@ def test_v1_span_is_exactly_pis_compacted_range(builder: SessionBuilder, tmp_pat
 def test_v1_nothing_to_compact_is_a_typed_error(builder: SessionBuilder, tmp_path: Path) -> None:
     builder.user("only message")
     path = builder.write(tmp_path / "s.jsonl")
-    from .conftest import plan_for
+    from tests.helpers.checkpoint import plan_for
 
     plan = plan_for(path, 100000)
     with pytest.raises(NothingToCompactError):
@@ -211,7 +210,7 @@ def test_v8_bash_signature_shows_dot_but_raw_is_untouched(builder: SessionBuilde
     builder.user("keep")
     path = builder.write(tmp_path / "s.jsonl")
     before = path.read_bytes()
-    from .conftest import plan_for
+    from tests.helpers.checkpoint import plan_for
 
     cp = build_verbatim_checkpoint(plan_for(path), VerbatimOptions(str(path), None))
     assert '▸ bash(command="cd . && pytest ./tests -q") → ok' in cp.summary

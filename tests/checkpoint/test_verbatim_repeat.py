@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pi_compact.checkpoint import is_verbatim_details
-
-from .conftest import CWD, SessionBuilder, append_checkpoint, compact, span_texts
+from tests.helpers.checkpoint import CWD, SessionBuilder, append_checkpoint, compact, span_texts
 
 
 def first_round(builder: SessionBuilder, tmp_path: Path) -> tuple[str, str]:
