@@ -9,7 +9,7 @@ from pi_compact.errors import ExitCode, ProviderError
 from pi_compact.lookup.agent import LookupOptions, LookupResult, run_lookup
 from pi_compact.render.transcript import build_transcript
 from pi_compact.session.load import load_session
-from tests.lookup_agent.conftest import (
+from tests.helpers.lookup_agent import (
     BUILD_ERROR,
     SPOOF_TEXT,
     WARNINGS,

@@ -13,7 +13,7 @@ from pi_compact.llm import resolve_model
 from pi_compact.lookup.agent import fit_to_window, run_lookup
 from pi_compact.render.transcript import build_transcript
 from pi_compact.session.load import load_session
-from tests.lookup_agent.conftest import ScriptedModel
+from tests.helpers.lookup_agent import ScriptedModel
 from tests.sessionkit import SessionBuilder
 
 

@@ -9,7 +9,7 @@ import pytest
 from pi_compact.lookup.quotes import MIN_QUOTE_CHARS, find_citations, find_quotes, normalize, verify_quotes
 from pi_compact.render.transcript import Transcript, build_transcript
 from pi_compact.session.load import load_session
-from tests.lookup_agent.conftest import BUILD_ERROR, History, build_history
+from tests.helpers.lookup_agent import BUILD_ERROR, History, build_history
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import orjson
 from pytest_httpserver import HTTPServer
 
 from tests.helpers.cli import run
-from tests.lookup_agent.conftest import ScriptedModel
+from tests.helpers.lookup_agent import ScriptedModel
 from tests.redact.secrets_kit import ORDINARY, PLANTED, secrets_session
 from tests.summary.conftest import (
     ANTHROPIC_KEY,
