@@ -55,14 +55,20 @@ _EXPORTS = {
     "run_lookup": "pi_compact.lookup.agent",
     "should_compact": "pi_compact.plan",
     "show_entry": "pi_compact.lookup.search",
-    "summary_mode": "pi_compact.checkpoint.summary",
-    "verbatim_mode": "pi_compact.compact",
+    "CheckpointMode": "pi_compact.checkpoint.mode",
+    "CheckpointResult": "pi_compact.checkpoint.mode",
+    "SummaryMode": "pi_compact.checkpoint.summary",
+    "VerbatimMode": "pi_compact.checkpoint.verbatim_mode",
+    "draft_compaction": "pi_compact.compact",
+    "get_mode": "pi_compact.checkpoint.mode",
 }
 
 __all__ = [
     "Branch",
     "CheckOptions",
     "CheckResult",
+    "CheckpointMode",
+    "CheckpointResult",
     "CompactOptions",
     "CompactionPlan",
     "CompactionSettings",
@@ -74,7 +80,9 @@ __all__ = [
     "Projection",
     "Session",
     "SessionSummary",
+    "SummaryMode",
     "SummaryOptions",
+    "VerbatimMode",
     "VerbatimOptions",
     "__version__",
     "analyze",
@@ -87,10 +95,12 @@ __all__ = [
     "compact_session",
     "context_growth",
     "context_tokens",
+    "draft_compaction",
     "estimate_tokens",
     "find_model",
     "find_most_recent_session",
     "get_branch",
+    "get_mode",
     "grep",
     "lint_file",
     "lint_paths",
@@ -105,8 +115,6 @@ __all__ = [
     "run_lookup",
     "should_compact",
     "show_entry",
-    "summary_mode",
-    "verbatim_mode",
 ]
 
 
@@ -122,9 +130,11 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.audit import audit_session
     from pi_compact.check import CheckOptions, CheckResult, analyze, check_session
-    from pi_compact.checkpoint.summary import SummaryOptions, summary_mode
+    from pi_compact.checkpoint.mode import CheckpointMode, CheckpointResult, get_mode
+    from pi_compact.checkpoint.summary import SummaryMode, SummaryOptions
     from pi_compact.checkpoint.verbatim import VerbatimOptions, build_verbatim_checkpoint
-    from pi_compact.compact import CompactOptions, compact_session, verbatim_mode
+    from pi_compact.checkpoint.verbatim_mode import VerbatimMode
+    from pi_compact.compact import CompactOptions, compact_session, draft_compaction
     from pi_compact.coverage import measure_coverage
     from pi_compact.errors import ExitCode, PiCompactError
     from pi_compact.forecast import context_growth

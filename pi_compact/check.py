@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pi_compact.checkpoint.mode import ModeContext
 from pi_compact.errors import UsageError
 from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
 from pi_compact.projection import ProjectedEntry, build_projection
@@ -50,6 +51,18 @@ class CheckResult:
     @property
     def diagnostics(self) -> list[Diagnostic]:
         return [*self.session.diagnostics, *self.branch.diagnostics]
+
+    def mode_context(self) -> ModeContext:
+        """What a checkpoint mode may know of this check (``pi_compact.checkpoint.mode``)."""
+        return ModeContext(
+            session=self.session,
+            branch=self.branch,
+            model=self.model,
+            context_window=self.context_window,
+            context_window_from_flag=self.context_window_source == "flag",
+            keep_recent_tokens=self.keep_recent_tokens,
+            should_compact=self.should_compact,
+        )
 
     def _span(self, entries: list[ProjectedEntry]) -> dict[str, Any]:
         return {

@@ -1,10 +1,13 @@
 """``compact``: plan where Pi would cut, build a checkpoint with a *mode*, and write it safely. No printing.
 
-A mode is any callable ``(plan, context) -> checkpoint``, where the checkpoint has ``summary``, ``details``,
-``reminder`` (or None), ``from_hook`` and ``usage`` (or None); ``verbatim_mode(...)`` builds one. Whatever the mode,
-the entries come from the one builder (``checkpoint.entry``) and reach the file through the one writer
-(``session.write``), so both modes write exactly the same shape, the same safe way. Earlier re-orientation
-messages still in the kept tail are omitted with context edits: a new checkpoint replaces them.
+A mode is a ``CheckpointMode`` (``pi_compact.checkpoint.mode``; ``get_mode("verbatim")``, ``get_mode("summary")``).
+Whatever the mode, the entries come from the one builder (``checkpoint.entry``) and reach the file through the one
+writer (``session.write``), so every mode writes exactly the same shape, the same safe way. Earlier
+re-orientation messages still in the kept tail are omitted with context edits: a new checkpoint replaces them.
+
+A dry run asks the mode for its ``preview``: the checkpoint itself when it costs nothing to build (verbatim), else
+what building it would send (summary: the requests, never sent). ``draft_compaction`` builds the checkpoint and
+its entries without writing them (what the Pi extension appends itself).
 
 If someone appends to the session between reading and writing (Pi, say), nothing is written: the file is read
 again, the compaction planned again and the mode run again, once. A mode that is expensive to run (an LLM call)
@@ -14,10 +17,9 @@ should remember its answer for an unchanged summarised span itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pi_compact.check import CheckOptions, CheckResult, analyze
 from pi_compact.checkpoint.entry import (
@@ -29,12 +31,13 @@ from pi_compact.checkpoint.entry import (
     serialize_entries,
     system_clock,
 )
+from pi_compact.checkpoint.mode import CheckpointMode, CheckpointResult, ModePreview
 from pi_compact.errors import (
     CompactionRefusedError,
     ConcurrentWriteError,
     NothingToCompactError,
+    OptionError,
     SessionError,
-    UsageError,
 )
 from pi_compact.messages import current_system_message
 from pi_compact.plan import CompactionPlan
@@ -55,142 +58,12 @@ from pi_compact.session.write import (
 )
 from pi_compact.tokens import estimate_tokens
 
+if TYPE_CHECKING:
+    from pi_compact.forecast import Forecast
+
 LOW_GAIN_PERCENT = 20.0
 
 Status = Literal["written", "rewritten", "copied", "dry-run", "not-needed"]
-
-
-@dataclass(frozen=True)
-class CheckpointResult:
-    """What a mode hands back: the compaction entry's content, and a few facts for the report."""
-
-    summary: str
-    details: Any
-    reminder: str | None
-    from_hook: bool
-    usage: JsonDict | None = None
-    tokens: int | None = None  # the mode's own size estimate of the checkpoint, if it has one
-    trimmed: Any = False  # what the size cap removed (mode-specific; falsy when nothing)
-    warnings: tuple[str, ...] = ()
-    file_evidence: Any = None  # the annotated file lists, for --json (verbatim mode)
-
-
-@dataclass(frozen=True)
-class ModeContext:
-    """What a mode may need beyond the plan: the session and the resolved settings."""
-
-    session: Session
-    check: CheckResult
-
-    @property
-    def session_path(self) -> Path | None:
-        return self.session.path
-
-
-Mode = Callable[[CompactionPlan, ModeContext], Any]
-
-
-def as_checkpoint(value: Any) -> CheckpointResult:
-    """Accept any checkpoint-like object (a mode's own dataclass) as a CheckpointResult."""
-    if isinstance(value, CheckpointResult):
-        return value
-    return CheckpointResult(
-        summary=value.summary,
-        details=getattr(value, "details", None),
-        reminder=getattr(value, "reminder", None),
-        from_hook=bool(getattr(value, "from_hook", True)),
-        usage=getattr(value, "usage", None),
-        tokens=getattr(value, "tokens", None),
-        trimmed=getattr(value, "trimmed", False),
-        warnings=tuple(getattr(value, "warnings", ()) or ()),
-    )
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The verbatim mode
-
-
-def default_cap(keep_recent_tokens: int) -> int:
-    """Half of keepRecentTokens: checkpoint + kept tail stay well below the threshold round after round."""
-    return keep_recent_tokens // 2
-
-
-def lookup_configured(session_model: tuple[str, str] | None, model: str | None = None) -> bool:
-    """Whether ``picompact lookup SESSION "…"`` (with ``--model MODEL`` when given) would find a model and a key,
-    exactly as that command decides it, so the checkpoint advertises it only when it would work."""
-    from pi_compact.llm import choose_model, require_api_key
-
-    try:
-        require_api_key(choose_model(session_model, model, os.environ), os.environ)
-        return True
-    except Exception:  # an unreadable auth file, say: simply not advertised
-        return False
-
-
-def verbatim_mode(
-    *,
-    cap_tokens: int | None = None,
-    no_cap: bool = False,
-    context_files: Sequence[str | os.PathLike[str]] = (),
-    lookup_available: bool | None = None,
-    recovery_tools: bool | None = None,
-) -> Mode:
-    """The deterministic checkpoint (no model). ``cap_tokens`` None means the default cap (``picompact.cap`` in Pi's
-    settings, else keepRecentTokens / 2); ``no_cap`` lifts it. ``recovery_tools`` None: advertise the Pi
-    extension's tools when it is installed for the session's directory, else shell commands."""
-    if no_cap and cap_tokens is not None:
-        raise UsageError("--cap and --no-cap clash: give one of them")
-    if cap_tokens is not None and cap_tokens < 0:
-        raise UsageError(f"--cap must not be negative (got {cap_tokens})")
-
-    def run(plan: CompactionPlan, ctx: ModeContext) -> CheckpointResult:
-        from pi_compact.checkpoint.context_files import context_files_for
-        from pi_compact.checkpoint.verbatim import VerbatimOptions, build_verbatim_checkpoint
-        from pi_compact.pi.config import load_config, tools_installed
-
-        config = load_config(ctx.session.cwd) if ctx.session.cwd else None
-        cap: int | None
-        if no_cap:
-            cap = None
-        elif cap_tokens is not None:
-            cap = cap_tokens
-        elif config is not None and (config.cap is not None or config.no_cap):
-            cap = config.cap  # picompact.cap in Pi's settings (None for false: no cap)
-        else:
-            cap = default_cap(ctx.check.keep_recent_tokens)
-        if recovery_tools is not None:
-            tools = recovery_tools
-        else:
-            tools = bool(ctx.session.cwd) and tools_installed(ctx.session.cwd)
-        lookup_model = config.lookup_model if tools and config is not None else None
-        lookup = (
-            lookup_available if lookup_available is not None else lookup_configured(plan.projection.model, lookup_model)
-        )
-        # The instruction files Pi would load for the session's cwd on this machine, then the user's.
-        files = context_files_for(ctx.session.cwd, extra=[Path(f) for f in context_files])
-        options = VerbatimOptions(
-            # Absolute: the recovery commands run from the agent's shell, wherever that is.
-            session_path=str(Path(ctx.session.path).absolute()) if ctx.session.path is not None else "SESSION",
-            cap_tokens=cap,
-            context_files=tuple(files),  # type: ignore[arg-type]
-            lookup_available=lookup,
-            recovery_tools=tools,
-        )
-        checkpoint = build_verbatim_checkpoint(plan, options)
-        return CheckpointResult(
-            summary=checkpoint.summary,
-            details=checkpoint.details,
-            reminder=checkpoint.reminder,
-            from_hook=True,
-            usage=None,
-            tokens=getattr(checkpoint, "tokens", None),
-            trimmed=getattr(checkpoint, "trimmed", False),
-            warnings=tuple(getattr(checkpoint, "warnings", ()) or ()),
-            file_evidence=getattr(checkpoint, "evidence", None),
-        )
-
-    run.mode_name = "verbatim"  # type: ignore[attr-defined]
-    return run
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -213,11 +86,14 @@ class CompactOptions:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     retries: int = 1
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         if self.dry_run and self.output is not None:
-            raise UsageError("--dry-run and --output clash: --output already leaves the session untouched")
+            raise OptionError(("dry_run", "output"), "clash: --output already leaves the session untouched")
         if self.retries < 0:
-            raise UsageError("retries must not be negative")
+            raise OptionError(("retries",), "must not be negative")
+
+    def validate(self) -> None:
+        """Kept for callers of earlier versions: the checks run when the options are made."""
 
 
 @dataclass(frozen=True)
@@ -277,13 +153,19 @@ class CompactResult:
     warnings: list[str] = field(default_factory=list)
     output: str | None = None
     mode: str = "verbatim"
-    forecast: Any = None  # forecast.Forecast from the compacted context: the turns it buys
+    forecast: Forecast | None = None  # from the compacted context: the turns it buys
+    preview: ModePreview | None = None  # a dry run of a mode whose checkpoint costs a model call: what it would send
 
     @property
     def written(self) -> bool:
         return self.status in ("written", "rewritten")
 
     def to_json(self) -> dict[str, Any]:
+        if self.preview is not None:
+            return self.preview.to_json()
+        return self._compaction_json()
+
+    def _compaction_json(self) -> dict[str, Any]:
         plan = self.check.plan
         compaction = self.entries[0] if self.entries else None
         reminder = next((e for e in self.entries if e["type"] == "custom_message"), None)
@@ -302,7 +184,7 @@ class CompactResult:
             "first_kept_entry_id": compaction["firstKeptEntryId"] if compaction else None,
             "is_split_turn": bool(plan.cut.is_split_turn and plan.can_compact),
             "stats": self.stats.to_json() if self.stats else None,
-            "trimmed": _jsonable(self.checkpoint.trimmed) if self.checkpoint else False,
+            "trimmed": self.checkpoint.trimmed if self.checkpoint else False,
             "attempts": self.attempts,
             "bytes_written": write.bytes_written if write else 0,
             "added_newline": bool(write and write.added_newline),
@@ -314,16 +196,6 @@ class CompactResult:
             "forecast": self.forecast.to_json() if self.forecast is not None else None,
             "warnings": self.warnings,
         }
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return str(value)
 
 
 def compaction_stats(check: CheckResult, entries: list[JsonDict]) -> CompactStats:
@@ -403,95 +275,115 @@ def stale_reminders(plan: CompactionPlan) -> list[str]:
     ]
 
 
-def _mode_name(mode: Mode) -> str:
-    return str(getattr(mode, "mode_name", getattr(mode, "__name__", "custom")))
+def _prepare(p: Path, mode: CheckpointMode, opts: CompactOptions, attempts: int, *, preview: bool) -> CompactResult:
+    """Read, check and plan; run the mode (its preview when ``preview``); the entries and their figures."""
+    session = load_session(p)
+    check = analyze(session, opts.check)
+    plan = check.plan
+    name = mode.name
+    if opts.if_needed and not check.should_compact:
+        return CompactResult("not-needed", p, check, attempts=attempts, output=opts.output, mode=name)
+    if not plan.can_compact:
+        raise NothingToCompactError(f"nothing to compact: {plan.nothing_reason}", path=str(p))
+    ctx = check.mode_context()
+    built = mode.preview(plan, ctx) if preview else mode.build(plan, ctx)
+    if not isinstance(built, CheckpointResult):
+        result = CompactResult("dry-run", p, check, attempts=attempts, output=opts.output, mode=name, preview=built)
+        if session.torn_last_line and not opts.repair:
+            result.warnings.append(torn_line_message(session))
+        return result
+    checkpoint = built
+    entries = build_compaction_entries(
+        session,
+        check.branch,
+        summary=checkpoint.summary,
+        first_kept_entry_id=plan.first_kept.id if plan.first_kept is not None else None,
+        tokens_before=plan.context.tokens,
+        details=checkpoint.details,
+        from_hook=checkpoint.from_hook,
+        usage=checkpoint.usage,
+        reminder=checkpoint.reminder,
+        clock=opts.clock,
+        new_id=opts.new_id,
+        projection=plan.projection,
+        omit_entry_ids=stale_reminders(plan),
+    )
+    lines = serialize_entries(entries)
+    stats = compaction_stats(check, entries)
+    warnings = [*checkpoint.warnings, *gain_warnings(stats, check.keep_recent_tokens)]
+    from pi_compact.forecast import compaction_forecast
+
+    forecast, forecast_warnings, refusal = compaction_forecast(
+        check.branch,
+        stats.tokens_after,
+        stats.threshold,
+        check.keep_recent_tokens,
+        mode=name,
+        dry_run=opts.dry_run,
+        force=opts.force,
+    )
+    warnings += forecast_warnings
+    result = CompactResult(
+        "dry-run",
+        p,
+        check,
+        checkpoint=checkpoint,
+        entries=entries,
+        lines=lines,
+        stats=stats,
+        attempts=attempts,
+        warnings=warnings,
+        output=opts.output,
+        mode=name,
+        forecast=forecast,
+    )
+    if not opts.dry_run:
+        if stats.freed_tokens <= 0:
+            raise NothingToCompactError(f"nothing written: {no_gain_message(stats)}", path=str(p))
+        if refusal is not None and not opts.force:
+            raise CompactionRefusedError(f"nothing written: {refusal}", path=str(p))
+    elif session.torn_last_line and not opts.repair:
+        result.warnings.append(torn_line_message(session))
+    return result
+
+
+def draft_compaction(
+    path: str | os.PathLike[str], mode: CheckpointMode, options: CompactOptions | None = None
+) -> CompactResult:
+    """The compaction ``compact_session`` would write, built in full (a summary mode asks its model) and not
+    written: what the Pi extension appends itself. ``options.dry_run`` is implied."""
+    opts = replace(options or CompactOptions(), dry_run=True, output=None)
+    return _prepare(Path(path), mode, opts, 1, preview=False)
 
 
 def compact_session(
     path: str | os.PathLike[str],
-    mode: Mode,
+    mode: CheckpointMode,
     options: CompactOptions | None = None,
 ) -> CompactResult:
-    """Compact the session at ``path`` with ``mode``: append (v3), rewrite (v1/v2), copy (``output``) or preview.
+    """Compact the session at ``path`` with ``mode``: append (v3), rewrite (v1/v2), copy (``output``) or preview
+    (``dry_run``: the mode's preview; a summary mode then sends nothing).
 
     Raises NothingToCompactError (exit 2) when Pi would not compact, ConcurrentWriteError (exit 3) when the file
     keeps changing underneath or stays locked; nothing is written in either case.
     """
     opts = options or CompactOptions()
-    opts.validate()
     p = Path(path)
     attempts = 0
     while True:
         attempts += 1
-        session = load_session(p)
-        check = analyze(session, opts.check)
-        plan = check.plan
-        name = _mode_name(mode)
-        if opts.if_needed and not check.should_compact:
-            return CompactResult("not-needed", p, check, attempts=attempts, output=opts.output, mode=name)
-        if not plan.can_compact:
-            raise NothingToCompactError(f"nothing to compact: {plan.nothing_reason}", path=str(p))
-        checkpoint = as_checkpoint(mode(plan, ModeContext(session, check)))
-        entries = build_compaction_entries(
-            session,
-            check.branch,
-            summary=checkpoint.summary,
-            first_kept_entry_id=plan.first_kept.id if plan.first_kept is not None else None,
-            tokens_before=plan.context.tokens,
-            details=checkpoint.details,
-            from_hook=checkpoint.from_hook,
-            usage=checkpoint.usage,
-            reminder=checkpoint.reminder,
-            clock=opts.clock,
-            new_id=opts.new_id,
-            projection=plan.projection,
-            omit_entry_ids=stale_reminders(plan),
-        )
-        lines = serialize_entries(entries)
-        stats = compaction_stats(check, entries)
-        warnings = [*checkpoint.warnings, *gain_warnings(stats, check.keep_recent_tokens)]
-        from pi_compact.forecast import compaction_forecast
-
-        forecast, forecast_warnings, refusal = compaction_forecast(
-            check.branch,
-            stats.tokens_after,
-            stats.threshold,
-            check.keep_recent_tokens,
-            mode=name,
-            dry_run=opts.dry_run,
-            force=opts.force,
-        )
-        warnings += forecast_warnings
-        result = CompactResult(
-            "dry-run",
-            p,
-            check,
-            checkpoint=checkpoint,
-            entries=entries,
-            lines=lines,
-            stats=stats,
-            attempts=attempts,
-            warnings=warnings,
-            output=opts.output,
-            mode=name,
-            forecast=forecast,
-        )
-        if stats.freed_tokens <= 0 and not opts.dry_run:
-            raise NothingToCompactError(f"nothing written: {no_gain_message(stats)}", path=str(p))
-        if refusal is not None and not opts.dry_run and not opts.force:
-            raise CompactionRefusedError(f"nothing written: {refusal}", path=str(p))
+        result = _prepare(p, mode, opts, attempts, preview=opts.dry_run)
+        if opts.dry_run or result.status == "not-needed":
+            return result
+        session = result.check.session
+        lines = result.lines
         try:
             quiet = None
-            if session.torn_last_line and not opts.dry_run:
+            if session.torn_last_line:
                 quiet = settle_torn_line(p, session)  # still being written: SessionChangedError, re-read, retry
-            if session.torn_last_line and not opts.repair:
-                if opts.dry_run:
-                    result.warnings.append(torn_line_message(session))
-                else:
+                if not opts.repair:
                     message = torn_line_message(session, quiet)
                     raise SessionError(message, path=str(p), line=torn_line_number(session))
-            if opts.dry_run:
-                return result
             if opts.output is not None:
                 result.write = write_copy(opts.output, session, lines, repair=opts.repair)
                 result.status = "copied"

@@ -5,6 +5,7 @@ Core modules raise these; only the CLI turns them into a message and an exit sta
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import IntEnum
 
 
@@ -44,6 +45,22 @@ class PiCompactError(Exception):
 
 class UsageError(PiCompactError):
     """Flags or settings that make no sense together, or an out-of-range value."""
+
+
+class OptionError(UsageError):
+    """An option value (or a combination) that makes no sense, naming the option fields involved.
+
+    The message reads ``"<fields> <text>"``; ``message_for(names)`` rewrites it with other names for the fields (the
+    CLI's flags), so the check itself lives once, in the options dataclass.
+    """
+
+    def __init__(self, fields: tuple[str, ...], text: str) -> None:
+        self.fields = fields
+        self.text = text
+        super().__init__(f"{' and '.join(fields)} {text}")
+
+    def message_for(self, names: Mapping[str, str]) -> str:
+        return f"{' and '.join(names.get(f, f) for f in self.fields)} {self.text}"
 
 
 class SessionError(PiCompactError):

@@ -18,7 +18,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9-]+:\d+\]")
 
@@ -301,29 +300,4 @@ def describe_counts(counts: dict[str, int]) -> str:
     return f"{total} secret{'s' if total != 1 else ''} ({kinds})"
 
 
-__all__ = ["PLACEHOLDER", "RULES", "Finding", "Redactor", "Rule", "describe_counts", "find_secrets", "redacting_mode"]
-
-
-def redacting_mode(mode: Any) -> Any:
-    """A compaction mode whose checkpoint text (what the model reads on resume) is masked.
-
-    Only the entry's ``summary`` and the re-orientation message change; ``details`` (file lists, spans into the raw
-    session) stay as they are, like the raw session itself: they never leave the machine.
-    """
-    import dataclasses
-
-    from pi_compact.compact import as_checkpoint
-
-    redactor = Redactor()
-
-    def run(plan: Any, ctx: Any) -> Any:
-        checkpoint = as_checkpoint(mode(plan, ctx))
-        summary = redactor.redact(checkpoint.summary)
-        reminder = redactor.redact(checkpoint.reminder) if checkpoint.reminder is not None else None
-        if summary == checkpoint.summary and reminder == checkpoint.reminder:
-            return checkpoint
-        return dataclasses.replace(checkpoint, summary=summary, reminder=reminder, tokens=None)
-
-    run.mode_name = getattr(mode, "mode_name", "verbatim")  # type: ignore[attr-defined]
-    run.redactor = redactor  # type: ignore[attr-defined]
-    return run
+__all__ = ["PLACEHOLDER", "RULES", "Finding", "Redactor", "Rule", "describe_counts", "find_secrets"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,11 @@ import pytest
 
 from pi_compact.check import CheckOptions
 from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
-from pi_compact.compact import CompactOptions, compact_session, default_cap, verbatim_mode
+from pi_compact.checkpoint.mode import CheckpointMode, CheckpointResult, ModeContext, get_mode
+from pi_compact.checkpoint.verbatim_mode import default_cap
+from pi_compact.compact import CompactOptions, compact_session
 from pi_compact.errors import ConcurrentWriteError, ExitCode, NothingToCompactError, SessionError, UsageError
+from pi_compact.plan import CompactionPlan
 from pi_compact.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
 from tests.helpers.fixtures import PI_FIXTURES
@@ -39,6 +43,33 @@ def stand_in(plan, ctx):
     return StandInCheckpoint(text, {"n": len(plan.messages_to_summarize)}, "REORIENT: re-read files first")
 
 
+@dataclass
+class FunctionMode:
+    """A ``CheckpointMode`` around a function returning a checkpoint-shaped object (the orchestration's view)."""
+
+    run: Callable[[CompactionPlan, ModeContext], StandInCheckpoint]
+    name: str = "stand-in"
+
+    def build(self, plan: CompactionPlan, ctx: ModeContext) -> CheckpointResult:
+        made = self.run(plan, ctx)
+        return CheckpointResult(
+            summary=made.summary,
+            details=made.details,
+            reminder=made.reminder,
+            from_hook=True,
+            tokens=made.tokens,
+            trimmed=made.trimmed,
+            warnings=tuple(made.warnings),
+        )
+
+    def preview(self, plan: CompactionPlan, ctx: ModeContext) -> CheckpointResult:
+        return self.build(plan, ctx)
+
+
+def test_the_stand_in_is_a_checkpoint_mode():
+    assert isinstance(FunctionMode(stand_in), CheckpointMode)
+
+
 def _options(**kw) -> CompactOptions:
     base = {"clock": fixed_clock(WHEN), "new_id": seeded_ids("t"), "check": CheckOptions(keep_recent_tokens=300)}
     base.update(kw)
@@ -52,7 +83,7 @@ def _big(tmp_path: Path, name: str = "s.jsonl") -> Path:
 def test_written_session_projects_as_summary_then_kept_tail_then_reorientation(tmp_path):
     path = _big(tmp_path)
     before = path.read_bytes()
-    result = compact_session(path, stand_in, _options())
+    result = compact_session(path, FunctionMode(stand_in), _options())
     assert result.status == "written"
     assert path.read_bytes().startswith(before)
     session = load_session(path)
@@ -72,7 +103,7 @@ def test_written_session_projects_as_summary_then_kept_tail_then_reorientation(t
 
 def test_reported_tokens_after_are_what_check_says_on_the_compacted_file(tmp_path):
     path = _big(tmp_path)
-    result = compact_session(path, stand_in, _options())
+    result = compact_session(path, FunctionMode(stand_in), _options())
     after = context_tokens(build_projection(get_branch(load_session(path))))
     stats = result.stats
     assert stats.tokens_after == after.tokens
@@ -94,7 +125,7 @@ def test_an_append_while_planning_makes_it_reread_replan_and_retry_once(tmp_path
         calls.append(ctx.session.leaf.id)
         return stand_in(plan, ctx)
 
-    result = compact_session(path, appending_mode, _options())
+    result = compact_session(path, FunctionMode(appending_mode), _options())
     assert result.status == "written" and result.attempts == 2
     assert calls[1] == extra[-1]["id"]
     session = load_session(path)
@@ -114,7 +145,7 @@ def test_a_session_that_keeps_changing_gives_exit_3_and_none_of_our_lines(tmp_pa
         return stand_in(plan, ctx)
 
     with pytest.raises(ConcurrentWriteError) as info:
-        compact_session(path, always_appending, _options())
+        compact_session(path, FunctionMode(always_appending), _options())
     assert info.value.exit_code == ExitCode.EXTERNAL
     session = load_session(path)
     assert not [e for e in session.entries if e.type in ("compaction", "custom_message")]
@@ -125,45 +156,47 @@ def test_nothing_to_compact_is_exit_2_with_the_reason_and_no_write(tmp_path):
     path = _big(tmp_path)
     before = path.read_bytes()
     with pytest.raises(NothingToCompactError) as info:
-        compact_session(path, stand_in, _options(check=CheckOptions()))  # keepRecentTokens 20000 keeps it all
+        compact_session(
+            path, FunctionMode(stand_in), _options(check=CheckOptions())
+        )  # keepRecentTokens 20000 keeps it all
     assert info.value.exit_code == ExitCode.USAGE
     assert "keepRecentTokens" in str(info.value)
     assert path.read_bytes() == before
-    compact_session(path, stand_in, _options())
+    compact_session(path, FunctionMode(stand_in), _options())
     with pytest.raises(NothingToCompactError, match=r"already a compaction|nothing"):
-        compact_session(path, stand_in, _options())
+        compact_session(path, FunctionMode(stand_in), _options())
 
 
 def test_if_needed_writes_only_above_the_threshold(tmp_path):
     path = _big(tmp_path)
     before = path.read_bytes()
-    result = compact_session(path, stand_in, _options(if_needed=True))  # 200k window: far below
+    result = compact_session(path, FunctionMode(stand_in), _options(if_needed=True))  # 200k window: far below
     assert result.status == "not-needed" and not result.entries
     assert path.read_bytes() == before
     tokens = result.check.plan.context.tokens
     small = CheckOptions(keep_recent_tokens=300, context_window=tokens + 100, reserve_tokens=200)
-    result = compact_session(path, stand_in, _options(if_needed=True, check=small))
+    result = compact_session(path, FunctionMode(stand_in), _options(if_needed=True, check=small))
     assert result.status == "written"
 
 
 def test_dry_run_and_output_leave_the_session_untouched(tmp_path):
     path = _big(tmp_path)
     before = path.read_bytes()
-    dry = compact_session(path, stand_in, _options(dry_run=True))
+    dry = compact_session(path, FunctionMode(stand_in), _options(dry_run=True))
     assert dry.status == "dry-run" and len(dry.entries) == 2 and dry.write is None
     out = tmp_path / "copy.jsonl"
-    copied = compact_session(path, stand_in, _options(output=str(out)))
+    copied = compact_session(path, FunctionMode(stand_in), _options(output=str(out)))
     assert copied.status == "copied"
     assert path.read_bytes() == before
     assert out.read_bytes() == before + "".join(dry.lines).encode()  # same clock and ids: same bytes
-    with pytest.raises(UsageError, match="--dry-run and --output"):
-        compact_session(path, stand_in, _options(dry_run=True, output=str(out)))
+    with pytest.raises(UsageError, match="dry_run and output clash"):
+        _options(dry_run=True, output=str(out))
 
 
 def test_same_session_flags_clock_and_ids_give_identical_bytes(tmp_path):
     a, b = _big(tmp_path, "a.jsonl"), _big(tmp_path, "b.jsonl")
-    compact_session(a, stand_in, _options())
-    compact_session(b, stand_in, _options())
+    compact_session(a, FunctionMode(stand_in), _options())
+    compact_session(b, FunctionMode(stand_in), _options())
     assert a.read_bytes() == b.read_bytes()
 
 
@@ -171,14 +204,16 @@ def test_v2_session_is_migrated_rewritten_and_backed_up(tmp_path):
     path = tmp_path / "v2.jsonl"
     original = (PI_FIXTURES / "gen-v2-legacy-101.jsonl").read_bytes()
     path.write_bytes(original)
-    result = compact_session(path, stand_in, _options(check=CheckOptions(keep_recent_tokens=2000)))
+    result = compact_session(path, FunctionMode(stand_in), _options(check=CheckOptions(keep_recent_tokens=2000)))
     assert result.status == "rewritten"
     assert result.write.backup.read_bytes() == original
     session = load_session(path)
     assert session.original_version == 3
     assert [e.type for e in session.entries[-2:]] == ["compaction", "custom_message"]
     path.write_bytes(original)
-    result = compact_session(path, stand_in, _options(backup=False, check=CheckOptions(keep_recent_tokens=2000)))
+    result = compact_session(
+        path, FunctionMode(stand_in), _options(backup=False, check=CheckOptions(keep_recent_tokens=2000))
+    )
     assert result.write.backup is None
 
 
@@ -187,11 +222,11 @@ def test_torn_last_line_refused_unless_repair_and_only_warned_in_a_dry_run(tmp_p
     torn = path.read_bytes() + b'{"type":"message","id":"dead'
     path.write_bytes(torn)
     with pytest.raises(SessionError, match="--repair"):
-        compact_session(path, stand_in, _options())
+        compact_session(path, FunctionMode(stand_in), _options())
     assert path.read_bytes() == torn
-    dry = compact_session(path, stand_in, _options(dry_run=True))
+    dry = compact_session(path, FunctionMode(stand_in), _options(dry_run=True))
     assert any("--repair" in w for w in dry.warnings)
-    compact_session(path, stand_in, _options(repair=True))
+    compact_session(path, FunctionMode(stand_in), _options(repair=True))
     data = path.read_bytes()
     assert data.startswith(torn + b"\n")
     assert load_session(path).entries[-1].type == "custom_message"
@@ -199,7 +234,9 @@ def test_torn_last_line_refused_unless_repair_and_only_warned_in_a_dry_run(tmp_p
 
 def test_leaf_on_another_branch_extends_that_branch_and_becomes_pis_leaf(tmp_path):
     path, main_tip = side_branch_session(tmp_path / "s.jsonl", "a side question " + "z" * 300)
-    compact_session(path, stand_in, _options(check=CheckOptions(keep_recent_tokens=300, leaf_id=main_tip)))
+    compact_session(
+        path, FunctionMode(stand_in), _options(check=CheckOptions(keep_recent_tokens=300, leaf_id=main_tip))
+    )
     session = load_session(path)
     compaction = session.entries[-2]
     assert compaction.parent_id == main_tip
@@ -211,10 +248,12 @@ def test_leaf_on_another_branch_extends_that_branch_and_becomes_pis_leaf(tmp_pat
 def test_low_gain_is_warned_with_the_reason(tmp_path):
     path = simple_session(turns=6, size=400, usage=False).write(tmp_path / "s.jsonl")
     keep = 1100  # keeps most of the ~1.4k-token context
-    result = compact_session(path, stand_in, _options(dry_run=True, check=CheckOptions(keep_recent_tokens=keep)))
+    result = compact_session(
+        path, FunctionMode(stand_in), _options(dry_run=True, check=CheckOptions(keep_recent_tokens=keep))
+    )
     assert result.stats.freed_percent < 20
     assert any("fire again soon" in w and "--keep-recent-tokens" in w for w in result.warnings)
-    result = compact_session(path, stand_in, _options(dry_run=True))
+    result = compact_session(path, FunctionMode(stand_in), _options(dry_run=True))
     assert not any("fire again soon" in w for w in result.warnings)
 
 
@@ -225,18 +264,18 @@ def test_verbatim_mode_default_cap_is_half_of_keep_recent_tokens(tmp_path, monke
 
     def fake_build(plan, options):
         seen.append(options)
-        return StandInCheckpoint("S", {}, "R")
+        return verbatim.Checkpoint("S", {}, "R", read_files=[], modified_files=[], tokens=1, trimmed=False)
 
     monkeypatch.setattr(verbatim, "build_verbatim_checkpoint", fake_build)
     path = _big(tmp_path)
-    compact_session(path, verbatim_mode(), _options(dry_run=True))
-    compact_session(path, verbatim_mode(cap_tokens=77), _options(dry_run=True))
-    compact_session(path, verbatim_mode(no_cap=True), _options(dry_run=True))
+    compact_session(path, get_mode("verbatim"), _options(dry_run=True))
+    compact_session(path, get_mode("verbatim", cap_tokens=77), _options(dry_run=True))
+    compact_session(path, get_mode("verbatim", no_cap=True), _options(dry_run=True))
     assert [o.cap_tokens for o in seen] == [default_cap(300), 77, None]
     assert default_cap(20000) == 10000
     assert seen[0].session_path == str(path)
-    with pytest.raises(UsageError, match="--cap and --no-cap"):
-        verbatim_mode(cap_tokens=5, no_cap=True)
+    with pytest.raises(UsageError, match="cap_tokens and no_cap clash"):
+        get_mode("verbatim", cap_tokens=5, no_cap=True)
 
 
 def _next_turn(path: Path, tag: str) -> None:
@@ -270,10 +309,10 @@ def _next_turn(path: Path, tag: str) -> None:
 def test_a_new_checkpoint_replaces_the_reminder_still_in_its_kept_tail(tmp_path):
     """V24: only the newest re-orientation message stays in view; older ones are omitted, never accumulated."""
     path = simple_session(turns=8, size=4000).write(tmp_path / "s.jsonl")
-    first = compact_session(path, stand_in, _options(check=CheckOptions(keep_recent_tokens=3000)))
+    first = compact_session(path, FunctionMode(stand_in), _options(check=CheckOptions(keep_recent_tokens=3000)))
     old_reminder = first.to_json()["reminder_id"]
     _next_turn(path, "bbbb")
-    second = compact_session(path, stand_in, _options(check=CheckOptions(keep_recent_tokens=1500)))
+    second = compact_session(path, FunctionMode(stand_in), _options(check=CheckOptions(keep_recent_tokens=1500)))
     assert old_reminder in [pe.entry.id for pe in second.check.plan.kept_entries()]
     doc = second.to_json()
     assert doc["omitted_reminder_ids"] == [old_reminder]

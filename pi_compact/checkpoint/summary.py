@@ -28,15 +28,14 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pi_compact.compact import CheckpointResult, Mode, ModeContext
-from pi_compact.errors import PiCompactError, ProviderError, UsageError
+from pi_compact.checkpoint.mode import CheckpointResult, ModeContext
+from pi_compact.errors import OptionError, PiCompactError, ProviderError, UsageError
 from pi_compact.plan import CompactionPlan, FileOps, format_file_operations
 from pi_compact.render.serialize import serialize_messages
 from pi_compact.session.model import JsonDict
 from pi_compact.tokens import js_len
 
 if TYPE_CHECKING:
-    from pi_compact.check import CheckResult
     from pi_compact.llm import ModelRef, Request, Response, Secret, Usage
     from pi_compact.llm.thinking import ThinkingChoice
     from pi_compact.models import ModelInfo
@@ -231,17 +230,17 @@ class SummaryOptions:
     redact: bool = True  # mask detected secrets before anything is sent (pi_compact.redact)
     thinking: str | None = None  # a Pi thinking level; None: the session's, as Pi uses it; "off": none
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         from pi_compact.llm.thinking import LEVELS
 
         if self.thinking is not None and self.thinking not in LEVELS:
-            raise UsageError(f"--thinking must be one of {', '.join(LEVELS)} (got {self.thinking!r})")
+            raise OptionError(("thinking",), f"must be one of {', '.join(LEVELS)} (got {self.thinking!r})")
         if not (self.timeout > 0) or math.isinf(self.timeout):
-            raise UsageError(f"--timeout must be a positive number of seconds (got {self.timeout!r})")
+            raise OptionError(("timeout",), f"must be a positive number of seconds (got {self.timeout!r})")
         if self.max_retries < 0:
-            raise UsageError("max_retries must not be negative")
+            raise OptionError(("max_retries",), "must not be negative")
         if self.instructions is not None and not self.instructions.strip():
-            raise UsageError("--instructions is empty")
+            raise OptionError(("instructions",), "is empty")
 
 
 @dataclass(frozen=True)
@@ -290,7 +289,7 @@ class SummaryRequest:
         )
 
 
-def resolve_summary_model(ref: ModelRef, check: CheckResult | None = None) -> SummaryModel:
+def resolve_summary_model(ref: ModelRef, ctx: ModeContext | None = None) -> SummaryModel:
     """Window and output limit of the summarising model, from Pi's model table (and models.json).
 
     When it is the model the session is judged by and ``--context-window`` was given, that window applies. A model
@@ -301,9 +300,9 @@ def resolve_summary_model(ref: ModelRef, check: CheckResult | None = None) -> Su
     info = find_model(ref.provider, ref.model_id)
     table = ref.info
     warnings: list[str] = []
-    same_model = check is not None and check.model == (ref.provider, ref.model_id)
-    if same_model and check is not None and check.context_window_source == "flag":
-        window = check.context_window
+    same_model = ctx is not None and ctx.model == (ref.provider, ref.model_id)
+    if same_model and ctx is not None and ctx.context_window_from_flag:
+        window = ctx.context_window
     elif info is not None:
         window = info.context_window
     elif table is not None and table.context_window:
@@ -564,7 +563,7 @@ def fit_request(
     return SummaryRequest(kind, SYSTEM_PROMPT, user, limit, tokens, level, budget, chunk[0], chunk[1])
 
 
-def choose_thinking(check: CheckResult, options: SummaryOptions) -> ThinkingChoice:
+def choose_thinking(ctx: ModeContext, options: SummaryOptions) -> ThinkingChoice:
     """``--thinking``, else the level Pi would run the session with (branch, then settings, then medium)."""
     from pi_compact.llm.thinking import ThinkingChoice, session_thinking_level
 
@@ -574,10 +573,10 @@ def choose_thinking(check: CheckResult, options: SummaryOptions) -> ThinkingChoi
     try:
         from pi_compact.settings import load_settings
 
-        settings = load_settings(check.session.cwd or ".").merged
+        settings = load_settings(ctx.session.cwd or ".").merged
     except PiCompactError:  # unreadable settings were already reported by check; Pi's default applies
         settings = {}
-    return session_thinking_level(check.branch.entries, settings)
+    return session_thinking_level(ctx.branch.entries, settings)
 
 
 def fit_problems(requests: Sequence[SummaryRequest], model: SummaryModel) -> list[str]:
@@ -708,7 +707,6 @@ class SummaryCheckpoint(CheckpointResult):
 
     model: str = ""
     requests: int = 0
-    redacted: dict[str, int] | None = None  # distinct secrets masked, by kind; None when redaction was off
     chunks: int = 0  # the history was summarised in this many chunks (0: in one request)
 
 
@@ -785,42 +783,45 @@ def _ask(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def choose_summary_model(ctx_check: CheckResult, options: SummaryOptions, env: Mapping[str, str]) -> ModelRef:
-    """``--model``, else the session's model when it has a key, else PICOMPACT_MODEL (see ``llm.choose_model``)."""
-    from pi_compact.llm import choose_model
+@dataclass
+class SummaryMode:
+    """The LLM summary mode: Pi's structured summary, written by a model (``CheckpointMode``).
 
-    return choose_model(ctx_check.model, options.model, env, base_url=options.base_url)
-
-
-def summary_mode(
-    options: SummaryOptions | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    api_key: Secret | str | None = None,
-    waiting: Waiting | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Mode:
-    """The LLM summary mode for ``compact_session``. ``waiting(label)`` wraps each wait for the model (a spinner).
-
-    Answers are remembered per exact set of requests, so the re-plan after a concurrent append does not pay twice
-    for an unchanged span.
+    ``waiting(label)`` wraps each wait for the model (a spinner). ``env`` is where the model choice and the key are
+    looked up (default ``os.environ``); ``api_key`` overrides the key. Answers are remembered per exact set of
+    requests, so the re-plan after a concurrent append does not pay twice for an unchanged span.
     """
-    from pi_compact.redact import Redactor
 
-    opts = options or SummaryOptions()
-    opts.validate()
-    wait = waiting or (lambda _label: nullcontext())
-    remembered: dict[tuple[Any, ...], _Answer] = {}
-    # One redactor for the whole run: a re-plan after a concurrent append numbers the same secrets the same way.
-    redactor = Redactor() if opts.redact else None
+    options: SummaryOptions = field(default_factory=SummaryOptions)
+    env: Mapping[str, str] | None = None
+    api_key: Secret | str | None = None
+    waiting: Waiting | None = None
+    sleep: Callable[[float], None] = time.sleep
+    _remembered: dict[tuple[Any, ...], _Answer] = field(default_factory=dict, init=False, repr=False)
+    _redactor: Redactor | None = field(default=None, init=False, repr=False)
 
-    def run(plan: CompactionPlan, ctx: ModeContext) -> SummaryCheckpoint:
-        from pi_compact.llm import Secret, require_api_key
+    name = "summary"
 
-        environ = os.environ if env is None else env
-        ref = choose_summary_model(ctx.check, opts, environ)
-        model = resolve_summary_model(ref, ctx.check)
-        thinking = choose_thinking(ctx.check, opts)
+    def __post_init__(self) -> None:
+        from pi_compact.redact import Redactor
+
+        # One redactor for the whole run: a re-plan after a concurrent append numbers the same secrets the same way.
+        self._redactor = Redactor() if self.options.redact else None
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return os.environ if self.env is None else self.env
+
+    def build(self, plan: CompactionPlan, ctx: ModeContext) -> SummaryCheckpoint:
+        from pi_compact.llm import Secret, choose_model, require_api_key
+
+        opts = self.options
+        redactor = self._redactor
+        wait = self.waiting or (lambda _label: nullcontext())
+        environ = self.environ
+        ref = choose_model(ctx.model, opts.model, environ, base_url=opts.base_url)
+        model = resolve_summary_model(ref, ctx)
+        thinking = choose_thinking(ctx, opts)
         request_plan = plan_requests(plan, model, opts, redactor, thinking.level)
         requests = list(request_plan.first)
         problems = fit_problems(requests, model)
@@ -832,24 +833,24 @@ def summary_mode(
             tuple((r.kind, r.user, r.max_tokens, r.thinking) for r in requests),
             request_plan.later,
         )
-        answer = remembered.get(memo)
+        answer = self._remembered.get(memo)
         if answer is None:
-            key = Secret(api_key) if isinstance(api_key, str) else api_key
+            key = Secret(self.api_key) if isinstance(self.api_key, str) else self.api_key
             if key is None:
                 key = require_api_key(ref, environ)
-            answer = _ask(requests, model, key, opts, wait, sleep)
+            answer = _ask(requests, model, key, opts, wait, self.sleep)
             # A history in chunks: fold each further chunk into the summary so far, with Pi's update prompt.
             for index in range(len(request_plan.later)):
                 request = request_plan.later_request(index, answer.texts["history"], model)
                 problems = fit_problems([request], model)
                 if problems:
                     raise UsageError(problems[0])
-                more = _ask([request], model, key, opts, wait, sleep)
+                more = _ask([request], model, key, opts, wait, self.sleep)
                 answer.texts["history"] = more.texts["history"]
                 assert answer.usage is not None and more.usage is not None
                 answer.usage = combine_usage(answer.usage, more.usage)
                 answer.requests += more.requests
-            remembered[memo] = answer
+            self._remembered[memo] = answer
         read_files, modified_files = file_lists(plan)
         summary = merge_summary(plan, answer.texts) + format_file_operations(read_files, modified_files)
         if redactor is not None:  # the saved summary never holds a detected secret (a previous summary may have)
@@ -863,14 +864,15 @@ def summary_mode(
             tokens=pi_token_estimate(summary),
             trimmed=False,
             warnings=model.warnings,
+            redacted=redactor.counts if redactor is not None else None,
             model=model.name,
             requests=answer.requests,
-            redacted=redactor.counts if redactor is not None else None,
             chunks=request_plan.chunks,
         )
 
-    run.mode_name = "summary"  # type: ignore[attr-defined]
-    return run
+    def preview(self, plan: CompactionPlan, ctx: ModeContext) -> SummaryPreview:
+        """The requests ``build`` would send, their size and cost; sends nothing."""
+        return preview_summary(plan, ctx, self.options, env=self.environ)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -891,7 +893,8 @@ def _cl100k(text: str) -> int | None:
 class SummaryPreview:
     """What ``--dry-run`` shows: the model, each request as it would be sent, and what it may cost."""
 
-    check: CheckResult
+    plan: CompactionPlan
+    ctx: ModeContext
     model: SummaryModel
     requests: tuple[SummaryRequest, ...]
     key_available: bool
@@ -925,14 +928,14 @@ class SummaryPreview:
         return estimate_cost(info, self.input_tokens, self.max_output_tokens)
 
     def to_json(self) -> dict[str, Any]:
-        plan = self.check.plan
+        plan = self.plan
         ref = self.model.ref
         cost = self.cost_upper_bound
         return {
             "status": "dry-run",
             "mode": "summary",
-            "session": str(self.check.session.path) if self.check.session.path else None,
-            "should_compact": self.check.should_compact,
+            "session": str(self.ctx.session.path) if self.ctx.session.path else None,
+            "should_compact": self.ctx.should_compact,
             "tokens_before": plan.context.tokens,
             "first_kept_entry_id": plan.first_kept.id if plan.first_kept else None,
             "is_split_turn": bool(plan.cut.is_split_turn and plan.turn_prefix_messages),
@@ -997,52 +1000,56 @@ class SummaryPreview:
 
 
 def preview_summary(
-    check: CheckResult, options: SummaryOptions | None = None, *, env: Mapping[str, str] | None = None
+    plan: CompactionPlan,
+    ctx: ModeContext,
+    options: SummaryOptions | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
 ) -> SummaryPreview:
-    """The requests summary mode would send for ``check.plan``, without sending anything.
+    """The requests summary mode would send for ``plan``, without sending anything.
 
     A dry run sends nothing, so it works for any session: without a usable key for the session's model, or when
     picompact cannot send to its provider, the preview still shows the requests as sized for that model (and says
     what a real run would need).
     """
-    from pi_compact.llm import find_api_key
+    from pi_compact.llm import choose_model, find_api_key
 
     opts = options or SummaryOptions()
-    opts.validate()
     environ = os.environ if env is None else env
     warnings: list[str] = []
     sendable = True
     try:
-        ref = choose_summary_model(check, opts, environ)
+        ref = choose_model(ctx.model, opts.model, environ, base_url=opts.base_url)
     except UsageError:
         if opts.model:  # the user's own --model is the problem: say so
             raise
-        ref, sendable, why = _preview_model(check, opts)
+        ref, sendable, why = _preview_model(ctx, opts)
         if why:
             warnings.append(why)
     key = find_api_key(ref, environ) if sendable else None
     key_available = sendable and (key is not None or not ref.key_required)
     if sendable and not key_available:
         warnings.append(f"no API key for {ref.provider}: a real run would stop before sending anything")
-    model = resolve_summary_model(ref, check)
+    model = resolve_summary_model(ref, ctx)
     warnings += model.warnings
     from pi_compact.redact import Redactor
 
     redactor = Redactor() if opts.redact else None
-    thinking = choose_thinking(check, opts)
-    request_plan = plan_requests(check.plan, model, opts, redactor, thinking.level)
+    thinking = choose_thinking(ctx, opts)
+    request_plan = plan_requests(plan, model, opts, redactor, thinking.level)
     requests = tuple(request_plan.preview(model))
     warnings += fit_problems(requests, model)
-    read_files, modified_files = file_lists(check.plan)
+    read_files, modified_files = file_lists(plan)
     return SummaryPreview(
-        check=check,
+        plan=plan,
+        ctx=ctx,
         model=model,
         requests=requests,
         key_available=key_available,
         cl100k=tuple(_cl100k(r.system + "\n" + r.user) for r in requests),
         read_files=read_files,
         modified_files=modified_files,
-        previous_summary_source=previous_summary_source(check.plan),
+        previous_summary_source=previous_summary_source(plan),
         warnings=tuple(warnings),
         redacted=redactor.counts if redactor is not None else None,
         sendable=sendable,
@@ -1053,18 +1060,18 @@ def preview_summary(
     )
 
 
-def _preview_model(check: CheckResult, options: SummaryOptions) -> tuple[ModelRef, bool, str]:
+def _preview_model(ctx: ModeContext, options: SummaryOptions) -> tuple[ModelRef, bool, str]:
     """The model a dry run sizes the requests for when no model can be used: the session's, sendable or not."""
     from pi_compact.llm import ModelRef, find_model, resolve_model
 
     advice = "a real run needs --model PROVIDER/ID (or PICOMPACT_MODEL) naming a model picompact can send to"
-    if check.model is None:
+    if ctx.model is None:
         ref = ModelRef("(none)", "(none)", "openai", "", key_required=False, source="none")
         return ref, False, f"the session names no model; {advice}; the requests are sized with Pi's defaults"
     try:
-        return resolve_model(check.model, base_url=options.base_url, source="session"), True, ""
+        return resolve_model(ctx.model, base_url=options.base_url, source="session"), True, ""
     except UsageError as exc:
-        provider, model_id = check.model
+        provider, model_id = ctx.model
         ref = ModelRef(provider, model_id, "openai", "", info=find_model(provider, model_id), source="session")
         return ref, False, f"{exc.message}; {advice}"
 
@@ -1080,6 +1087,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "UPDATE_INSTRUCTIONS",
     "SummaryCheckpoint",
+    "SummaryMode",
     "SummaryModel",
     "SummaryOptions",
     "SummaryPreview",
@@ -1096,6 +1104,5 @@ __all__ = [
     "reply_problem",
     "request_input_tokens",
     "resolve_summary_model",
-    "summary_mode",
     "turn_prefix_prompt",
 ]

@@ -8,9 +8,10 @@ the session's lock (default 10).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -18,32 +19,57 @@ from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ReserveOpt, SessionArg
-from pi_compact.errors import ExitCode, UsageError
+from pi_compact.errors import ExitCode, OptionError, UsageError
+
+if TYPE_CHECKING:
+    from pi_compact.checkpoint.mode import CheckpointMode
 
 FIXED_TIME_ENV = "PICOMPACT_FIXED_TIME"
 ID_SEED_ENV = "PICOMPACT_ID_SEED"
 LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
 
 
-def _verbatim(params: dict[str, Any]) -> Any:
-    from pi_compact.compact import verbatim_mode
-
-    mode = verbatim_mode(cap_tokens=params["cap"], no_cap=params["no_cap"], context_files=params["context_files"])
-    if params.get("redact"):
-        from pi_compact.redact import redacting_mode
-
-        return redacting_mode(mode)
-    return mode
-
-
-def _summary(params: dict[str, Any]) -> Any:
-    from pi_compact.checkpoint.summary import summary_mode
-
-    return summary_mode(_summary_options(params), waiting=params.get("waiting"))
+# The options' field names (checked by the options dataclasses) as the flags that set them, for messages.
+FLAGS = {
+    "mode": "--mode",
+    "cap_tokens": "--cap",
+    "no_cap": "--no-cap",
+    "dry_run": "--dry-run",
+    "output": "--output",
+    "instructions": "--instructions",
+    "timeout": "--timeout",
+    "thinking": "--thinking",
+}
 
 
-# --mode NAME -> a factory taking the parsed flags and returning a mode (see pi_compact.compact).
-MODES: dict[str, Callable[[dict[str, Any]], Any]] = {"verbatim": _verbatim, "summary": _summary}
+def _mode(name: str, params: dict[str, Any], environ: Mapping[str, str]) -> CheckpointMode:
+    """The mode --mode names, built from the parsed flags."""
+    from pi_compact.checkpoint.mode import get_mode
+
+    if name == "summary":
+        return get_mode("summary", options=_summary_options(params), waiting=params.get("waiting"))
+    from functools import partial
+
+    from pi_compact.llm.choice import model_available
+
+    return get_mode(
+        name,
+        cap_tokens=params["cap"],
+        no_cap=params["no_cap"],
+        context_files=tuple(params["context_files"]),
+        # Advertise `picompact lookup` in the checkpoint only when that command would find a model and a key.
+        lookup_available=partial(model_available, env=environ),
+        redact=bool(params.get("redact")),
+    )
+
+
+@contextmanager
+def _flag_names() -> Iterator[None]:
+    """An options dataclass's complaint, naming the flags instead of its fields."""
+    try:
+        yield
+    except OptionError as exc:
+        raise UsageError(exc.message_for(FLAGS)) from None
 
 
 def _fmt(n: int) -> str:
@@ -134,13 +160,12 @@ def _check_flags(
     no_cap: bool,
     json_output: bool,
 ) -> None:
-    """Flag combinations that make no sense are usage errors naming the flags."""
-    if mode not in MODES:
-        raise UsageError(f"--mode must be one of {', '.join(sorted(MODES))} (got {mode!r})")
-    if dry_run and output is not None:
-        raise UsageError("--dry-run and --output clash: --output already leaves the session untouched")
-    if cap is not None and no_cap:
-        raise UsageError("--cap and --no-cap clash: give one of them")
+    """Flag combinations that make no sense are usage errors naming the flags (the options dataclasses check the
+    rest: ``_flag_names``)."""
+    from pi_compact.checkpoint.mode import MODE_NAMES
+
+    if mode not in MODE_NAMES:
+        raise UsageError(f"--mode must be one of {', '.join(sorted(MODE_NAMES))} (got {mode!r})")
     if json_output and output == "-":
         raise UsageError("--json and --output - clash: both would write to stdout")
     if output is not None and output != "-" and not output.strip():
@@ -282,7 +307,6 @@ def compact(
     for f in context_file or []:
         if not f.is_file():
             raise UsageError("--context-file: no such file", path=str(f))
-    path = resolve_session_path(session)
     clock, new_id = _clock_and_ids(env.environ)
     params = {
         "cap": cap,
@@ -297,37 +321,40 @@ def compact(
         "redact": redact,
         "waiting": _waiting(env),
     }
-    chosen = MODES[mode](params)
-    options = CompactOptions(
-        check=CheckOptions(
-            context_window=context_window,
-            model=model,
-            reserve_tokens=reserve_tokens,
-            keep_recent_tokens=keep_recent_tokens,
-            leaf_id=leaf,
-        ),
-        dry_run=dry_run,
-        output=output,
-        if_needed=if_needed,
-        backup=not no_backup,
-        repair=repair,
-        force=force,
-        clock=clock,
-        new_id=new_id,
-        lock_timeout=_lock_timeout(env.environ),
-    )
-    if mode == "summary" and dry_run:
-        _summary_dry_run(env, path, options, _summary_options(params), json_output=json_output)
-        return ExitCode.OK
+    with _flag_names():
+        chosen = _mode(mode, params, env.environ)
+        options = CompactOptions(
+            check=CheckOptions(
+                context_window=context_window,
+                model=model,
+                reserve_tokens=reserve_tokens,
+                keep_recent_tokens=keep_recent_tokens,
+                leaf_id=leaf,
+            ),
+            dry_run=dry_run,
+            output=output,
+            if_needed=if_needed,
+            backup=not no_backup,
+            repair=repair,
+            force=force,
+            clock=clock,
+            new_id=new_id,
+            lock_timeout=_lock_timeout(env.environ),
+        )
+    path = resolve_session_path(session)
     result = compact_session(path, chosen, options)
     if result.written or result.status == "copied":
         env.interrupted_note = "interrupted after the compaction was written"
+    if result.preview is not None:
+        _report_preview(env, result, json_output=json_output)
+        return ExitCode.OK
     _report(env, result, json_output=json_output, dry_run=dry_run)
     _summary_note(env, result)
-    if getattr(chosen, "redactor", None) is not None and result.status != "not-needed":
+    checkpoint = result.checkpoint
+    if result.mode == "verbatim" and checkpoint is not None and checkpoint.redacted is not None:
         from pi_compact.redact import describe_counts
 
-        env.note(f"redaction: masked {describe_counts(chosen.redactor.counts)} in the checkpoint text")
+        env.note(f"redaction: masked {describe_counts(checkpoint.redacted)} in the checkpoint text")
     return ExitCode.OK
 
 
@@ -344,7 +371,9 @@ def _report(env: Environment, result: Any, *, json_output: bool, dry_run: bool) 
             else f"{check.plan.context.tokens:,} context tokens, threshold {check.threshold:,}"
         )
         env.note(f"not needed ({why}); nothing written")
-        if json_output:
+        if json_output and dry_run and result.mode == "summary":  # the summary dry run's own short document
+            env.emit({"status": "not-needed", "mode": "summary", "session": str(result.path)})
+        elif json_output:
             env.emit(data)
         return
     for warning in result.warnings:
@@ -418,7 +447,7 @@ def _apply(flags: list[str]) -> str:
 def _summary_options(params: dict[str, Any]) -> Any:
     from pi_compact.checkpoint.summary import SummaryOptions
 
-    options = SummaryOptions(
+    return SummaryOptions(
         model=params["model"],
         base_url=params["base_url"],
         instructions=params["instructions"],
@@ -427,8 +456,6 @@ def _summary_options(params: dict[str, Any]) -> Any:
         redact=params.get("redact") is not False,
         thinking=params.get("thinking"),
     )
-    options.validate()
-    return options
 
 
 def _waiting(env: Environment) -> Callable[[str], Any]:
@@ -436,28 +463,19 @@ def _waiting(env: Environment) -> Callable[[str], Any]:
     return lambda label: env.progress(label, hint="Ctrl-C aborts, nothing is written")
 
 
-def _summary_dry_run(env: Environment, path: Path, options: Any, summary_options: Any, *, json_output: bool) -> None:
-    """Print the exact request(s) and what they may cost; send nothing, write nothing."""
-    from pi_compact.check import check_session
-    from pi_compact.checkpoint.summary import preview_summary
-    from pi_compact.errors import NothingToCompactError
+def _report_preview(env: Environment, result: Any, *, json_output: bool) -> None:
+    """A summary dry run: the exact request(s) and what they may cost; nothing sent, nothing written."""
+    from pi_compact.checkpoint.summary import SummaryPreview
 
-    check = check_session(path, options.check)
-    report_diagnostics(env, check.diagnostics, path)
-    for warning in check.warnings:
+    preview = result.preview
+    assert isinstance(preview, SummaryPreview)
+    report_diagnostics(env, result.check.diagnostics, result.path)
+    for warning in result.check.warnings:
         env.warn(warning)
-    if options.if_needed and not check.should_compact:
-        env.note(f"not needed ({check.plan.context.tokens:,} context tokens, threshold {check.threshold:,})")
-        if json_output:
-            env.emit({"status": "not-needed", "mode": "summary", "session": str(path)})
-        return
-    if not check.plan.can_compact:
-        raise NothingToCompactError(f"nothing to compact: {check.plan.nothing_reason}", path=str(path))
-    preview = preview_summary(check, summary_options)
-    for warning in preview.warnings:
+    for warning in [*preview.warnings, *result.warnings]:
         env.warn(warning)
     if json_output:
-        env.emit(preview.to_json())
+        env.emit(result.to_json())
     else:
         count = len(preview.requests)
         for n, request in enumerate(preview.requests, 1):
@@ -511,14 +529,16 @@ def _summary_dry_run(env: Environment, path: Path, options: Any, summary_options
 
 def _summary_note(env: Environment, result: Any) -> None:
     """Which model wrote the summary and what it cost (stderr)."""
-    checkpoint = result.checkpoint
-    model = getattr(checkpoint, "model", "")
-    usage = getattr(checkpoint, "usage", None)
-    if not model or not isinstance(usage, dict):
+    if result.mode != "summary" or result.checkpoint is None:
         return
-    requests = getattr(checkpoint, "requests", 1)
-    env.note(_redaction_text(getattr(checkpoint, "redacted", None), would=False))
-    if getattr(checkpoint, "chunks", 0):
+    from pi_compact.checkpoint.summary import SummaryCheckpoint
+
+    checkpoint = result.checkpoint
+    if not isinstance(checkpoint, SummaryCheckpoint) or not checkpoint.model or checkpoint.usage is None:
+        return
+    model, usage, requests = checkpoint.model, checkpoint.usage, checkpoint.requests
+    env.note(_redaction_text(checkpoint.redacted, would=False))
+    if checkpoint.chunks:
         env.note(f"the history was summarised in {checkpoint.chunks} chunks; usage sums every request")
     cost = usage.get("cost", {}).get("total", 0)
     env.note(

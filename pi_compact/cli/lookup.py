@@ -146,8 +146,8 @@ def lookup(
     leaf: str | None = LeafOpt,
     json_output: bool = JsonOpt,
 ) -> ExitCode:
-    from pi_compact.llm import require_api_key
-    from pi_compact.lookup.agent import LookupOptions, choose_lookup_model, run_lookup, session_model
+    from pi_compact.llm import choose_model_and_key
+    from pi_compact.lookup.agent import LookupOptions, run_lookup, session_model
     from pi_compact.render.transcript import build_transcript
     from pi_compact.session.load import load_session
 
@@ -161,8 +161,7 @@ def lookup(
     loaded = load_session(path)
     report_diagnostics(env, loaded.diagnostics, path)
     transcript = build_transcript(loaded, leaf_id=leaf)
-    ref = choose_lookup_model(session_model(transcript), model, env.environ, base_url=base_url)
-    key = require_api_key(ref, env.environ)
+    ref, key = choose_model_and_key(session_model(transcript), model, env.environ, base_url=base_url)
     with env.progress("starting") as progress:
         result = run_lookup(transcript, question, ref, api_key=key, options=options, progress=progress)
     note = recovery_note(path) if not result.complete else None

@@ -12,6 +12,7 @@ A tool-calling loop::
         messages += [Message.tool_result(call, run_tool(call)) for call in response.tool_calls]
 """
 
+from pi_compact.llm.choice import choose_model, choose_model_and_key, model_available
 from pi_compact.llm.client import ProviderRequestError, complete, complete_many
 from pi_compact.llm.keys import Secret, find_api_key, has_api_key, require_api_key
 from pi_compact.llm.model_table import ModelEntry, estimate_cost, find_model
@@ -19,7 +20,6 @@ from pi_compact.llm.providers import (
     MODEL_ENV_VAR,
     PROVIDERS,
     ModelRef,
-    choose_model,
     parse_model_ref,
     resolve_model,
     supported_providers,
@@ -41,12 +41,14 @@ __all__ = [
     "ToolCall",
     "Usage",
     "choose_model",
+    "choose_model_and_key",
     "complete",
     "complete_many",
     "estimate_cost",
     "find_api_key",
     "find_model",
     "has_api_key",
+    "model_available",
     "parse_model_ref",
     "require_api_key",
     "resolve_model",

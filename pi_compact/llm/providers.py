@@ -7,7 +7,6 @@ the Gemini API ("google"). Every provider below maps to one of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -188,43 +187,4 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
         max_tokens_field=field_name,
         info=find_model(provider, model_id),
         source=source,
-    )
-
-
-def choose_model(
-    session_model: tuple[str, str] | None,
-    cli_model: str | None,
-    env: Mapping[str, str],
-    *,
-    base_url: str | None = None,
-) -> ModelRef:
-    """Pick the model for a request: --model, else the session's model when usable, else PICOMPACT_MODEL.
-
-    The session's model counts as usable when picompact speaks to its provider and a key for it
-    is available (or none is needed); otherwise the next source is tried.
-    """
-    from pi_compact.llm.keys import has_api_key
-
-    if cli_model and cli_model.strip():
-        return resolve_model(cli_model, base_url=base_url, source="--model")
-    skipped = ""
-    if session_model is not None and all(session_model):
-        try:
-            candidate = resolve_model(session_model, base_url=base_url, source="session")
-        except UsageError:
-            skipped = f"the session's model {session_model[0]}/{session_model[1]} is not supported"
-        else:
-            if has_api_key(candidate, env):
-                return candidate
-            skipped = (
-                f"the session's model {candidate.ref} has no API key "
-                f"(set {' or '.join(candidate.key_env)} or log in with an API key in Pi)"
-            )
-    env_model = env.get(MODEL_ENV_VAR, "").strip()
-    if env_model:
-        return resolve_model(env_model, base_url=base_url, source=MODEL_ENV_VAR)
-    reason = f"{skipped}; " if skipped else ""
-    raise UsageError(
-        f"no model to use: {reason}pass --model provider/model-id, set {MODEL_ENV_VAR}=provider/model-id, "
-        "or use a session whose current model has an API key"
     )

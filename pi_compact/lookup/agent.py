@@ -19,7 +19,6 @@ stay exact); every model call may write at most ``MAX_OUTPUT_TOKENS`` tokens; th
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,6 @@ from pi_compact.errors import (
     CursorError,
     NotFoundError,
     PatternError,
-    PiCompactError,
     ProviderError,
     UsageError,
 )
@@ -197,31 +195,6 @@ def session_model(transcript: Transcript) -> tuple[str, str] | None:
     from pi_compact.projection import session_model as branch_model
 
     return branch_model(list(transcript.branch.entries))[0]
-
-
-def choose_lookup_model(
-    session_model: tuple[str, str] | None,
-    cli_model: str | None,
-    env: Mapping[str, str] | None = None,
-    *,
-    base_url: str | None = None,
-) -> ModelRef:
-    """``--model``, else the session's model when it has a key, else PICOMPACT_MODEL (as summary mode picks)."""
-    from pi_compact.llm import choose_model
-
-    return choose_model(session_model, cli_model, os.environ if env is None else env, base_url=base_url)
-
-
-def lookup_model_available(session_model: tuple[str, str] | None, env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``picompact lookup SESSION "…"`` without flags would find a model and a key for it."""
-    from pi_compact.llm import require_api_key
-
-    env = os.environ if env is None else env
-    try:
-        require_api_key(choose_lookup_model(session_model, None, env), env)
-    except PiCompactError:
-        return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -764,11 +737,9 @@ __all__ = [
     "LookupOptions",
     "LookupResult",
     "ToolRecord",
-    "choose_lookup_model",
     "format_grep",
     "format_list",
     "format_show",
-    "lookup_model_available",
     "overview",
     "run_lookup",
     "session_model",

@@ -1,9 +1,9 @@
 """What the Pi extension asks of picompact, as data: a checkpoint for Pi's ``session_before_compact``, one recovery
 tool call, and the effective configuration. No printing; ``pi_compact.cli.pi`` turns these into JSON.
 
-The checkpoint comes from ``compact_session`` in dry-run mode, the code path of ``picompact compact --dry-run``, so
-for the same session prefix (``--leaf``), settings and environment the extension's checkpoint and the dry run's
-are the same bytes.
+The checkpoint comes from ``draft_compaction``, the code path of ``picompact compact --dry-run`` (a verbatim
+mode's preview is its checkpoint), so for the same session prefix (``--leaf``), settings and environment the
+extension's verbatim checkpoint and the dry run's are the same bytes.
 """
 
 from __future__ import annotations
@@ -46,12 +46,15 @@ def build_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
     """The compaction Pi should append: ``summary``, ``firstKeptEntryId``, ``tokensBefore``, ``details``, plus the
     re-orientation ``reminder`` (verbatim mode), the settings used and the figures for ``/picompact``."""
     from pi_compact.check import CheckOptions
-    from pi_compact.compact import CompactOptions, compact_session, verbatim_mode
+    from pi_compact.checkpoint.mode import CheckpointMode, get_mode
+    from pi_compact.compact import CompactOptions, draft_compaction
+    from pi_compact.llm import model_available
 
+    mode: CheckpointMode
     if request.mode == "verbatim":
-        mode = verbatim_mode(cap_tokens=request.cap, no_cap=request.no_cap)
+        mode = get_mode("verbatim", cap_tokens=request.cap, no_cap=request.no_cap, lookup_available=model_available)
     elif request.mode == "summary":
-        from pi_compact.checkpoint.summary import SummaryOptions, summary_mode
+        from pi_compact.checkpoint.summary import SummaryOptions
 
         options = SummaryOptions(
             model=request.model,
@@ -59,11 +62,10 @@ def build_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
             instructions=request.instructions or None,
             timeout=request.timeout if request.timeout is not None else SummaryOptions.timeout,
         )
-        options.validate()
-        mode = summary_mode(options)
+        mode = get_mode("summary", options=options)
     else:
         raise UsageError(f"--mode must be verbatim or summary (got {request.mode!r})")
-    result = compact_session(
+    result = draft_compaction(
         request.session,
         mode,
         CompactOptions(
@@ -74,7 +76,6 @@ def build_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
                 keep_recent_tokens=request.keep_recent_tokens,
                 leaf_id=request.leaf,
             ),
-            dry_run=True,
         ),
     )
     compaction = result.entries[0]
@@ -140,7 +141,7 @@ def effective_config(
     cwd: str, project_trusted: bool | None, session_model: str | None, env: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The configuration the extension runs with: settings, and whether ``context_lookup`` has a model."""
-    from pi_compact.compact import lookup_configured
+    from pi_compact.llm import model_available
     from pi_compact.pi.config import load_config
 
     config = load_config(cwd, project_trusted)
@@ -152,5 +153,5 @@ def effective_config(
     return {
         **config.to_json(),
         "capArgs": config.cap_args(),
-        "lookupAvailable": lookup_configured(model, config.lookup_model),
+        "lookupAvailable": model_available(model, config.lookup_model, env),
     }

@@ -8,8 +8,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Response as WResponse
 
-from pi_compact.compact import lookup_configured
-from pi_compact.lookup.agent import lookup_model_available
+from pi_compact.llm import model_available
 from tests.helpers.cli import run
 from tests.lookup_agent.conftest import BUILD_ERROR, History, ScriptedModel, tool_names, tool_results, user_texts
 
@@ -174,8 +173,7 @@ def test_lookup_configured_agrees_with_the_command(
             monkeypatch.delenv(name, raising=False)
         for name, value in env.items():
             monkeypatch.setenv(name, value)
-        available = lookup_model_available(session_model)
-        assert lookup_configured(session_model) is available
+        available = model_available(session_model)
         base = server.url_for("/").rstrip("/") + ("/v1" if "PICOMPACT_MODEL" in env else "")
         result = run("lookup", history.path, "What failed?", "--base-url", base)
         # Exit 2 when no model or key could be found; else the request reached the server (which refused it).

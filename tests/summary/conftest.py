@@ -13,7 +13,8 @@ from werkzeug import Response as WResponse
 
 from pi_compact.check import CheckOptions
 from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
-from pi_compact.compact import CompactOptions, CompactResult, Mode, compact_session
+from pi_compact.checkpoint.mode import CheckpointMode
+from pi_compact.compact import CompactOptions, CompactResult, compact_session
 from tests.helpers.providers import set_provider_keys
 from tests.sessionkit import SessionBuilder, simple_session
 
@@ -175,7 +176,9 @@ def summary_args(server: HTTPServer, path: Path, *extra: str, keep: int | str = 
     ]
 
 
-def compact(path: Path, mode: Mode, *, model: str = OPENAI_MODEL, keep: int = KEEP, **kw: Any) -> CompactResult:
+def compact(
+    path: Path, mode: CheckpointMode, *, model: str = OPENAI_MODEL, keep: int = KEEP, **kw: Any
+) -> CompactResult:
     """compact_session with fixed time and ids, judged by (and summarised with) ``model``."""
     options = CompactOptions(
         check=CheckOptions(model=model, keep_recent_tokens=keep),

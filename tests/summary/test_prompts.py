@@ -36,7 +36,7 @@ def _check(path: Path, model: str = OPENAI_MODEL, **kw):
 
 
 def _model(check, model: str = OPENAI_MODEL):
-    return resolve_summary_model(resolve_model(model), check)
+    return resolve_summary_model(resolve_model(model), check.mode_context())
 
 
 def test_first_summary_wraps_the_conversation_and_asks_for_the_six_sections(tmp_path: Path) -> None:
@@ -144,13 +144,15 @@ def test_context_window_flag_applies_when_the_summariser_is_the_judged_model(tmp
     path = history_session(tmp_path)
     check = _check(path, context_window=50_000)
     assert _model(check).context_window == 50_000
-    other = resolve_summary_model(resolve_model("anthropic/claude-sonnet-4-5"), check)
+    other = resolve_summary_model(resolve_model("anthropic/claude-sonnet-4-5"), check.mode_context())
     assert other.context_window == 200_000
 
 
 def test_an_unknown_model_gets_pis_custom_defaults_and_a_warning(tmp_path: Path) -> None:
     check = _check(history_session(tmp_path))
-    model = resolve_summary_model(resolve_model("vllm/my-local-model", base_url="http://127.0.0.1:9/v1"), check)
+    model = resolve_summary_model(
+        resolve_model("vllm/my-local-model", base_url="http://127.0.0.1:9/v1"), check.mode_context()
+    )
     assert (model.context_window, model.max_tokens) == (128_000, 16_384)
     assert model.warnings and "my-local-model" in model.warnings[0]
 
@@ -223,7 +225,7 @@ def test_combined_usage_sums_everything() -> None:
 def test_options_are_checked() -> None:
     from pi_compact.errors import UsageError
 
-    with pytest.raises(UsageError, match="--timeout"):
-        SummaryOptions(timeout=0).validate()
-    with pytest.raises(UsageError, match="--instructions"):
-        SummaryOptions(instructions="   ").validate()
+    with pytest.raises(UsageError, match="timeout must be a positive number"):
+        SummaryOptions(timeout=0)
+    with pytest.raises(UsageError, match="instructions is empty"):
+        SummaryOptions(instructions="   ")

@@ -13,16 +13,16 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
+from pi_compact.checkpoint.mode import get_mode
 from pi_compact.checkpoint.summary import (
     NO_PRIOR_HISTORY,
     SPLIT_TURN_SEPARATOR,
     SYSTEM_PROMPT,
+    SummaryMode,
     SummaryOptions,
     combine_usage,
     pi_usage,
-    summary_mode,
 )
-from pi_compact.compact import verbatim_mode
 from pi_compact.errors import ExitCode, ProviderError
 from pi_compact.llm import Usage
 from pi_compact.models import find_model
@@ -60,7 +60,7 @@ def sleeps() -> list[float]:
 
 def _mode(server: HTTPServer, sleeps: list[float], model: str = OPENAI_MODEL, **kw: Any):
     options = SummaryOptions(model=model, base_url=server.url_for("/v1"), **kw)
-    return summary_mode(options, sleep=sleeps.append)
+    return SummaryMode(options, sleep=sleeps.append)
 
 
 def _new_entries(path: Path, before: bytes) -> list[dict[str, Any]]:
@@ -183,7 +183,7 @@ def test_second_compaction_updates_the_previous_summary(server: HTTPServer, slee
 def test_a_verbatim_checkpoint_is_updated_like_a_summary(server: HTTPServer, sleeps: list[float], tmp_path: Path):
     server.expect_request(OPENAI_PATH).respond_with_response(openai_reply(GOOD_SUMMARY))
     path = history_session(tmp_path)
-    verbatim = compact(path, verbatim_mode(lookup_available=False)).entries[0]
+    verbatim = compact(path, get_mode("verbatim", lookup_available=False)).entries[0]
     assert verbatim["fromHook"] is True
     _more_turns(path)
     before = path.read_bytes()
