@@ -1,0 +1,181 @@
+"""The layer map (README "Architecture") and the import graph that must follow it.
+
+Every module of ``pi_compact`` belongs to one layer, and imports (at module level, inside functions, or for type
+checking alike) only from its own layer or the layers before it; and no two parts import each other, directly or
+round a cycle. The package's ``__init__`` (the lazy public API) stands outside the layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pi_compact
+
+PACKAGE = Path(pi_compact.__file__).parent
+
+# Layers in order; each entry names a part (a module, or a package when every module of it sits in one layer).
+# A module belongs to the longest part that prefixes its name.
+LAYERS: list[tuple[str, list[str]]] = [
+    ("errors", ["errors"]),
+    ("leaf utilities", ["tokens", "settings", "models", "redact", "pi.config", "pi.install"]),
+    ("session", ["session"]),
+    ("the Pi model", ["messages", "projection", "plan", "forecast", "render.serialize"]),
+    ("llm", ["llm"]),
+    ("checkpoint", ["checkpoint"]),
+    ("check / compact", ["check", "compact", "lint", "audit"]),
+    (
+        "search",
+        [
+            "render",
+            "render.transcript",
+            "lookup",
+            "lookup.search",
+            "lookup.cursor",
+            "lookup.context",
+            "lookup.matching",
+            "lookup.prefilter",
+            "lookup.quotes",
+            "lookup.selection",
+            "coverage",
+        ],
+    ),
+    ("lookup agent", ["lookup.agent", "lookup.prompts"]),
+    ("Pi extension", ["pi", "pi.hook"]),
+    ("cli", ["cli", "__main__"]),
+]
+
+LAYER_OF = {f"pi_compact.{part}": index for index, (_, parts) in enumerate(LAYERS) for part in parts}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def part_of(module: str) -> str | None:
+    """The part of the layer map a module belongs to (the longest prefix), None for the package itself."""
+    if module == "pi_compact":
+        return None
+    candidates = [p for p in LAYER_OF if module == p or module.startswith(p + ".")]
+    return max(candidates, key=len) if candidates else ""
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent / Path(*name.split("."))
+    return path.with_suffix(".py").exists() or path.is_dir()
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of the import statements under ``if TYPE_CHECKING:`` (they load nothing when the program runs)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            found.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return found
+
+
+def imports(path: Path, module: str, *, runtime_only: bool = False) -> set[str]:
+    """Every pi_compact module ``path`` imports, wherever the import statement is (``runtime_only``: not those
+    for type checking alone). ``from pkg import submodule`` counts as importing the submodule."""
+    tree = ast.parse(path.read_bytes(), str(path))
+    skip = _type_checking_nodes(tree) if runtime_only else set()
+    found: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("pi_compact"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            if not base.startswith("pi_compact"):
+                continue
+            submodules = {f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")}
+            found.update(submodules)
+            if len(submodules) < len(node.names):
+                found.add(base)
+    return found
+
+
+def graph(*, runtime_only: bool = False) -> dict[str, set[str]]:
+    return {
+        module_name(path): imports(path, module_name(path), runtime_only=runtime_only)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "extension" not in path.relative_to(PACKAGE).parts
+    }
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[str]:
+    cycles: list[str] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    return cycles
+
+
+def test_every_module_has_a_place_in_the_layer_map() -> None:
+    unplaced = sorted(m for m in graph() if part_of(m) == "")
+    assert not unplaced, f"add these modules to LAYERS (and the README's Architecture section): {unplaced}"
+
+
+def test_each_module_imports_only_from_its_layer_or_the_layers_before() -> None:
+    wrong = []
+    for module, targets in graph().items():
+        part = part_of(module)
+        if not part:
+            continue
+        for target in sorted(targets):
+            other = part_of(target)
+            if other and LAYER_OF[other] > LAYER_OF[part]:
+                wrong.append(f"{module} ({LAYERS[LAYER_OF[part]][0]}) imports {target} ({LAYERS[LAYER_OF[other]][0]})")
+    assert not wrong, "imports against the layer map:\n" + "\n".join(wrong)
+
+
+def test_no_two_parts_import_each_other() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, targets in graph().items():
+        part = part_of(module)
+        for target in targets:
+            other = part_of(target)
+            if part and other and other != part:
+                edges[part].add(other)
+    cycles = _cycles(edges)
+    assert not cycles, "import cycles between parts:\n" + "\n".join(cycles)
+
+
+def test_no_import_cycles_between_modules() -> None:
+    """Within a part too (type-checking imports aside: they load nothing); the package's lazy ``__init__`` aside."""
+    edges = {
+        module: {t for t in targets if t != module and t != "pi_compact"}
+        for module, targets in graph(runtime_only=True).items()
+    }
+    cycles = _cycles(edges)
+    assert not cycles, "import cycles between modules:\n" + "\n".join(cycles)
+
+
+def test_the_map_names_only_existing_modules() -> None:
+    modules = set(graph())
+    stale = sorted(p for p in LAYER_OF if p not in modules)
+    assert not stale, f"the layer map names modules that do not exist: {stale}"

@@ -1,0 +1,54 @@
+"""``picompact check`` on a small session stays quick to start: it loads no HTTP client, no tokenizer, none of
+rich's heavy parts and no LLM code. Run in a fresh interpreter (the test process has loaded everything)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.sessionkit import simple_session
+
+pytestmark = pytest.mark.process
+
+# Top-level packages (or pi_compact subpackages) that `check` must not import.
+FORBIDDEN = (
+    "httpx",
+    "httpcore",
+    "tiktoken",
+    "pi_compact.llm",
+    "rich.syntax",
+    "rich.traceback",
+    "rich.markdown",
+    "rich.progress",
+    "pygments",
+)
+
+PROBE = """
+import json, sys
+from pi_compact.cli import main
+code = main(sys.argv[1:])
+sys.stderr.write(json.dumps({"code": int(code), "modules": sorted(sys.modules)}))
+"""
+
+
+def _modules_after(tmp_path: Path, *args: str) -> set[str]:
+    env = {"HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], capture_output=True, env=env, cwd=tmp_path, timeout=120, check=False
+    )
+    report = json.loads(done.stderr.rsplit(b"\n", 1)[-1])
+    assert report["code"] in (0, 1), done.stderr.decode(errors="replace")
+    return set(report["modules"])
+
+
+@pytest.mark.parametrize("extra", [(), ("--json",)])
+def test_check_on_a_small_session_imports_nothing_heavy(tmp_path: Path, extra: tuple[str, ...]) -> None:
+    path = simple_session(turns=3, size=100).write(tmp_path / "s.jsonl")
+    modules = _modules_after(tmp_path, "check", str(path), "--context-window", "200000", *extra)
+    assert "pi_compact.check" in modules  # the probe ran the command
+    loaded = sorted(m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
+    assert not loaded, f"check imported {loaded}: import them lazily, where they are used"
