@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +70,9 @@ def _drive(out: Path, name: str, *args: str, setup: str | None = None) -> dict[s
 
 
 @pytest.fixture(scope="module")
-def midrun(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def midrun(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Threshold compactions between tool results and the next request, and a context overflow with retry."""
-    return _drive(
+    manifest = _drive(
         tmp_path_factory.mktemp("midrun"),
         "midrun",
         "--seed",
@@ -81,12 +83,14 @@ def midrun(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "32000",
         "--overflow-early",
     )
+    yield manifest
+    shutil.rmtree(manifest["tempDir"], ignore_errors=True)  # the sandbox kept (--keep) for the tests
 
 
 @pytest.fixture(scope="module")
-def idle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def idle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Compactions after a run and by hand (RPC compact), and the model calling the recovery tools."""
-    return _drive(
+    manifest = _drive(
         tmp_path_factory.mktemp("idle"),
         "idle",
         "--seed",
@@ -102,12 +106,14 @@ def idle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "4",
         "--context-tools",
     )
+    yield manifest
+    shutil.rmtree(manifest["tempDir"], ignore_errors=True)  # the sandbox kept (--keep) for the tests
 
 
 @pytest.fixture(scope="module")
-def prerun(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def prerun(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A threshold compaction before a prompt: the user raises reserveTokens in settings.json between prompts."""
-    return _drive(
+    manifest = _drive(
         tmp_path_factory.mktemp("prerun"),
         "prerun",
         "--seed",
@@ -119,6 +125,8 @@ def prerun(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "--raise-reserve-to",
         "9000",
     )
+    yield manifest
+    shutil.rmtree(manifest["tempDir"], ignore_errors=True)  # the sandbox kept (--keep) for the tests
 
 
 def test_a_compaction_before_a_prompt_puts_the_reminder_before_it(prerun: dict[str, Any]) -> None:
@@ -368,7 +376,7 @@ def test_picompact_compact_command_compacts_now(idle: dict[str, Any], tmp_path: 
 
 
 @pytest.fixture(scope="module")
-def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """An install whose recorded picompact no longer exists."""
     code = (
         "import json, os; p = os.path.join(os.environ['PI_CODING_AGENT_DIR'], 'extensions', 'picompact', "
@@ -376,7 +384,7 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "json.dump(d, open(p, 'w'))"
     )
     fix = f" && {shlex.quote(sys.executable)} -c {shlex.quote(code)}"
-    return _drive(
+    manifest = _drive(
         tmp_path_factory.mktemp("broken"),
         "broken",
         "--seed",
@@ -387,6 +395,8 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "24000",
         setup=_install_command(fix),
     )
+    yield manifest
+    shutil.rmtree(manifest["tempDir"], ignore_errors=True)  # the sandbox kept (--keep) for the tests
 
 
 def test_a_broken_picompact_falls_back_to_pis_own_compaction(broken: dict[str, Any]) -> None:
