@@ -17,9 +17,10 @@ should remember its answer for an unchanged summarised span itself.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from pi_compact.check import CheckOptions, CheckResult, analyze
 from pi_compact.checkpoint.entry import (
@@ -85,8 +86,12 @@ class CompactOptions:
     new_id: IdGenerator = random_id
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     retries: int = 1
+    stdout: BinaryIO | None = None  # where ``output="-"`` writes the copy
+    in_lock: Callable[[], None] | None = None  # called under the session's lock just before writing
 
     def __post_init__(self) -> None:
+        if self.output == "-" and self.stdout is None and not self.dry_run:
+            raise OptionError(("output", "stdout"), "clash: output '-' needs the stdout stream to write to")
         if self.dry_run and self.output is not None:
             raise OptionError(("dry_run", "output"), "clash: --output already leaves the session untouched")
         if self.retries < 0:
@@ -385,15 +390,22 @@ def compact_session(
                     message = torn_line_message(session, quiet)
                     raise SessionError(message, path=str(p), line=torn_line_number(session))
             if opts.output is not None:
-                result.write = write_copy(opts.output, session, lines, repair=opts.repair)
+                result.write = write_copy(opts.output, session, lines, repair=opts.repair, stream=opts.stdout)
                 result.status = "copied"
             elif session.needs_migration:
                 result.write = rewrite_session(
-                    p, migrated_lines(session) + lines, opts.backup, expected=session, lock_timeout=opts.lock_timeout
+                    p,
+                    migrated_lines(session) + lines,
+                    opts.backup,
+                    expected=session,
+                    lock_timeout=opts.lock_timeout,
+                    in_lock=opts.in_lock,
                 )
                 result.status = "rewritten"
             else:
-                result.write = append_entries(p, session, lines, repair=opts.repair, lock_timeout=opts.lock_timeout)
+                result.write = append_entries(
+                    p, session, lines, repair=opts.repair, lock_timeout=opts.lock_timeout, in_lock=opts.in_lock
+                )
                 result.status = "written"
             return result
         except SessionChangedError as exc:

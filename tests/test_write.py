@@ -266,7 +266,7 @@ def test_write_copy_to_a_stream_and_refusing_the_session_itself(tmp_path):
     path = _session_file(tmp_path)
     before = path.read_bytes()
     buffer = io.BytesIO()
-    write_copy("-", load_session(path), NEW, stdout=buffer)
+    write_copy("-", load_session(path), NEW, stream=buffer)
     assert buffer.getvalue() == before + "".join(NEW).encode()
     with pytest.raises(UsageError, match="session itself"):
         write_copy(path, load_session(path), NEW)

@@ -1,9 +1,10 @@
 """``picompact compact``: write a checkpoint Pi loads on resume (or preview it, or write a compacted copy).
 
 Test hooks (environment variables, for reproducible subprocess tests; not meant for everyday use):
-``PICOMPACT_FIXED_TIME`` (an ISO timestamp used as the entry time) and ``PICOMPACT_ID_SEED`` (any string: entry ids
-are then derived from it). ``PICOMPACT_LOCK_TIMEOUT`` sets how many seconds to wait for another picompact holding
-the session's lock (default 10).
+``PICOMPACT_FIXED_TIME`` (an ISO timestamp used as the entry time), ``PICOMPACT_ID_SEED`` (any string: entry ids
+are then derived from it) and ``PICOMPACT_TEST_PAUSE_IN_LOCK`` (seconds to sleep after taking the session's lock,
+just before writing, so that a test can kill the process there). ``PICOMPACT_LOCK_TIMEOUT`` sets how many seconds
+to wait for another picompact holding the session's lock (default 10).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 FIXED_TIME_ENV = "PICOMPACT_FIXED_TIME"
 ID_SEED_ENV = "PICOMPACT_ID_SEED"
 LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
+PAUSE_IN_LOCK_ENV = "PICOMPACT_TEST_PAUSE_IN_LOCK"
 
 
 # The options' field names (checked by the options dataclasses) as the flags that set them, for messages.
@@ -134,6 +136,20 @@ def _clock_and_ids(environ: Mapping[str, str]) -> tuple[Any, Any]:
             raise UsageError(f"{FIXED_TIME_ENV} is not an ISO timestamp: {fixed!r}") from None
     seed = environ.get(ID_SEED_ENV)
     return clock, (seeded_ids(seed) if seed else random_id)
+
+
+def _pause_in_lock(environ: Mapping[str, str]) -> Callable[[], None] | None:
+    """The test hook: a sleep under the lock, just before writing."""
+    value = environ.get(PAUSE_IN_LOCK_ENV, "").strip()
+    try:
+        seconds = float(value) if value else 0.0
+    except ValueError:
+        return None
+    if not seconds > 0:
+        return None
+    import time
+
+    return lambda: time.sleep(seconds)
 
 
 def _lock_timeout(environ: Mapping[str, str]) -> float:
@@ -340,6 +356,8 @@ def compact(
             clock=clock,
             new_id=new_id,
             lock_timeout=_lock_timeout(env.environ),
+            stdout=env.stdout.buffer if output == "-" else None,
+            in_lock=_pause_in_lock(env.environ),
         )
     path = resolve_session_path(session)
     result = compact_session(path, chosen, options)

@@ -10,9 +10,9 @@ Three ways, one rule each:
   then renamed over the old one; the original is kept as ``SESSION.bak`` (a hard link, so it costs nothing).
 - ``write_copy``: ``--output FILE`` writes a compacted copy elsewhere (temp file + rename) and leaves SESSION alone.
 
-Test hook (used only by the test-suite, documented here so nobody wonders): when the environment variable
-``PICOMPACT_TEST_PAUSE_IN_LOCK`` holds a number of seconds, the writers sleep that long after taking the lock and
-checking the file, just before writing, so a test can kill the process at that point.
+``append_entries`` and ``rewrite_session`` take an ``in_lock`` callback, called after taking the lock and checking
+the file, just before writing (a test pauses there to kill the process at that point). Nothing here writes to
+stdout: ``write_copy`` to ``-`` writes to the stream it is given.
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ import fcntl
 import os
 import signal
 import stat
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -38,7 +37,6 @@ from pi_compact.tokens import js_stringify
 
 DEFAULT_LOCK_TIMEOUT = 10.0
 HEADER_SCAN_BYTES = 1024 * 1024
-PAUSE_ENV = "PICOMPACT_TEST_PAUSE_IN_LOCK"
 TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
 DEFAULT_TORN_QUIET = 2.0  # seconds an incomplete last line must stay unchanged to count as torn
 
@@ -65,13 +63,6 @@ class WriteResult:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Helpers
-
-
-def _test_pause() -> None:
-    value = os.environ.get(PAUSE_ENV)
-    if value:
-        with contextlib.suppress(ValueError):
-            time.sleep(float(value))
 
 
 @contextlib.contextmanager
@@ -317,6 +308,7 @@ def append_entries(
     *,
     repair: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    in_lock: Callable[[], None] | None = None,
 ) -> WriteResult:
     """Append complete lines (each ending in "\\n") to a v3 session that must still be exactly ``expected``.
 
@@ -343,7 +335,8 @@ def append_entries(
             _check_header(fd, p, expected)
             prefix, added, repaired = _separator(expected, p, repair)
             data = prefix + "".join(lines).encode("utf-8", "surrogatepass")
-            _test_pause()
+            if in_lock is not None:
+                in_lock()
             with _signals_deferred():
                 _check_unchanged(fd, p, expected)
                 _write_all_once(fd, data, p, expected.size)
@@ -485,6 +478,7 @@ def rewrite_session(
     *,
     expected: Session | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    in_lock: Callable[[], None] | None = None,
 ) -> WriteResult:
     """Replace the file's content with ``lines`` atomically (temp file, fsync, rename, fsync of the directory).
 
@@ -508,7 +502,8 @@ def rewrite_session(
                 _check_header(fd, p, expected)
             st = os.fstat(fd)
             tmp = _write_temp(p, data, st.st_mode & 0o7777, (st.st_uid, st.st_gid))
-            _test_pause()
+            if in_lock is not None:
+                in_lock()
             with _signals_deferred():
                 if expected is not None:
                     _check_unchanged(fd, p, expected)
@@ -554,12 +549,13 @@ def write_copy(
     new_lines: list[str],
     *,
     repair: bool = False,
-    stdout: BinaryIO | None = None,
+    stream: BinaryIO | None = None,
 ) -> WriteResult:
-    """Write the compacted copy to ``dest`` (temp file + rename), or to stdout when ``dest`` is ``-``."""
+    """Write the compacted copy to ``dest`` (temp file + rename), or to ``stream`` when ``dest`` is ``-``."""
     data = copy_content(session, new_lines, repair=repair)
     if str(dest) == "-":
-        stream = stdout if stdout is not None else sys.stdout.buffer
+        if stream is None:
+            raise ValueError("write_copy to '-' needs the stream to write to")
         try:
             stream.write(data)
             stream.flush()
