@@ -1,4 +1,7 @@
-"""Context windows: Pi's bundled model table plus the user's ``models.json``, composed as Pi 1.6 composes them.
+"""The model catalogue: windows, output limits and prices of every model Pi knows, composed as Pi 1.6 composes
+them from its bundled model table and the user's ``models.json``. ``check`` (the window), summary mode (window and
+output limit), ``lookup`` and the cost estimates (``estimate_cost``) all read it here; ``parse_model_ref`` is the
+one reader of a ``PROVIDER/ID`` reference.
 
 Pi also keeps provider catalogs it refreshed from pi.dev in ``<agent dir>/models-store.json`` and prefers them
 to its bundled data when they are newer; picompact reads that cache too (it never fetches anything).
@@ -22,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from pi_compact.errors import SettingsError
+from pi_compact.errors import SettingsError, UsageError
 from pi_compact.settings import _agent_dir, loads_js, read_text
 
 CUSTOM_CONTEXT_WINDOW = 128000
@@ -537,3 +540,40 @@ def resolve_context_window(
             message += " (note: " + "; ".join(catalog.errors) + ")"
         raise SettingsError(message)
     return info.context_window, f"{info.source} ({key})"
+
+
+def provider_models(provider: str, *, agent_dir: str | os.PathLike[str] | None = None) -> list[ModelInfo]:
+    """Every model of one provider, in the catalogue's order."""
+    if _only_builtin(agent_dir):
+        return [info for (name, _), info in builtin_models().items() if name == provider]
+    return [info for (name, _), info in model_catalog(agent_dir).models.items() if name == provider]
+
+
+def estimate_cost(
+    info: ModelInfo | None,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> float | None:
+    """Dollars for one exchange at the catalogue's prices (USD per million tokens); None for an unknown model."""
+    if info is None:
+        return None
+    total = (
+        input_tokens * info.input_cost
+        + output_tokens * info.output_cost
+        + cache_read_tokens * info.cache_read_cost
+        + cache_write_tokens * info.cache_write_cost
+    )
+    return total / 1_000_000
+
+
+def parse_model_ref(text: str) -> tuple[str, str]:
+    """Split ``PROVIDER/ID`` on the first slash (model ids may hold more slashes); a UsageError otherwise."""
+    provider, sep, model_id = text.strip().partition("/")
+    if not sep or not provider or not model_id:
+        raise UsageError(
+            f"model {text.strip()!r} is not of the form provider/model-id "
+            "(for example anthropic/claude-sonnet-4-5 or openai/gpt-4.1-mini)"
+        )
+    return provider, model_id

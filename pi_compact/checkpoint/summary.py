@@ -290,32 +290,24 @@ class SummaryRequest:
 
 
 def resolve_summary_model(ref: ModelRef, ctx: ModeContext | None = None) -> SummaryModel:
-    """Window and output limit of the summarising model, from Pi's model table (and models.json).
+    """Window and output limit of the summarising model, from the model catalogue (``pi_compact.models``).
 
     When it is the model the session is judged by and ``--context-window`` was given, that window applies. A model
     Pi does not know gets Pi's defaults for custom models (128,000-token window, 16,384 output tokens).
     """
     from pi_compact.models import CUSTOM_CONTEXT_WINDOW, CUSTOM_MAX_TOKENS, find_model
 
-    info = find_model(ref.provider, ref.model_id)
-    table = ref.info
+    info = ref.info if ref.info is not None else find_model(ref.provider, ref.model_id)
     warnings: list[str] = []
     same_model = ctx is not None and ctx.model == (ref.provider, ref.model_id)
     if same_model and ctx is not None and ctx.context_window_from_flag:
         window = ctx.context_window
     elif info is not None:
         window = info.context_window
-    elif table is not None and table.context_window:
-        window = table.context_window
     else:
         window = CUSTOM_CONTEXT_WINDOW
-    if info is not None and info.max_tokens > 0:
-        max_tokens = info.max_tokens
-    elif table is not None and table.max_tokens:
-        max_tokens = table.max_tokens
-    else:
-        max_tokens = CUSTOM_MAX_TOKENS
-    if info is None and table is None:
+    max_tokens = info.max_tokens if info is not None and info.max_tokens > 0 else CUSTOM_MAX_TOKENS
+    if info is None:
         warnings.append(
             f"{ref.ref} is not in Pi's model table or models.json: assuming Pi's defaults for custom models "
             f"({window:,}-token window, {max_tokens:,} output tokens)"
@@ -922,10 +914,9 @@ class SummaryPreview:
     @property
     def cost_upper_bound(self) -> float | None:
         """Dollars for Pi's input estimate plus the full output limit of every request; None without prices."""
-        from pi_compact.llm import estimate_cost
+        from pi_compact.models import estimate_cost
 
-        info: Any = self.model.info if self.model.info is not None else self.model.ref.info
-        return estimate_cost(info, self.input_tokens, self.max_output_tokens)
+        return estimate_cost(self.model.info, self.input_tokens, self.max_output_tokens)
 
     def to_json(self) -> dict[str, Any]:
         plan = self.plan

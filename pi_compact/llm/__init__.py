@@ -15,22 +15,15 @@ A tool-calling loop::
 from pi_compact.llm.choice import choose_model, choose_model_and_key, model_available
 from pi_compact.llm.client import ProviderRequestError, complete, complete_many
 from pi_compact.llm.keys import Secret, find_api_key, has_api_key, require_api_key
-from pi_compact.llm.model_table import ModelEntry, estimate_cost, find_model
-from pi_compact.llm.providers import (
-    MODEL_ENV_VAR,
-    PROVIDERS,
-    ModelRef,
-    parse_model_ref,
-    resolve_model,
-    supported_providers,
-)
+from pi_compact.llm.providers import MODEL_ENV_VAR, PROVIDERS, ModelRef, resolve_model, supported_providers
 from pi_compact.llm.types import Message, Request, Response, StopReason, Tool, ToolCall, Usage
+from pi_compact.models import ModelInfo, estimate_cost, find_model, parse_model_ref
 
 __all__ = [
     "MODEL_ENV_VAR",
     "PROVIDERS",
     "Message",
-    "ModelEntry",
+    "ModelInfo",
     "ModelRef",
     "ProviderRequestError",
     "Request",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pi_compact.errors import UsageError
-from pi_compact.llm.model_table import ModelEntry, find_model, provider_entries
+from pi_compact.models import ModelInfo, find_model, parse_model_ref, provider_models
 
 Protocol = Literal["openai", "anthropic", "google"]
 
@@ -101,24 +101,13 @@ class ModelRef:
     key_env: tuple[str, ...] = ()
     key_required: bool = True
     max_tokens_field: str = "max_tokens"
-    info: ModelEntry | None = field(default=None, compare=False)
+    info: ModelInfo | None = field(default=None, compare=False)  # from the model catalogue (pi_compact.models)
     # Where the choice came from ("--model", "session", PICOMPACT_MODEL), for messages only.
     source: str = field(default="", compare=False)
 
     @property
     def ref(self) -> str:
         return f"{self.provider}/{self.model_id}"
-
-
-def parse_model_ref(text: str) -> tuple[str, str]:
-    """Split "provider/model-id" on the first slash (model ids may hold more slashes)."""
-    provider, sep, model_id = text.strip().partition("/")
-    if not sep or not provider or not model_id:
-        raise UsageError(
-            f"model {text.strip()!r} is not of the form provider/model-id "
-            "(for example anthropic/claude-sonnet-4-5 or openai/gpt-4.1-mini)"
-        )
-    return provider, model_id
 
 
 def supported_providers() -> list[str]:
@@ -136,7 +125,7 @@ def _table_spec(provider: str, model_id: str) -> ProviderSpec | None:
         return None
     exact = find_model(provider, model_id)
     candidates = [exact] if exact is not None else []
-    candidates += provider_entries(provider)
+    candidates += provider_models(provider)
     for entry in candidates:
         protocol = _TABLE_APIS.get(entry.api)
         if protocol and entry.base_url and "{" not in entry.base_url:

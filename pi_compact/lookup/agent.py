@@ -667,7 +667,7 @@ def run_lookup(
                 answer = latest_text
     answer, cut = _truncate(answer.strip())
     truncated = truncated or cut
-    from pi_compact.llm import estimate_cost
+    from pi_compact.models import estimate_cost
 
     cost = None
     if model.info is not None:

@@ -89,8 +89,20 @@ def test_table_gives_output_limit_and_prices() -> None:
     ref = resolve_model(f"anthropic/{row['id']}")
     assert ref.info is not None
     assert ref.info.max_tokens == row["maxTokens"]
-    assert ref.info.cost_input == row["cost"]["input"]
+    assert ref.info.input_cost == row["cost"]["input"]
     assert resolve_model("anthropic/not-a-real-model").info is None
+
+
+def test_a_window_set_in_models_json_reaches_the_resolved_model(agent: Path) -> None:
+    """lookup and summary mode size their requests by ``ModelRef.info``: the same catalogue check reads."""
+    from pi_compact.models import find_model
+
+    (agent / "models.json").write_text(
+        json.dumps({"providers": {"openai": {"modelOverrides": {"gpt-4.1-mini": {"contextWindow": 12345}}}}})
+    )
+    ref = resolve_model("openai/gpt-4.1-mini")
+    assert ref.info is not None and ref.info.context_window == 12345
+    assert ref.info == find_model("openai", "gpt-4.1-mini")
 
 
 def test_provider_known_only_to_the_table_uses_its_endpoint() -> None:
