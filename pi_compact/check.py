@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from pi_compact.checkpoint.mode import ModeContext
-from pi_compact.errors import UsageError
+from pi_compact.errors import SettingsError, UsageError
 from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
 from pi_compact.projection import ProjectedEntry, build_projection
 from pi_compact.session import Branch, Session, get_branch, load_session
 from pi_compact.session.model import Diagnostic
+from pi_compact.session.tree import no_leaf_reason
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,15 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
         reserve_tokens=options.reserve_tokens,
         keep_recent_tokens=options.keep_recent_tokens,
     )
-    window, window_source = resolve_context_window(flag=options.context_window, model=model)
+    try:
+        window, window_source = resolve_context_window(flag=options.context_window, model=model)
+    except SettingsError:
+        if branch.leaf is None and session.no_leaf:  # no model because no branch: say why there is none
+            raise SettingsError(
+                f"no model, so no context window, is known (pass --context-window): {no_leaf_reason(session)}",
+                path=str(session.path or "<session>"),
+            ) from None
+        raise
     plan = plan_compaction(branch, settings.keep_recent_tokens, projection)
     threshold = window - settings.reserve_tokens
     warnings = list(getattr(settings, "warnings", ()))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pi_compact.messages import entry_messages
 from pi_compact.projection import ContextTokens, ProjectedEntry, Projection, build_projection, context_tokens
 from pi_compact.session.model import Entry, JsonDict
-from pi_compact.session.tree import Branch
+from pi_compact.session.tree import Branch, no_leaf_reason
 
 CUT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 TURN_START_ROLES = frozenset({"user", "bashExecution", "custom", "branchSummary", "compactionSummary"})
@@ -225,6 +225,8 @@ def plan_compaction(branch: Branch, keep_recent_tokens: int, projection: Project
     leaf = branch.leaf
     if leaf is None:
         reason = "the branch is empty"
+        if branch.session.no_leaf:
+            reason = no_leaf_reason(branch.session)
     elif leaf.type == "compaction":
         reason = f"the leaf {leaf.id} is already a compaction"
     elif first_kept is None or not first_kept.id:

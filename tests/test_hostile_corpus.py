@@ -318,8 +318,24 @@ KINDS: list[Kind] = [
     Kind("false-zero-empty", edited(insert(5, b"false", b"0", b'""')), warn="null/false"),
     Kind("array-line", edited(insert(5, b"[1,2]")), warn="not an object"),
     Kind("number-line", edited(insert(5, b"42")), warn="not an object"),
-    Kind("trailing-array", edited(append(b"[1,2]")), warn="Pi finds no leaf"),
-    Kind("trailing-string", edited(append(b'"the end"')), warn="Pi finds no leaf"),
+    Kind("trailing-array", edited(append(b"[1,2]")), warn="Pi finds no leaf", compact=(2, "--leaf")),
+    Kind("trailing-string", edited(append(b'"the end"')), warn="Pi finds no leaf", compact=(2, "--leaf")),
+    Kind("trailing-number", edited(append(b"42")), warn="Pi finds no leaf", compact=(2, "--leaf")),
+    Kind("trailing-true", edited(append(b"true")), warn="Pi finds no leaf", compact=(2, "--leaf")),
+    Kind(
+        "trailing-empty-id",
+        edited(append(entry(type="custom", id="", parentId="a0000019"))),
+        warn="Pi finds no leaf",
+        compact=(2, "--leaf"),
+    ),
+    Kind(
+        "v1-number-line",
+        content(lambda: v1_session() + b"42\n"),
+        warn="Pi 1.6 throws",
+        pi_throws="Cannot create property 'id'",
+        compact=(2, "Pi finds no leaf"),
+    ),
+    Kind("trailing-numeric-id", edited(append(entry(type="custom", id=7, parentId="a0000019"))), warn="no string id"),
     Kind(
         "entry-without-id", edited(insert(5, entry(type="custom", customType="x", parentId=None))), warn="no string id"
     ),
@@ -327,7 +343,7 @@ KINDS: list[Kind] = [
         "trailing-entry-without-id",
         edited(append(entry(type="message", parentId=None, message={"role": "user", "content": "hi"}))),
         warn="Pi finds no leaf",
-        compact=(2, "nothing to compact"),  # its branch is that one entry
+        compact=(2, "--leaf"),  # Pi's branch is empty
     ),
     Kind("numeric-id", edited(insert(5, entry(type="custom", id=5, parentId=None))), warn="no string id"),
     Kind(
@@ -573,9 +589,10 @@ def test_the_branch_agrees_with_pi(tmp_path: Path, kind: Kind) -> None:
         return
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     ours = run("check", path, *WINDOW, "--json", env=ENV).json
-    if pi["leaf"] is None:  # Pi found no leaf (the last entry has no id): picompact warns, see leaf-without-id
-        assert any(d["code"] == "leaf-without-id" for d in ours["diagnostics"])
-        return
     assert ours["branch_length"] == pi["branchLength"]
-    if ours["session"].get("version", 3) >= 2:  # v1 ids are random in Pi
-        assert ours["leaf_id"] == pi["leaf"]["id"]
+    if pi["leaf"] is None:  # Pi finds no leaf (the last entry has no id, or is not an object): neither does picompact
+        assert ours["leaf_id"] is None
+        assert any(d["code"] == "leaf-without-id" for d in ours["diagnostics"])
+    elif ours["session"].get("version", 3) >= 2:  # v1 ids are random in Pi
+        # An id that is not a string (7) still makes Pi's leaf; picompact names entries by string ids only
+        assert ours["leaf_id"] == (pi["leaf"]["id"] if isinstance(pi["leaf"]["id"], str) else None)

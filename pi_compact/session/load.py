@@ -1,7 +1,8 @@
 """Read a session file exactly as Pi 1.6 reads it, and say what it silently skipped.
 
 Pi splits on "\\n" only, skips blank, malformed and falsy (``null``) lines, refuses a file whose first parsed
-line is not a session header, takes the last parsed entry as the leaf, and migrates v1/v2 files in memory.
+line is not a session header, takes the id of the last parsed entry as the leaf (none when that entry is not an
+object or has no id: then its branch is empty), and migrates v1/v2 files in memory.
 """
 
 from __future__ import annotations
@@ -212,22 +213,57 @@ def _migrate(header: JsonDict, entries: list[Entry], diagnostics: list[Diagnosti
     return version
 
 
-def _check_last_entry(value: Any, line: int, diagnostics: list[Diagnostic]) -> None:
-    """Pi takes the id of the last parsed entry as its leaf; when that is missing, Pi has no leaf."""
-    entry_id = value.get("id") if isinstance(value, dict) else None
-    if isinstance(entry_id, str) and entry_id:
-        return
-    what = "has no id" if isinstance(value, dict) else "is not an object"
-    context = "built from this entry's parents" if isinstance(value, dict) else "empty"
+def _pi_finds_no_leaf(value: Any) -> bool:
+    """Pi's leaf is the id of the last parsed entry; a non-object has none, and a falsy id ("", 0, null) is none."""
+    return not isinstance(value, dict) or _is_falsy(value.get("id"))
+
+
+def leaf_advice(entries: list[Entry], line: int) -> str:
+    """What to do when Pi finds no leaf because of the entry on ``line``: name the last entry before it with an id."""
+    before = next((e for e in reversed(entries) if e.line < line and e.id), None)
+    if before is None:
+        return "no entry before it has an id to give as --leaf"
+    return (
+        f"give --leaf {before.id} to work on the branch ending at line {before.line} "
+        f"(compact --leaf {before.id} appends there, and Pi then finds that leaf again)"
+    )
+
+
+def _check_last_entry(value: Any, line: int, entries: list[Entry], diagnostics: list[Diagnostic]) -> None:
+    """Warn that Pi finds no leaf in this file (see ``_pi_finds_no_leaf``), and say how to work on a branch."""
+    if not isinstance(value, dict):
+        what, context = "is not an object", "empty"
+    else:
+        raw = value.get("id")
+        what = "has no id" if raw is None else f"has the id {json.dumps(raw)}, which Pi reads as none"
+        context = "built from this entry and its parents"
+    hint = leaf_advice(entries, line)
     diagnostics.append(
         Diagnostic(
             "warning",
             "leaf-without-id",
-            f"the last entry {what}, so Pi finds no leaf: its branch is empty (Pi never compacts this session) and "
-            f"the context it sends is {context}; picompact works on the branch ending at the last entry it could read",
+            f"the last entry {what}, so Pi finds no leaf: its branch is empty, so Pi never compacts this session, and "
+            f"the context it sends is {context}; picompact reads the same empty branch; {hint}",
             line,
         )
     )
+
+
+def _check_v1_primitives(non_objects: list[tuple[int, Any]], diagnostics: list[Diagnostic]) -> None:
+    """Pi's v1 migration sets ``id`` on every entry: on a number, string or ``true`` line that throws."""
+    for line, value in non_objects:
+        if not isinstance(value, list):
+            kind = "a string" if isinstance(value, str) else "a number" if not isinstance(value, bool) else "true"
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "pi-throws",
+                    f"line is {kind}, not an object, in a v1 file: Pi 1.6 throws when it opens this file (its "
+                    "migration cannot give the line an id), so it cannot resume this session; delete the line",
+                    line,
+                )
+            )
+            return
 
 
 def _is_utf8(body: bytes) -> bool:
@@ -333,6 +369,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
     first_line_bom = False
     header_line = 1
     last_value: tuple[Any, int] | None = None  # the last parsed entry value (object or not) and its line
+    non_objects: list[tuple[int, Any]] = []  # (line, value) of entry lines that are not objects
     binary_line: int | None = None
     release = False
     released_to = 0
@@ -397,9 +434,14 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
             continue
         last_value = (value, number)
         if not isinstance(value, dict):
+            non_objects.append((number, value))
             diagnostics.append(
                 Diagnostic(
-                    "warning", "non-object-line", "line is JSON but not an object: skipped, as Pi skips it", number
+                    "warning",
+                    "non-object-line",
+                    "line is JSON but not an object: Pi keeps it as an entry without an id (no entry can be its "
+                    "child, and as the last line it leaves Pi no leaf); picompact leaves it out of the tree",
+                    number,
                 )
             )
             continue
@@ -481,8 +523,15 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
         else:
             first_seen[entry_id] = entry.line
         by_id[entry_id] = entry
+    no_leaf = False
     if last_value is not None:
-        _check_last_entry(*last_value, diagnostics)
+        if original_version < 2:  # Pi's v1 migration gives every object (arrays too) an id, and throws on the rest
+            _check_v1_primitives(non_objects, diagnostics)
+            no_leaf = not isinstance(last_value[0], (dict, list))
+        else:
+            no_leaf = _pi_finds_no_leaf(last_value[0])
+            if no_leaf:
+                _check_last_entry(*last_value, entries, diagnostics)
     diagnostics.sort(key=lambda d: (d.line is None, d.line or 0))  # in line order, stable
     return Session(
         path=path,
@@ -496,6 +545,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
         ends_with_newline=last_terminated,
         torn_last_line=torn,
         tail=tail,
+        no_leaf=no_leaf,
     )
 
 

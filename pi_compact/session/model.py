@@ -156,10 +156,14 @@ class Session:
     ends_with_newline: bool = True
     torn_last_line: bool = False  # last line lacks "\n" and does not parse (a crash mid-write)
     tail: bytes = b""  # last bytes of the file as read, to detect concurrent appends
+    no_leaf: bool = False  # the last parsed entry is not an object or has no id: Pi finds no leaf
 
     @property
     def leaf(self) -> Entry | None:
-        """Pi's leaf: the last parsed non-header entry in file order, whatever its type."""
+        """Pi's leaf: the last parsed non-header entry in file order, whatever its type; None when Pi finds none
+        (the last parsed line is not an object, or its id is missing or empty: Pi's branch is then empty)."""
+        if self.no_leaf:
+            return None
         return self.entries[-1] if self.entries else None
 
     @property

@@ -93,8 +93,21 @@ def resolve_entry(session: Session, entry_id: str) -> Entry:
     return entry
 
 
+def no_leaf_reason(session: Session) -> str:
+    """Why Pi finds no leaf in ``session`` (``session.no_leaf``), naming the line, and which --leaf to give."""
+    from pi_compact.session.load import leaf_advice
+
+    line = next((d.line for d in session.diagnostics if d.code == "leaf-without-id" and d.line), None)
+    if line is None:
+        return "Pi finds no leaf: the last entry has no id, so the branch is empty"
+    return (
+        f"Pi finds no leaf: the last entry (line {line}) is not an object or has no id, so the branch is empty; "
+        f"{leaf_advice(session.entries, line)}"
+    )
+
+
 def get_branch(session: Session, leaf_id: str | None = None) -> Branch:
-    """Walk from the leaf (the last entry, or ``leaf_id``) to the root.
+    """Walk from the leaf (the last entry, or ``leaf_id``) to the root; empty when Pi finds no leaf.
 
     A parentId cycle would make Pi loop forever: refuse it. A parentId that points nowhere ends the walk, as in Pi;
     say how many earlier entries that leaves off the branch.

@@ -1,0 +1,84 @@
+"""A session whose last line gives Pi no leaf (not an object, or an entry without an id): picompact reads the same
+empty branch Pi reads, says why naming FILE:LINE, and says which ``--leaf`` gives Pi a leaf again."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from pi_compact.session import get_branch, load_session
+from tests.helpers.cli import run
+from tests.oracle import NODE22, ORACLE
+from tests.sessionkit import simple_session
+
+ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
+WINDOW = ("--context-window", "100000")
+NO_LEAF = [b"[1,2]", b"42", b'"the end"', b"true", b'{"type":"custom","parentId":null}', b'{"type":"custom","id":""}']
+
+
+def pi_analyze(path: Path) -> dict[str, Any] | None:
+    """Pi's own reading of the file (the oracle), or None when the oracle is not installed."""
+    if not (ORACLE_SCRIPT.exists() and NODE22.exists()):
+        return None
+    proc = subprocess.run(
+        [str(NODE22), str(ORACLE_SCRIPT), "analyze", str(path), "--brief"], capture_output=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout[-1000:]
+    return orjson.loads(proc.stdout)
+
+
+def session_ending_in(tmp_path: Path, last: bytes) -> tuple[Path, str, int]:
+    """A session with ``last`` appended: (path, the id of the entry before it, the line of ``last``)."""
+    sb = simple_session(turns=2)
+    data = sb.to_bytes()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data + last + b"\n")
+    return path, str(sb.entries[-1]["id"]), data.count(b"\n") + 1
+
+
+@pytest.mark.parametrize("last", NO_LEAF)
+def test_the_branch_is_empty_as_in_pi(tmp_path: Path, last: bytes) -> None:
+    path, before, line = session_ending_in(tmp_path, last)
+    session = load_session(path)
+    assert session.leaf is None and len(get_branch(session)) == 0
+    warning = next(d for d in session.diagnostics if d.code == "leaf-without-id")
+    assert warning.line == line and f"--leaf {before}" in warning.message
+    assert len(get_branch(session, before)) > 0  # --leaf still reaches the branch
+    pi = pi_analyze(path)
+    if pi is not None:
+        assert pi["leaf"] is None and pi["branchLength"] == 0
+
+
+def test_a_middle_non_object_line_changes_no_leaf_and_is_not_said_to_be_skipped(tmp_path: Path) -> None:
+    lines = simple_session(turns=2).to_bytes().split(b"\n")[:-1]
+    lines.insert(3, b"[1,2]")
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    session = load_session(path)
+    warning = next(d for d in session.diagnostics if d.code == "non-object-line")
+    assert warning.line == 4 and "skipped" not in warning.message and "entry without an id" in warning.message
+    assert session.leaf is not None and not any(d.code == "leaf-without-id" for d in session.diagnostics)
+    pi = pi_analyze(path)
+    if pi is not None:
+        assert pi["leaf"]["id"] == session.leaf.id and pi["branchLength"] == len(get_branch(session))
+
+
+def test_compact_says_which_leaf_to_give_and_that_leaf_gives_pi_a_leaf_again(tmp_path: Path) -> None:
+    path, before, line = session_ending_in(tmp_path, b"[1,2]")
+    original = path.read_bytes()
+    refused = run("compact", path, *WINDOW, "--keep-recent-tokens", "50")
+    assert refused.code == 2 and path.read_bytes() == original
+    assert str(path) in refused.stderr and f"line {line}" in refused.stderr and f"--leaf {before}" in refused.stderr
+    checked = run("check", path)  # no --context-window: the empty branch records no model
+    assert checked.code == 2 and "Pi finds no leaf" in checked.stderr and f"--leaf {before}" in checked.stderr
+    done = run("compact", path, *WINDOW, "--keep-recent-tokens", "50", "--leaf", before)
+    assert done.code == 0, done.stderr
+    session = load_session(path)
+    assert session.leaf is not None and not session.no_leaf
+    pi = pi_analyze(path)
+    if pi is not None:
+        assert pi["leaf"]["id"] == session.leaf.id and pi["branchLength"] == len(get_branch(session))
