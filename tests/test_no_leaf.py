@@ -82,3 +82,32 @@ def test_compact_says_which_leaf_to_give_and_that_leaf_gives_pi_a_leaf_again(tmp
     pi = pi_analyze(path)
     if pi is not None:
         assert pi["leaf"]["id"] == session.leaf.id and pi["branchLength"] == len(get_branch(session))
+
+
+def pi_context(path: Path) -> dict[str, Any] | None:
+    if not (ORACLE_SCRIPT.exists() and NODE22.exists()):
+        return None
+    proc = subprocess.run([str(NODE22), str(ORACLE_SCRIPT), "context", str(path)], capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-1000:]
+    return orjson.loads(proc.stdout)
+
+
+@pytest.mark.parametrize(
+    "last", [*NO_LEAF, b'{"type":"message","parentId":"PARENT","message":{"role":"user","content":"hi"}}']
+)
+def test_context_is_what_pi_sends_when_it_finds_no_leaf(tmp_path: Path, last: bytes) -> None:
+    """Pi's branch is empty, yet its context code falls back to the last entry and walks its parents."""
+    sb = simple_session(turns=2)
+    path, _, _ = session_ending_in(tmp_path, last.replace(b"PARENT", str(sb.entries[-1]["id"]).encode()))
+    result = run("context", path, "--json")
+    assert result.code == 0, result.stderr
+    ours = result.json
+    assert ours["branch_length"] == 0 and ours["leaf_id"] is None
+    pi = pi_context(path)
+    if pi is not None:
+        assert pi["branchLength"] == 0 and pi["leaf"] is None
+        assert ours["message_count"] == pi["count"]
+        assert ours["context_tokens"] == pi["estimateContextTokens"]["tokens"]
+        assert [m["role"] for m in ours["messages"] if m["position"] >= 0] == pi["roles"]
+    if b"PARENT" in last:  # the fallback reaches the whole branch through the parent
+        assert ours["message_count"] > 1

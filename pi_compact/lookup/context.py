@@ -12,7 +12,7 @@ from typing import Literal
 from pi_compact.projection import build_projection, context_tokens
 from pi_compact.render.transcript import entry_label, preview
 from pi_compact.session.model import Entry, JsonDict, Session
-from pi_compact.session.tree import Branch, get_branch
+from pi_compact.session.tree import Branch, get_branch, no_leaf_context
 from pi_compact.tokens import estimate_tokens
 
 Segment = Literal["summary", "kept", "new", "history"]
@@ -87,6 +87,9 @@ def _message_preview(entry: Entry, message: JsonDict, width: int) -> str:
 def build_context_view(source: Session | Branch, *, leaf_id: str | None = None, preview_chars: int = 80) -> ContextView:
     """Every message Pi would send for the branch, in order, with the compaction boundary marked."""
     branch = source if isinstance(source, Branch) else get_branch(source, leaf_id)
+    pi_branch = branch
+    if not branch.entries and branch.session.no_leaf:
+        branch = no_leaf_context(branch.session)  # Pi finds no leaf, yet sends the last entry and its parents
     projection = build_projection(branch)
     compaction = projection.compaction
     kept_start = compaction.raw.get("firstKeptEntryId") if compaction is not None else None
@@ -152,6 +155,6 @@ def build_context_view(source: Session | Branch, *, leaf_id: str | None = None, 
         context_tokens_source=tokens.describe(),
         compaction_id=entry_label(compaction) if compaction is not None else None,
         first_kept_id=kept_start if isinstance(kept_start, str) else None,
-        leaf_id=entry_label(branch.leaf) if branch.leaf is not None else None,
-        branch_length=len(branch.entries),
+        leaf_id=entry_label(pi_branch.leaf) if pi_branch.leaf is not None else None,
+        branch_length=len(pi_branch.entries),
     )

@@ -106,6 +106,17 @@ def no_leaf_reason(session: Session) -> str:
     )
 
 
+def no_leaf_context(session: Session) -> Branch:
+    """The entries Pi builds its context from when it finds no leaf (``session.no_leaf``): its context code falls
+    back to the last entry of the file and walks its parents; a last line that is not an object gives nothing.
+    Pi's branch (``get_branch``) stays empty meanwhile."""
+    line = next((d.line for d in session.diagnostics if d.code == "leaf-without-id"), None)
+    last = session.entries[-1] if session.entries else None
+    if not session.no_leaf or last is None or last.line != line:
+        return Branch(session, [])
+    return _walk(session, last, str(session.path or "<session>"))
+
+
 def get_branch(session: Session, leaf_id: str | None = None) -> Branch:
     """Walk from the leaf (the last entry, or ``leaf_id``) to the root; empty when Pi finds no leaf.
 
@@ -119,6 +130,10 @@ def get_branch(session: Session, leaf_id: str | None = None) -> Branch:
     # Pi keeps the leaf as an id and looks it up, so a duplicate id resolves to the later entry.
     if start.id is not None and session.by_id.get(start.id) is not None:
         start = session.by_id[start.id]
+    return _walk(session, start, where)
+
+
+def _walk(session: Session, start: Entry, where: str) -> Branch:
     path: list[Entry] = []
     seen: set[int] = set()
     current: Entry | None = start
