@@ -69,7 +69,6 @@ __all__ = [
     "build_verbatim_checkpoint",
     "is_verbatim_details",
     "saved_spans",
-    "stale_reminder_ids",
 ]
 
 
@@ -143,19 +142,6 @@ def _previous_spans(plan: CompactionPlan, warnings: list[str]) -> tuple[list[Spa
 
 def _string_list(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def stale_reminder_ids(plan: CompactionPlan) -> list[str]:
-    """Earlier re-orientation messages still visible in the kept tail.
-
-    A new checkpoint brings its own reminder; a writer may omit these with context edits so that only the current
-    one is in view (the span rendering already skips them).
-    """
-    ids: list[str] = []
-    for pe in plan.kept_entries():
-        if any(m.get("role") == "custom" and m.get("customType") == REORIENTATION_CUSTOM_TYPE for m in pe.messages):
-            ids.append(pe.entry.id)
-    return ids
 
 
 def cumulative_files(plan: CompactionPlan) -> tuple[list[str], list[str]]:

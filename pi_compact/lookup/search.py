@@ -204,13 +204,6 @@ class EntryPage:
                 f"{branch}{info.preview}"
             )
 
-    def to_text(self, with_branch: bool = False) -> str:
-        """The page as plain text, ending with how to get the next one (what a model reads)."""
-        lines = list(self.text_lines(with_branch))
-        shown = f"{len(self.entries)} of {self.total} entries"
-        lines.append(f"[{shown}; next page: cursor={self.next_cursor}]" if self.next_cursor else f"[{shown}; end]")
-        return "\n".join(lines)
-
 
 def list_entries(
     source: Source,
@@ -347,15 +340,6 @@ class GrepPage:
         """grep's plain format: ENTRY:SECTION:LINE:TEXT for matches, ENTRY-SECTION-LINE-TEXT for context lines,
         "--" between groups that do not touch; an entry off the current branch is ENTRY@LEAF."""
         return grep_text_lines(self.matches, self.context)
-
-    def to_text(self) -> str:
-        """The page as plain text, ending with how to get the next one (what a model reads)."""
-        lines = list(self.text_lines()) or ["(no matches)"]
-        if self.next_cursor:
-            lines.append(f"[{len(self.matches)} matches; more after {self.stopped_by}: cursor={self.next_cursor}]")
-        else:
-            lines.append(f"[{len(self.matches)} matches; end]")
-        return "\n".join(lines)
 
     def json_lines(self) -> Iterator[JsonDict]:
         """The ``--json`` stream: one envelope per match, then a summary (schema in the README)."""
@@ -817,13 +801,6 @@ class ShowPage:
             "lines": [line.to_json() for line in self.lines],
             "next_cursor": self.next_cursor,
         }
-
-    def to_text(self) -> str:
-        """The page as plain text, ending with how to get the next one (what a model reads)."""
-        lines = [_clean(line.text) for line in self.lines]
-        where = f"page {self.page} of {self.pages}, {self.total_lines} lines, {self.total_chars} characters"
-        lines.append(f"[{where}; next page: cursor={self.next_cursor}]" if self.next_cursor else f"[{where}; end]")
-        return "\n".join(lines)
 
 
 Chunk = tuple[int, int, int]  # line index, start and end character of the part of the line on a page

@@ -10,10 +10,10 @@ from pi_compact.checkpoint import (
     REORIENTATION_CUSTOM_TYPE,
     VerbatimOptions,
     build_verbatim_checkpoint,
-    stale_reminder_ids,
 )
 from pi_compact.checkpoint.context_files import ContextFile
 from pi_compact.checkpoint.envelope import TAIL_MARKER
+from pi_compact.compact import stale_reminders
 from tests.helpers.checkpoint import CWD, SessionBuilder, compact, plan_for
 
 
@@ -131,4 +131,4 @@ def test_v24_earlier_reminders_in_the_kept_tail_are_reported(builder: SessionBui
     builder.user("third")
     plan, _ = compact(builder, tmp_path, keep=20)
     assert old in {pe.entry.id for pe in plan.kept_entries()}
-    assert stale_reminder_ids(plan) == [old]
+    assert stale_reminders(plan) == [old]

@@ -80,7 +80,7 @@ def test_grep_through_a_small_window_matches_in_memory_bytes(
         ]
     assert pages[0].prefiltered == pages[1].prefiltered
     assert list(pages[0].json_lines()) == list(pages[1].json_lines())
-    assert pages[0].to_text() == pages[1].to_text()
+    assert list(pages[0].text_lines()) == list(pages[1].text_lines())
 
 
 def test_rare_literal_across_window_edges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -323,27 +323,3 @@ def test_entry_raw_of_a_v1_session_has_no_id() -> None:
     assert b'"id"' not in raw[:60] and raw.startswith(b'{"type":')
     with open(PI_FIXTURES / "pi-large-session.jsonl", "rb") as f:
         assert f.read().split(b"\n")[entry.line - 1] == raw
-
-
-# -- plain text (what a model reads) ------------------------------------------------------------------------------
-
-
-def test_text_forms_carry_attribution_and_the_next_cursor(busy) -> None:
-    page = grep(busy, "error", max_count=3, context=2, roles=["toolResult"])
-    text = page.to_text()
-    lines = text.split("\n")
-    assert lines[-1] == f"[3 matches; more after max_count: cursor={page.next_cursor}]"
-    first = page.matches[0]
-    assert f"{first.entry_id}:toolResult:{first.line.number}:{first.line.text}" in lines
-    assert f"{first.entry_id}-header-1-ENTRY {first.entry_id} toolResult {first.timestamp}" in lines
-    done = grep(busy, "error", max_count=1000, max_chars=10**9).to_text()
-    assert done.endswith("matches; end]")
-    assert grep(busy, "nothing like this").to_text() == "(no matches)\n[0 matches; end]"
-    listing = list_entries(busy, limit=2)
-    assert (
-        listing.to_text().split("\n")[-1] == f"[2 of {listing.total} entries; next page: cursor={listing.next_cursor}]"
-    )
-    sb, entry_id = huge_entry_session()
-    shown = show_entry(load_session_bytes(sb.to_bytes()), entry_id, max_chars=5000)
-    assert shown.to_text().split("\n")[0].startswith(f"ENTRY {entry_id} toolResult")
-    assert f"page 1 of {shown.pages}" in shown.to_text().split("\n")[-1]
