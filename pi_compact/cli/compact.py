@@ -124,6 +124,24 @@ def _bought_text(forecast: dict[str, Any] | None) -> str:
     return f"; buys ~{turns} turn{plural} before the next compaction (at +{growth:,.0f} tokens per reply)"
 
 
+def _check_context_file(path: Path) -> None:
+    """A --context-file must be a regular file (or a link to one): a FIFO would block the read, as the loader says."""
+    import os
+    import stat
+
+    from pi_compact.session.load import os_error
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"--context-file: {os_error(exc, str(path)).message}", path=str(path)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError("--context-file: is a directory, not a file", path=str(path))
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
+        raise UsageError(f"--context-file: not a regular file ({kind})", path=str(path))
+
+
 def _clock_and_ids(environ: Mapping[str, str]) -> tuple[Any, Any]:
     from pi_compact.checkpoint.entry import fixed_clock, random_id, seeded_ids, system_clock
 
@@ -321,8 +339,7 @@ def compact(
     if context_window is not None and model is not None and mode != "summary":
         env.warn("--context-window given: --model then only selects per-model settings overrides")
     for f in context_file or []:
-        if not f.is_file():
-            raise UsageError("--context-file: no such file", path=str(f))
+        _check_context_file(f)
     clock, new_id = _clock_and_ids(env.environ)
     params = {
         "cap": cap,
