@@ -457,7 +457,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
                     "warning",
                     "pi-throws",
                     "session_info name is not a string: Pi 1.6 throws on it (name.trim is not a function) when it "
-                    "lists sessions or shows this one's name",
+                    "lists sessions (its session list leaves this session out) or shows this one's name",
                     number,
                 )
             )
