@@ -335,6 +335,13 @@ KINDS: list[Kind] = [
         pi_throws="Cannot create property 'id'",
         compact=(2, "Pi finds no leaf"),
     ),
+    Kind("trailing-null", edited(append(b"null")), warn="null"),  # skipped: the leaf is the entry before it
+    Kind(
+        "trailing-zero-id",
+        edited(append(entry(type="custom", id=0, parentId="a0000019"))),
+        warn="Pi finds no leaf",
+        compact=(2, "--leaf"),
+    ),
     Kind("trailing-numeric-id", edited(append(entry(type="custom", id=7, parentId="a0000019"))), warn="no string id"),
     Kind(
         "entry-without-id", edited(insert(5, entry(type="custom", customType="x", parentId=None))), warn="no string id"
