@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "search",
         [
             "render",
+            "render.entry",
             "render.transcript",
             "lookup",
             "lookup.search",

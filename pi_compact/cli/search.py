@@ -46,7 +46,7 @@ class _Printer:
         return self.env.style(text, name)
 
     def clean(self, text: str) -> str:
-        from pi_compact.render.transcript import safe_text
+        from pi_compact.render.entry import safe_text
 
         text = safe_text(text)
         return text.translate(_CONTROL) if self.env.stdout_isatty else text

@@ -47,7 +47,8 @@ from pi_compact.lookup.search import (
     list_entries,
     show_entry,
 )
-from pi_compact.render.transcript import Transcript, entry_label, safe_text
+from pi_compact.render.entry import entry_label, safe_text
+from pi_compact.render.transcript import Transcript
 from pi_compact.session.model import JsonDict
 
 DEFAULT_BUDGET = 10

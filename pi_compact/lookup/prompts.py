@@ -10,7 +10,7 @@ from typing import Any
 
 from pi_compact.llm.types import Tool
 from pi_compact.lookup.search import DEFAULT_LIMITS, Limits
-from pi_compact.render.transcript import SECTIONS
+from pi_compact.render.entry import SECTIONS
 
 NOT_FOUND = "Not found in this session."
 

@@ -30,7 +30,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pi_compact.render.transcript import Transcript, entry_label
+from pi_compact.render.entry import entry_label
+from pi_compact.render.transcript import Transcript
 from pi_compact.session.model import JsonDict
 
 MIN_QUOTE_CHARS = 10

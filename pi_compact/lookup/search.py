@@ -18,15 +18,8 @@ from pi_compact.errors import CursorError, NotFoundError, PatternError, SessionE
 from pi_compact.lookup.cursor import Cursor, decode_cursor, query_digest
 from pi_compact.lookup.matching import Candidates, Searcher, matching_lines
 from pi_compact.lookup.selection import LineSelector, compose_pattern, inverted_lines
-from pi_compact.render.transcript import (
-    SECTIONS,
-    RenderedEntry,
-    Transcript,
-    as_transcript,
-    entry_label,
-    preview,
-    safe_text,
-)
+from pi_compact.render.entry import SECTIONS, RenderedEntry, entry_label, preview, safe_text
+from pi_compact.render.transcript import Transcript, as_transcript
 from pi_compact.session.model import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch, find_entry, not_found
 

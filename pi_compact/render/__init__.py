@@ -1,16 +1,9 @@
-"""Rendering sessions as text: the lookup transcript (``transcript``)."""
+"""Rendering sessions as text: one entry as attributed lines (``entry``), and the scope search reads (``transcript``).
 
-from pi_compact.render.transcript import (
-    SECTIONS,
-    RenderedEntry,
-    Transcript,
-    TranscriptLine,
-    as_transcript,
-    build_transcript,
-    header_line,
-    preview,
-    render_entry,
-)
+``serialize`` renders messages as Pi serialises them for its summary requests."""
+
+from pi_compact.render.entry import SECTIONS, RenderedEntry, header_line, preview, render_entry
+from pi_compact.render.transcript import Transcript, TranscriptLine, as_transcript, build_transcript
 
 __all__ = [
     "SECTIONS",

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from pi_compact.errors import PatternError
 from pi_compact.lookup.matching import Searcher, joinable, matching_lines
-from pi_compact.render.transcript import RenderedEntry
+from pi_compact.render.entry import RenderedEntry
 from pi_compact.session.model import Entry
 
 PIECES = [
