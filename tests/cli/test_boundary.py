@@ -209,15 +209,24 @@ def reader_gone_runs(session: Path) -> list[list[str | Path]]:
         ["context", session],
         ["context", session, "--json"],
         ["sessions", "--all", "--json"],
+        ["lint", session],
+        ["lint", session, "--json"],
+        ["audit", session],
+        ["audit", session, "--json"],
+        ["pi", "status"],  # exit 1 normally (not installed)
         ["--help"],
         ["--version"],
         *[[name, "--help"] for name in command_names()],
     ]
 
 
-def test_every_command_ends_quietly_when_its_reader_goes_away(session: Path) -> None:
+def test_every_command_ends_quietly_when_its_reader_goes_away(session: Path, tmp_path: Path) -> None:
+    compacted = tmp_path / "compacted.jsonl"
+    compacted.write_bytes(session.read_bytes())
+    assert run("compact", compacted, "--keep-recent-tokens", "500").code == 0
     before = session.read_bytes()
-    for args in reader_gone_runs(session):
+    runs = [*reader_gone_runs(session), ["coverage", compacted], ["coverage", compacted, "--json"]]
+    for args in runs:
         result = run(*args, reader_gone=True)
         assert result.code == 0, (args, result.stderr)
         assert "error" not in result.stderr and "Exception" not in result.stderr, (args, result.stderr)
