@@ -151,13 +151,6 @@ class CheckResult:
         }
 
 
-def parse_model_flag(value: str) -> tuple[str, str]:
-    provider, sep, model_id = value.partition("/")
-    if not sep or not provider or not model_id:
-        raise UsageError(f"--model must look like PROVIDER/MODEL-ID (got {value!r})")
-    return provider, model_id
-
-
 def settings_cwd(session: Session) -> str:
     """Project settings come from the directory Pi ran in: the session's cwd when it exists here."""
     cwd = session.cwd
@@ -179,7 +172,7 @@ def cl100k_context_tokens(plan: CompactionPlan) -> int:
 
 def analyze(session: Session, options: CheckOptions) -> CheckResult:
     """Resolve settings for the session's model and plan the compaction as Pi would."""
-    from pi_compact.models import models_json_warnings, resolve_context_window
+    from pi_compact.models import models_json_warnings, parse_model_ref, resolve_context_window
     from pi_compact.settings import resolve_settings
 
     if options.tokenizer not in ("pi", "cl100k"):
@@ -187,7 +180,7 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
     branch = get_branch(session, options.leaf_id)
     projection = build_projection(branch)
     if options.model:
-        model: tuple[str, str] | None = parse_model_flag(options.model)
+        model: tuple[str, str] | None = parse_model_ref(options.model)
         model_source = "flag"
     else:
         model = projection.model

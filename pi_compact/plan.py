@@ -186,9 +186,6 @@ class CompactionPlan:
     def can_compact(self) -> bool:
         return self.nothing_reason is None
 
-    def branch_position(self, entry: Entry | None) -> int:
-        return -1 if entry is None else self.projection.branch.position(entry.id)
-
 
 def plan_compaction(branch: Branch, keep_recent_tokens: int, projection: Projection | None = None) -> CompactionPlan:
     """Pi's prepareCompaction for the branch. ``nothing_reason`` says why Pi would not compact."""

@@ -8,6 +8,7 @@ extension's verbatim checkpoint and the dry run's are the same bytes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -142,13 +143,14 @@ def effective_config(
 ) -> dict[str, Any]:
     """The configuration the extension runs with: settings, and whether ``context_lookup`` has a model."""
     from pi_compact.llm import model_available
+    from pi_compact.models import parse_model_ref
     from pi_compact.pi.config import load_config
 
     config = load_config(cwd, project_trusted)
     model: tuple[str, str] | None = None
     if session_model and "/" in session_model:
-        provider, _, ident = session_model.partition("/")
-        model = (provider, ident)
+        with contextlib.suppress(UsageError):
+            model = parse_model_ref(session_model)
     env = os.environ if env is None else env
     return {
         **config.to_json(),
