@@ -24,8 +24,6 @@ from typing import Any, Literal
 from pi_compact.errors import CycleError, PiCompactError, UsageError
 from pi_compact.session.model import Diagnostic, Entry, Session
 
-LINT_SCHEMA_VERSION = 1
-
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}

@@ -46,7 +46,6 @@ ENTRY_TYPES = (
     "usage",
     "context_edit",
 )
-GREP_SCHEMA_VERSION = 1
 
 Source = Transcript | Branch | Session
 
@@ -333,12 +332,6 @@ class GrepPage:
         """grep's plain format: ENTRY:SECTION:LINE:TEXT for matches, ENTRY-SECTION-LINE-TEXT for context lines,
         "--" between groups that do not touch; an entry off the current branch is ENTRY@LEAF."""
         return grep_text_lines(self.matches, self.context)
-
-    def json_lines(self) -> Iterator[JsonDict]:
-        """The ``--json`` stream: one envelope per match, then a summary (schema in the README)."""
-        for match in self.matches:
-            yield {"type": "match", "version": GREP_SCHEMA_VERSION, "data": match.to_json()}
-        yield {"type": "summary", "version": GREP_SCHEMA_VERSION, "data": self.to_json()}
 
 
 def grep_text_lines(matches: Iterable[GrepMatch], context: int) -> Iterator[str]:
