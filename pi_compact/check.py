@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from pi_compact.checkpoint.mode import ModeContext
-from pi_compact.errors import SettingsError, UsageError
+from pi_compact.errors import OptionError, SettingsError
 from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
 from pi_compact.projection import ProjectedEntry, build_projection
 from pi_compact.session import Branch, Session, get_branch, load_session
 from pi_compact.session.model import Diagnostic
 from pi_compact.session.tree import no_leaf_reason
+
+MAX_TOKENS_SETTING = 100_000_000  # a token setting above this is a typo, not a window
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,19 @@ class CheckOptions:
     keep_recent_tokens: int | None = None
     leaf_id: str | None = None
     tokenizer: str = "pi"  # or "cl100k"
+
+    def __post_init__(self) -> None:
+        window = self.context_window
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
+            raise OptionError(("context_window",), f"must be a positive integer, got {window!r}")
+        for name in ("context_window", "reserve_tokens", "keep_recent_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise OptionError((name,), f"must not be negative (got {value})")
+            if value is not None and value > MAX_TOKENS_SETTING:
+                raise OptionError((name,), f"is absurdly large (got {value}; at most {MAX_TOKENS_SETTING})")
+        if self.tokenizer not in ("pi", "cl100k"):
+            raise OptionError(("tokenizer",), f"must be pi or cl100k (got {self.tokenizer!r})")
 
 
 @dataclass
@@ -175,8 +190,6 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
     from pi_compact.models import models_json_warnings, parse_model_ref, resolve_context_window
     from pi_compact.settings import resolve_settings
 
-    if options.tokenizer not in ("pi", "cl100k"):
-        raise UsageError(f"--tokenizer must be pi or cl100k (got {options.tokenizer!r})")
     branch = get_branch(session, options.leaf_id)
     projection = build_projection(branch)
     if options.model:

@@ -5,7 +5,7 @@ Core modules raise these; only the CLI turns them into a message and an exit sta
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from enum import IntEnum
 
 
@@ -50,7 +50,7 @@ class UsageError(PiCompactError):
 class OptionError(UsageError):
     """An option value (or a combination) that makes no sense, naming the option fields involved.
 
-    The message reads ``"<fields> <text>"``; ``message_for(names)`` rewrites it with other names for the fields (the
+    The message reads ``"<fields> <text>"``; ``message_for(flag)`` rewrites it with other names for the fields (the
     CLI's flags), so the check itself lives once, in the options dataclass.
     """
 
@@ -59,8 +59,8 @@ class OptionError(UsageError):
         self.text = text
         super().__init__(f"{' and '.join(fields)} {text}")
 
-    def message_for(self, names: Mapping[str, str]) -> str:
-        return f"{' and '.join(names.get(f, f) for f in self.fields)} {self.text}"
+    def message_for(self, flag: Callable[[str], str]) -> str:
+        return f"{' and '.join(flag(f) for f in self.fields)} {self.text}"
 
 
 class SessionError(PiCompactError):

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
+from pi_compact.cli.common import report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ModelOpt, ReserveOpt, SessionArg
 from pi_compact.errors import ExitCode, UsageError
@@ -250,9 +250,6 @@ def audit(
         env.json_mode = "document"
         if plot_:
             raise UsageError("--json and --plot clash: the plot is for a terminal")
-    check_nonneg("--context-window", context_window)
-    check_nonneg("--reserve-tokens", reserve_tokens)
-    check_nonneg("--keep-recent-tokens", keep_recent_tokens)
     if top < 0:
         raise UsageError(f"--top must not be negative (got {top})")
     path = resolve_session_path(session)

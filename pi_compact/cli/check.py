@@ -9,7 +9,7 @@ import typer
 
 from pi_compact.cli._progress import Progress
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
+from pi_compact.cli.common import report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ModelOpt, ReserveOpt, SessionArg
 from pi_compact.errors import ExitCode
@@ -115,9 +115,6 @@ def check(
     env = env_of(ctx)
     if context_window is not None and model is not None:
         env.warn("--context-window given: --model then only selects per-model settings overrides")
-    check_nonneg("--context-window", context_window)
-    check_nonneg("--reserve-tokens", reserve_tokens)
-    check_nonneg("--keep-recent-tokens", keep_recent_tokens)
     path = resolve_session_path(session)
     with Progress(env, f"checking {path}"):  # a spinner on a terminal when it takes more than a second
         result = check_session(

@@ -9,8 +9,7 @@ to wait for another picompact holding the session's lock (default 10).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,7 @@ from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ReserveOpt, SessionArg
-from pi_compact.errors import ExitCode, OptionError, UsageError
+from pi_compact.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from pi_compact.checkpoint.mode import CheckpointMode
@@ -29,19 +28,6 @@ FIXED_TIME_ENV = "PICOMPACT_FIXED_TIME"
 ID_SEED_ENV = "PICOMPACT_ID_SEED"
 LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
 PAUSE_IN_LOCK_ENV = "PICOMPACT_TEST_PAUSE_IN_LOCK"
-
-
-# The options' field names (checked by the options dataclasses) as the flags that set them, for messages.
-FLAGS = {
-    "mode": "--mode",
-    "cap_tokens": "--cap",
-    "no_cap": "--no-cap",
-    "dry_run": "--dry-run",
-    "output": "--output",
-    "instructions": "--instructions",
-    "timeout": "--timeout",
-    "thinking": "--thinking",
-}
 
 
 def _mode(name: str, params: dict[str, Any], environ: Mapping[str, str]) -> CheckpointMode:
@@ -63,15 +49,6 @@ def _mode(name: str, params: dict[str, Any], environ: Mapping[str, str]) -> Chec
         lookup_available=partial(model_available, env=environ),
         redact=bool(params.get("redact")),
     )
-
-
-@contextmanager
-def _flag_names() -> Iterator[None]:
-    """An options dataclass's complaint, naming the flags instead of its fields."""
-    try:
-        yield
-    except OptionError as exc:
-        raise UsageError(exc.message_for(FLAGS)) from None
 
 
 def _fmt(n: int) -> str:
@@ -195,7 +172,7 @@ def _check_flags(
     json_output: bool,
 ) -> None:
     """Flag combinations that make no sense are usage errors naming the flags (the options dataclasses check the
-    rest: ``_flag_names``)."""
+    rest, and main() names the flags in their messages)."""
     from pi_compact.checkpoint.mode import MODE_NAMES
 
     if mode not in MODE_NAMES:
@@ -322,9 +299,6 @@ def compact(
         json_output=json_output,
     )
     check_nonneg("--cap", cap)
-    check_nonneg("--context-window", context_window)
-    check_nonneg("--reserve-tokens", reserve_tokens)
-    check_nonneg("--keep-recent-tokens", keep_recent_tokens)
     _check_summary_flags(
         mode,
         cap=cap,
@@ -354,28 +328,27 @@ def compact(
         "redact": redact,
         "waiting": _waiting(env),
     }
-    with _flag_names():
-        chosen = _mode(mode, params, env.environ)
-        options = CompactOptions(
-            check=CheckOptions(
-                context_window=context_window,
-                model=model,
-                reserve_tokens=reserve_tokens,
-                keep_recent_tokens=keep_recent_tokens,
-                leaf_id=leaf,
-            ),
-            dry_run=dry_run,
-            output=output,
-            if_needed=if_needed,
-            backup=not no_backup,
-            repair=repair,
-            force=force,
-            clock=clock,
-            new_id=new_id,
-            lock_timeout=_lock_timeout(env.environ),
-            stdout=env.stdout.buffer if output == "-" else None,
-            in_lock=_pause_in_lock(env.environ),
-        )
+    chosen = _mode(mode, params, env.environ)
+    options = CompactOptions(
+        check=CheckOptions(
+            context_window=context_window,
+            model=model,
+            reserve_tokens=reserve_tokens,
+            keep_recent_tokens=keep_recent_tokens,
+            leaf_id=leaf,
+        ),
+        dry_run=dry_run,
+        output=output,
+        if_needed=if_needed,
+        backup=not no_backup,
+        repair=repair,
+        force=force,
+        clock=clock,
+        new_id=new_id,
+        lock_timeout=_lock_timeout(env.environ),
+        stdout=env.stdout.buffer if output == "-" else None,
+        in_lock=_pause_in_lock(env.environ),
+    )
     path = resolve_session_path(session)
     result = compact_session(path, chosen, options)
     if result.written or result.status == "copied":

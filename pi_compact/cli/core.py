@@ -22,8 +22,9 @@ from typing import Any
 from pi_compact.cli.app import Interrupted, ReaderGone, app
 from pi_compact.cli.compat import ClickException, NoArgsIsHelpError, UsageError
 from pi_compact.cli.env import Environment
+from pi_compact.cli.options import flag_for
 from pi_compact.cli.schema import json_mode_for
-from pi_compact.errors import ExitCode, OutputWriteError, PiCompactError
+from pi_compact.errors import ExitCode, OptionError, OutputWriteError, PiCompactError
 
 _command: Any = None
 _single: dict[str, Any] = {}
@@ -90,7 +91,8 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
         except PiCompactError as exc:
             if isinstance(exc, OutputWriteError):
                 env.reader_gone()  # what stdout still buffers cannot be written either: drop it quietly
-            env.error(str(exc), exc.exit_code)
+            message = exc.message_for(flag_for) if isinstance(exc, OptionError) else str(exc)
+            env.error(message, exc.exit_code)
             return ExitCode(exc.exit_code)
         except NoArgsIsHelpError as exc:
             env.stderr.write(exc.format_message() + "\n")

@@ -9,6 +9,15 @@ import typer
 
 from pi_compact.cli.schema import json_mode_for
 
+# Option fields of the library's dataclasses whose flag is not the field name in kebab case.
+_FLAG_OF_FIELD = {"cap_tokens": "--cap", "leaf_id": "--leaf", "tokenizer": "--tokenizer"}
+
+
+def flag_for(field: str) -> str:
+    """The command-line flag that sets an options field (``keep_recent_tokens`` -> ``--keep-recent-tokens``), for
+    the messages of ``OptionError``: the library names fields, the CLI names flags."""
+    return _FLAG_OF_FIELD.get(field) or "--" + field.replace("_", "-")
+
 
 def _json_mode(ctx: typer.Context, value: bool) -> bool:
     """``--json`` switches the Environment to JSON as soon as it is parsed, so that errors are JSON too."""
