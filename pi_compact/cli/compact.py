@@ -55,16 +55,8 @@ def _fmt(n: int) -> str:
     return f"{n:,}"
 
 
-def _trimmed_text(trimmed: Any) -> str:
-    if not trimmed:
-        return "no"
-    if trimmed is True:
-        return "yes"
-    if isinstance(trimmed, int):
-        return f"yes ({trimmed} removed or shortened)"
-    if isinstance(trimmed, (list, tuple)):
-        return f"yes ({len(trimmed)} spans)"
-    return f"yes ({trimmed})"
+def _trimmed_text(trimmed: bool) -> str:
+    return "yes" if trimmed else "no"
 
 
 def summary_line(data: dict[str, Any]) -> str:
