@@ -542,7 +542,7 @@ def lint_file(path: str | os.PathLike[str], leaf_id: str | None = None, max_find
 
     where = os.fspath(path)
     try:
-        session = load_session(where)
+        session = load_session(where, keep_bodies=True)  # every entry is read: parse each line once
     except PiCompactError as exc:
         return _report(where, [fatal_finding(exc)], 0, False, max_findings)
     if leaf_id is not None:

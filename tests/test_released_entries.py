@@ -162,3 +162,11 @@ def test_check_leaves_old_bodies_on_disk(tmp_path: Path) -> None:
     read_back = [e for e in released if e.loaded]
     assert len(read_back) <= 3 * GROWTH_WINDOW
     assert all(e.role == "assistant" for e in read_back)
+
+
+def test_keep_bodies_parses_once_and_keeps_everything(tmp_path: Path) -> None:
+    path = compacted_session().write(tmp_path / "s.jsonl")
+    kept = load_session(path, keep_bodies=True)
+    assert all(e.loaded for e in kept.entries)
+    full = load_session_bytes(path.read_bytes(), str(path))
+    assert [e.raw for e in kept.entries] == [e.raw for e in full.entries]

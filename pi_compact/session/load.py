@@ -579,8 +579,11 @@ def os_error(exc: OSError, where: str) -> SessionError:
     return SessionError(f"cannot read: {reason}", path=where, code="unreadable")
 
 
-def load_session(path: str | os.PathLike[str]) -> Session:
-    """Load a session file. Fatal problems raise SessionError/NotFoundError; others become diagnostics."""
+def load_session(path: str | os.PathLike[str], *, keep_bodies: bool = False) -> Session:
+    """Load a session file. Fatal problems raise SessionError/NotFoundError; others become diagnostics.
+
+    The parsed bodies of old messages are dropped and read back when asked for (see ``session.source``); a caller
+    that will read every entry anyway (a lint of the whole file, say) passes ``keep_bodies`` to parse once."""
     p = Path(path)
     where = str(path)
     check_regular_file(p)
@@ -593,7 +596,7 @@ def load_session(path: str | os.PathLike[str]) -> Session:
             size = os.fstat(stream.fileno()).st_size
             if size == 0:
                 raise SessionError("empty file: not a Pi session", path=where, code="empty-file")
-            session = parse_session(read_lines(stream), p, size, source)
+            session = parse_session(read_lines(stream), p, size, None if keep_bodies else source)
     except OSError as exc:
         source.close()
         raise os_error(exc, where) from None
