@@ -12,9 +12,16 @@ A tool-calling loop::
         messages += [Message.tool_result(call, run_tool(call)) for call in response.tool_calls]
 """
 
-from pi_compact.llm.choice import choose_model, choose_model_and_key, model_available
+from pi_compact.llm.choice import (
+    choose_model,
+    choose_model_and_key,
+    find_api_key,
+    has_api_key,
+    model_available,
+    require_api_key,
+)
 from pi_compact.llm.client import ProviderRequestError, complete, complete_many
-from pi_compact.llm.keys import Secret, find_api_key, has_api_key, require_api_key
+from pi_compact.llm.keys import Secret
 from pi_compact.llm.providers import MODEL_ENV_VAR, PROVIDERS, ModelRef, resolve_model, supported_providers
 from pi_compact.llm.types import Message, Request, Response, StopReason, Tool, ToolCall, Usage
 from pi_compact.models import ModelInfo, estimate_cost, find_model, parse_model_ref

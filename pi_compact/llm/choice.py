@@ -7,11 +7,59 @@ available (or none is needed), else ``PICOMPACT_MODEL``. The key (``llm.keys``):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from pi_compact.errors import PiCompactError, UsageError
-from pi_compact.llm.keys import Secret, has_api_key, require_api_key
+from pi_compact.llm.keys import Secret, auth_file, key_for_the_run, key_from_auth_file, key_from_env
 from pi_compact.llm.providers import MODEL_ENV_VAR, ModelRef, resolve_model
+
+
+def _search(model: ModelRef, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
+    """The key in Pi's order (PICOMPACT_API_KEY, auth.json, the provider's variable), and the kind of credential
+    auth.json holds for the provider when it is not a usable key (for the message)."""
+    if (run_key := key_for_the_run(env)) is not None:
+        return run_key, None
+    key, other = key_from_auth_file(model.provider, env)
+    if key is not None:
+        return key, None
+    return key_from_env(model, env), other
+
+
+def find_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
+    """The key for model's provider as Pi finds it; ``Secret.source`` says where it came from."""
+    return _search(model, os.environ if env is None else env)[0]
+
+
+def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
+    """True when a request to model can be authenticated (or needs no key)."""
+    return not model.key_required or find_api_key(model, env) is not None
+
+
+def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
+    """The key, None for servers that need none, or a UsageError saying how to provide one."""
+    env = os.environ if env is None else env
+    key, other = _search(model, env)
+    if key is not None:
+        return key
+    if not model.key_required:
+        return None
+    path = auth_file(env)
+    hint = ""
+    if other == "oauth":
+        hint = (
+            f" ({path} holds an OAuth login for {model.provider}; picompact uses only API keys, "
+            "not subscription logins)"
+        )
+    elif other == "api_key":
+        hint = f" (the {model.provider} entry in {path} did not resolve to a key)"
+    elif other:
+        hint = f" ({path} holds a {other!r} credential for {model.provider}, which picompact cannot use)"
+    names = " or ".join(model.key_env) or "an API key"
+    raise UsageError(
+        f"no API key for {model.provider}: looked in {path}, then {names}; store an API key for it there or set "
+        f"{names}{hint}"
+    )
 
 
 def choose_model(
@@ -69,8 +117,6 @@ def model_available(
 ) -> bool:
     """Whether a command given ``cli_model`` (``--model``; None: none given) would find a model and a key for it,
     exactly as the command decides it (an unreadable auth file, say, counts as no)."""
-    import os
-
     environ = os.environ if env is None else env
     try:
         choose_model_and_key(session_model, cli_model, environ)
@@ -79,4 +125,11 @@ def model_available(
     return True
 
 
-__all__ = ["choose_model", "choose_model_and_key", "model_available"]
+__all__ = [
+    "choose_model",
+    "choose_model_and_key",
+    "find_api_key",
+    "has_api_key",
+    "model_available",
+    "require_api_key",
+]

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from pi_compact.errors import ProviderError, UsageError
 from pi_compact.llm import wire_anthropic, wire_google, wire_openai
-from pi_compact.llm.keys import Secret, describe_source, redact, require_api_key
+from pi_compact.llm.choice import require_api_key
+from pi_compact.llm.keys import Secret, describe_source, redact
 from pi_compact.llm.providers import ModelRef
 from pi_compact.llm.types import Request, Response
 

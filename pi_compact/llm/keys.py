@@ -1,5 +1,5 @@
-"""API keys in Pi's order: a key for the run (PICOMPACT_API_KEY, as Pi's --api-key), then Pi's auth.json, then
-the provider's environment variable.
+"""Where API keys come from: a key for the run (PICOMPACT_API_KEY, as Pi's --api-key), Pi's auth.json, the
+provider's environment variable. The order they are tried in is ``llm.choice``'s (``find_api_key``).
 
 Keys travel wrapped in `Secret` so that printing, logging or a traceback shows a mask,
 never the key; a Secret also says where it came from (``source``), for messages.
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from pi_compact.errors import SettingsError, UsageError
+from pi_compact.errors import SettingsError
 
 if TYPE_CHECKING:
     from pi_compact.llm.providers import ModelRef
@@ -145,7 +145,7 @@ def _run_command(command: str) -> str | None:
     return _command_cache[command]
 
 
-def _from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
+def key_from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
     """The provider's key from auth.json, and the credential type found when it is not a usable key."""
     entry = _load_auth(auth_file(env)).get(provider)
     if not isinstance(entry, dict):
@@ -163,7 +163,7 @@ def _from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | Non
     return (Secret(value, str(auth_file(env))), None) if value else (None, "api_key")
 
 
-def _from_env(model: ModelRef, env: Mapping[str, str]) -> Secret | None:
+def key_from_env(model: ModelRef, env: Mapping[str, str]) -> Secret | None:
     for name in model.key_env:
         value = env.get(name, "").strip()
         if value:
@@ -171,51 +171,9 @@ def _from_env(model: ModelRef, env: Mapping[str, str]) -> Secret | None:
     return None
 
 
-def find_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
-    """The key for model's provider as Pi finds it: an API-key entry of Pi's auth.json first, then the
-    provider's environment variable. ``Secret.source`` says which."""
-    env = os.environ if env is None else env
-    return _run_key(env) or _from_auth_file(model.provider, env)[0] or _from_env(model, env)
-
-
-def _run_key(env: Mapping[str, str]) -> Secret | None:
+def key_for_the_run(env: Mapping[str, str]) -> Secret | None:
     value = env.get(RUN_KEY_ENV, "").strip()
     return Secret(value, RUN_KEY_ENV) if value else None
-
-
-def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
-    """True when a request to model can be authenticated (or needs no key)."""
-    return not model.key_required or find_api_key(model, env) is not None
-
-
-def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
-    """The key, None for servers that need none, or a UsageError saying how to provide one."""
-    env = os.environ if env is None else env
-    if (run_key := _run_key(env)) is not None:
-        return run_key
-    key, other = _from_auth_file(model.provider, env)
-    if key is not None:
-        return key
-    if (from_env := _from_env(model, env)) is not None:
-        return from_env
-    if not model.key_required:
-        return None
-    path = auth_file(env)
-    hint = ""
-    if other == "oauth":
-        hint = (
-            f" ({path} holds an OAuth login for {model.provider}; picompact uses only API keys, "
-            "not subscription logins)"
-        )
-    elif other == "api_key":
-        hint = f" (the {model.provider} entry in {path} did not resolve to a key)"
-    elif other:
-        hint = f" ({path} holds a {other!r} credential for {model.provider}, which picompact cannot use)"
-    names = " or ".join(model.key_env) or "an API key"
-    raise UsageError(
-        f"no API key for {model.provider}: looked in {path}, then {names}; store an API key for it there or set "
-        f"{names}{hint}"
-    )
 
 
 def describe_source(key: Secret | None) -> str:
