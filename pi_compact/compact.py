@@ -282,7 +282,7 @@ def stale_reminders(plan: CompactionPlan) -> list[str]:
 
 def _prepare(p: Path, mode: CheckpointMode, opts: CompactOptions, attempts: int, *, preview: bool) -> CompactResult:
     """Read, check and plan; run the mode (its preview when ``preview``); the entries and their figures."""
-    session = load_session(p)
+    session = load_session(p, keep_bodies=True)  # the checkpoint reads every entry: parse each line once
     check = analyze(session, opts.check)
     plan = check.plan
     name = mode.name
