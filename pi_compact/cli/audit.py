@@ -254,7 +254,7 @@ def audit(
         raise UsageError(f"--top must not be negative (got {top})")
     path = resolve_session_path(session)
     result = run_audit(
-        load_session(path),
+        load_session(path, keep_bodies=True),  # the audit reads every reply: parse each line once
         CheckOptions(
             context_window=context_window,
             model=model,
