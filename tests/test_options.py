@@ -13,6 +13,7 @@ from pi_compact.checkpoint.summary import SummaryOptions
 from pi_compact.cli.options import flag_for
 from pi_compact.compact import CompactOptions
 from pi_compact.errors import OptionError
+from pi_compact.lookup.agent import LookupOptions
 from tests.helpers.cli import run
 from tests.sessionkit import simple_session
 
@@ -26,6 +27,7 @@ from tests.sessionkit import simple_session
         (lambda: CompactOptions(dry_run=True, output="x.jsonl"), ("dry_run", "output")),
         (lambda: get_mode("verbatim", cap_tokens=5, no_cap=True), ("cap_tokens", "no_cap")),
         (lambda: SummaryOptions(timeout=0), ("timeout",)),
+        (lambda: LookupOptions(budget=0), ("budget",)),
     ],
 )
 def test_the_library_names_the_fields(make, fields) -> None:
@@ -48,6 +50,7 @@ def test_fields_map_to_their_flags() -> None:
         (("compact", "--cap", "5", "--no-cap"), "picompact: error: --cap and --no-cap clash: give one of them"),
         (("compact", "--mode", "summary", "--timeout", "0"), "picompact: error: --timeout must be a positive"),
         (("compact", "--keep-recent-tokens", "-3"), "picompact: error: --keep-recent-tokens must not be negative"),
+        (("lookup", "what failed?", "--budget", "0"), "picompact: error: --budget must be a whole number from 1"),
     ],
 )
 def test_the_command_line_names_the_flags(tmp_path: Path, args: tuple[str, ...], message: str) -> None:

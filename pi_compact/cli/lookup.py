@@ -156,7 +156,6 @@ def lookup(
     if not question.strip():
         raise UsageError("the question is empty")
     options = LookupOptions(budget=budget, timeout=timeout, redact=not no_redact)
-    options.validate()
     path = resolve_session_path(session_arg)
     loaded = load_session(path)
     report_diagnostics(env, loaded.diagnostics, path)

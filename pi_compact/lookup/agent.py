@@ -29,6 +29,7 @@ import orjson
 from pi_compact.errors import (
     CursorError,
     NotFoundError,
+    OptionError,
     PatternError,
     ProviderError,
     UsageError,
@@ -81,11 +82,14 @@ class LookupOptions:
         """Model calls allowed while searching (the write-up call comes on top)."""
         return CALL_LIMIT_FACTOR * self.budget
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         if isinstance(self.budget, bool) or not isinstance(self.budget, int) or not 1 <= self.budget <= MAX_BUDGET:
-            raise UsageError(f"--budget must be a whole number from 1 to {MAX_BUDGET} (got {self.budget!r})")
+            raise OptionError(("budget",), f"must be a whole number from 1 to {MAX_BUDGET} (got {self.budget!r})")
         if not (self.timeout > 0) or self.timeout == float("inf"):
-            raise UsageError(f"--timeout must be a positive number of seconds (got {self.timeout!r})")
+            raise OptionError(("timeout",), f"must be a positive number of seconds (got {self.timeout!r})")
+
+    def validate(self) -> None:
+        """Kept for callers of earlier versions: the checks run when the options are made."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -543,7 +547,6 @@ def run_lookup(
     from pi_compact.llm import complete
 
     opts = options or LookupOptions()
-    opts.validate()
     question = question.strip()
     if not question:
         raise UsageError("the question is empty")
