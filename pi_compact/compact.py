@@ -47,6 +47,7 @@ from pi_compact.session import Session, get_branch, load_session
 from pi_compact.session.model import JsonDict
 from pi_compact.session.write import (
     DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_TORN_QUIET,
     SessionChangedError,
     WriteResult,
     append_entries,
@@ -87,6 +88,7 @@ class CompactOptions:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     retries: int = 1
     stdout: BinaryIO | None = None  # where ``output="-"`` writes the copy
+    torn_quiet: float = DEFAULT_TORN_QUIET  # seconds an incomplete last line must stay unchanged to count as torn
     in_lock: Callable[[], None] | None = None  # called under the session's lock just before writing
 
     def __post_init__(self) -> None:
@@ -96,6 +98,8 @@ class CompactOptions:
             raise OptionError(("dry_run", "output"), "clash: --output already leaves the session untouched")
         if self.retries < 0:
             raise OptionError(("retries",), "must not be negative")
+        if not 0 <= self.torn_quiet <= 3600:
+            raise OptionError(("torn_quiet",), f"must be between 0 and 3600 seconds (got {self.torn_quiet!r})")
 
     def validate(self) -> None:
         """Kept for callers of earlier versions: the checks run when the options are made."""
@@ -385,7 +389,8 @@ def compact_session(
         try:
             quiet = None
             if session.torn_last_line:
-                quiet = settle_torn_line(p, session)  # still being written: SessionChangedError, re-read, retry
+                # Still being written: SessionChangedError, re-read, retry.
+                quiet = settle_torn_line(p, session, opts.torn_quiet)
                 if not opts.repair:
                     message = torn_line_message(session, quiet)
                     raise SessionError(message, path=str(p), line=torn_line_number(session))

@@ -28,6 +28,7 @@ FIXED_TIME_ENV = "PICOMPACT_FIXED_TIME"
 ID_SEED_ENV = "PICOMPACT_ID_SEED"
 LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
 PAUSE_IN_LOCK_ENV = "PICOMPACT_TEST_PAUSE_IN_LOCK"
+TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
 
 
 def _mode(name: str, params: dict[str, Any], environ: Mapping[str, str]) -> CheckpointMode:
@@ -137,6 +138,20 @@ def _pause_in_lock(environ: Mapping[str, str]) -> Callable[[], None] | None:
     import time
 
     return lambda: time.sleep(seconds)
+
+
+def _torn_quiet(environ: Mapping[str, str]) -> float:
+    """Seconds an incomplete last line must stay unchanged before it counts as torn (``PICOMPACT_TORN_QUIET``)."""
+    from pi_compact.session.write import DEFAULT_TORN_QUIET
+
+    value = environ.get(TORN_QUIET_ENV, "").strip()
+    try:
+        seconds = float(value) if value else DEFAULT_TORN_QUIET
+    except ValueError:
+        raise UsageError(f"{TORN_QUIET_ENV} must be a number of seconds (got {value!r})") from None
+    if not 0 <= seconds <= 3600:
+        raise UsageError(f"{TORN_QUIET_ENV} must be between 0 and 3600 seconds (got {value!r})")
+    return seconds
 
 
 def _lock_timeout(environ: Mapping[str, str]) -> float:
@@ -340,6 +355,7 @@ def compact(
         lock_timeout=_lock_timeout(env.environ),
         stdout=env.stdout.buffer if output == "-" else None,
         in_lock=_pause_in_lock(env.environ),
+        torn_quiet=_torn_quiet(env.environ),
     )
     path = resolve_session_path(session)
     result = compact_session(path, chosen, options)

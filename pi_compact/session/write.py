@@ -37,7 +37,6 @@ from pi_compact.tokens import js_stringify
 
 DEFAULT_LOCK_TIMEOUT = 10.0
 HEADER_SCAN_BYTES = 1024 * 1024
-TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
 DEFAULT_TORN_QUIET = 2.0  # seconds an incomplete last line must stay unchanged to count as torn
 
 
@@ -205,24 +204,11 @@ def torn_line_message(session: Session, quiet: float | None = None) -> str:
     )
 
 
-def torn_line_quiet() -> float:
-    """Seconds an incomplete last line must stay unchanged before picompact calls it torn (``$PICOMPACT_TORN_QUIET``,
-    default DEFAULT_TORN_QUIET)."""
-    value = os.environ.get(TORN_QUIET_ENV, "").strip()
-    try:
-        seconds = float(value) if value else DEFAULT_TORN_QUIET
-    except ValueError:
-        raise UsageError(f"{TORN_QUIET_ENV} must be a number of seconds (got {value!r})") from None
-    if not 0 <= seconds <= 3600:
-        raise UsageError(f"{TORN_QUIET_ENV} must be between 0 and 3600 seconds (got {value!r})")
-    return seconds
-
-
 def settle_torn_line(path: str | os.PathLike[str], expected: Session, quiet: float | None = None) -> float:
     """Tell a torn last line from one another program is still writing: watch the file until it has been unchanged
     for ``quiet`` seconds (by its modification time, or by watching it that long). Returns the quiet time;
     SessionChangedError ("the file is changing") as soon as it changes, so the caller re-reads and retries."""
-    quiet = torn_line_quiet() if quiet is None else quiet
+    quiet = DEFAULT_TORN_QUIET if quiet is None else quiet
     where = str(path)
     line = torn_line_number(expected)
     first: int | None = None
