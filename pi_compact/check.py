@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_compact.checkpoint.mode import ModeContext
 from pi_compact.errors import OptionError, SettingsError
@@ -13,6 +13,9 @@ from pi_compact.projection import ProjectedEntry, build_projection
 from pi_compact.session import Branch, Session, get_branch, load_session
 from pi_compact.session.model import Diagnostic
 from pi_compact.session.tree import no_leaf_reason
+
+if TYPE_CHECKING:
+    from pi_compact.forecast import Forecast
 
 MAX_TOKENS_SETTING = 100_000_000  # a token setting above this is a typo, not a window
 
@@ -62,7 +65,7 @@ class CheckResult:
     tokenizer: str = "pi"
     cl100k_tokens: int | None = None
     warnings: list[str] = field(default_factory=list)
-    forecast: Any = None  # forecast.Forecast: turns left before the threshold
+    forecast: Forecast | None = None  # turns left before the threshold
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
