@@ -386,3 +386,23 @@ def test_no_key_is_a_usage_error_before_any_request(
     with pytest.raises(UsageError, match="OPENAI_API_KEY"):
         compact(path, _mode(server, sleeps))
     assert path.read_bytes() == before and not server.log
+
+
+def test_a_library_dry_run_sends_nothing_and_previews_the_requests(
+    server: HTTPServer, sleeps: list[float], tmp_path: Path
+) -> None:
+    """compact_session(dry_run=True) asks the mode for its preview: the exact requests, and no request is sent."""
+    server.expect_request(OPENAI_PATH).respond_with_response(openai_reply(GOOD_SUMMARY))
+    path = history_session(tmp_path)
+    before = path.read_bytes()
+    result = compact(path, _mode(server, sleeps), dry_run=True)
+    assert bodies(server) == []
+    assert path.read_bytes() == before
+    assert result.status == "dry-run" and result.entries == [] and result.checkpoint is None
+    assert result.preview is not None
+    document = result.to_json()
+    assert document == result.preview.to_json()
+    assert document["mode"] == "summary" and document["requests"][0]["system"] == SYSTEM_PROMPT
+    # The request previewed is the one a real run sends.
+    compact(path, _mode(server, sleeps))
+    assert user_text(bodies(server)[0]) == document["requests"][0]["user"]
