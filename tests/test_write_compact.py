@@ -321,3 +321,21 @@ def test_a_new_checkpoint_replaces_the_reminder_still_in_its_kept_tail(tmp_path)
     assert visible == [doc["reminder_id"]]
     assert next(pe for pe in projection.entries if pe.entry.id == old_reminder).omitted
     assert second.stats.tokens_after == context_tokens(projection).tokens  # the omission is counted
+
+
+def test_the_verbatim_mode_reads_no_api_key_to_decide_its_text(tmp_path, monkeypatch):
+    """Whether the checkpoint advertises `picompact lookup` is the caller's input (a value or a probe)."""
+    path = _big(tmp_path)
+    monkeypatch.setenv("PICOMPACT_API_KEY", "sk-a-key-for-the-run")
+    monkeypatch.setenv("PICOMPACT_MODEL", "openai/gpt-4.1-mini")
+    by_default = compact_session(path, get_mode("verbatim"), _options(dry_run=True))
+    assert "picompact lookup" not in by_default.checkpoint.summary
+    asked: list[tuple[Any, Any]] = []
+
+    def probe(session_model, lookup_model):
+        asked.append((session_model, lookup_model))
+        return True
+
+    advertised = compact_session(path, get_mode("verbatim", lookup_available=probe), _options(dry_run=True))
+    assert "picompact lookup" in advertised.checkpoint.summary
+    assert asked and asked[0][0] == advertised.check.plan.projection.model
