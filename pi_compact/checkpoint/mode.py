@@ -20,12 +20,15 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pi_compact.errors import OptionError, UsageError
 from pi_compact.plan import CompactionPlan
 from pi_compact.session.model import JsonDict, Session
 from pi_compact.session.tree import Branch
+
+if TYPE_CHECKING:
+    from pi_compact.redact import Redactor
 
 # Whether ``picompact lookup`` would find a model and a key, given the session's model and the lookup model the
 # Pi extension's settings name (or None). The caller computes it (the CLI, the Pi extension's hook); the library
@@ -98,7 +101,7 @@ class RedactingMode:
     """
 
     inner: CheckpointMode
-    _redactor: Any = field(default=None, repr=False)
+    _redactor: Redactor | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:

@@ -22,7 +22,10 @@ from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, 
 from pi_compact.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from pi_compact.checkpoint.entry import Clock, IdGenerator
     from pi_compact.checkpoint.mode import CheckpointMode
+    from pi_compact.checkpoint.summary import SummaryOptions, SummaryPreview
+    from pi_compact.compact import CompactResult
 
 FIXED_TIME_ENV = "PICOMPACT_FIXED_TIME"
 ID_SEED_ENV = "PICOMPACT_ID_SEED"
@@ -112,7 +115,7 @@ def _check_context_file(path: Path) -> None:
         raise UsageError(f"--context-file: not a regular file ({kind})", path=str(path))
 
 
-def _clock_and_ids(environ: Mapping[str, str]) -> tuple[Any, Any]:
+def _clock_and_ids(environ: Mapping[str, str]) -> tuple[Clock, IdGenerator]:
     from pi_compact.checkpoint.entry import fixed_clock, random_id, seeded_ids, system_clock
 
     clock = system_clock
@@ -374,7 +377,7 @@ def compact(
     return ExitCode.OK
 
 
-def _report(env: Environment, result: Any, *, json_output: bool, dry_run: bool) -> None:
+def _report(env: Environment, result: CompactResult, *, json_output: bool, dry_run: bool) -> None:
     data = result.to_json()
     report_diagnostics(env, result.check.diagnostics, result.path)
     for warning in result.check.warnings:
@@ -396,7 +399,7 @@ def _report(env: Environment, result: Any, *, json_output: bool, dry_run: bool) 
         env.warn(warning)
     if json_output:
         env.emit(data)
-    elif dry_run:
+    elif dry_run and result.checkpoint is not None:
         env.text(result.checkpoint.summary)
         if result.checkpoint.reminder is not None:
             env.text("")
@@ -460,7 +463,7 @@ def _apply(flags: list[str]) -> str:
     return "applies" if len(flags) == 1 else "apply"
 
 
-def _summary_options(params: dict[str, Any]) -> Any:
+def _summary_options(params: dict[str, Any]) -> SummaryOptions:
     from pi_compact.checkpoint.summary import SummaryOptions
 
     return SummaryOptions(
@@ -479,7 +482,7 @@ def _waiting(env: Environment) -> Callable[[str], Any]:
     return lambda label: env.progress(label, hint="Ctrl-C aborts, nothing is written")
 
 
-def _report_preview(env: Environment, result: Any, *, json_output: bool) -> None:
+def _report_preview(env: Environment, result: CompactResult, *, json_output: bool) -> None:
     """A summary dry run: the exact request(s) and what they may cost; nothing sent, nothing written."""
     from pi_compact.checkpoint.summary import SummaryPreview
 
@@ -543,7 +546,7 @@ def _report_preview(env: Environment, result: Any, *, json_output: bool) -> None
     )
 
 
-def _summary_note(env: Environment, result: Any) -> None:
+def _summary_note(env: Environment, result: CompactResult) -> None:
     """Which model wrote the summary and what it cost (stderr)."""
     if result.mode != "summary" or result.checkpoint is None:
         return
@@ -573,7 +576,7 @@ def _redaction_text(counts: dict[str, int] | None, *, would: bool) -> str:
     return f"redaction: {verb} {describe_counts(counts)} before sending"
 
 
-def _thinking_text(preview: Any) -> str:
+def _thinking_text(preview: SummaryPreview) -> str:
     """The thinking level the requests carry and where it came from."""
     choice = preview.thinking
     sent = preview.requests[0].thinking if preview.requests else "off"

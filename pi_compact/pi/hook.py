@@ -13,9 +13,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_compact.errors import UsageError
+
+if TYPE_CHECKING:
+    from pi_compact.render.transcript import Transcript
 
 # The extension's tool names -> the search tools of ``picompact lookup`` they run.
 TOOLS = {
@@ -118,7 +121,7 @@ def run_tool(session: Path, leaf: str | None, tool: str, arguments: Mapping[str,
     return run_search_tool(transcript, inner, arguments, name=tool)
 
 
-def run_search_tool(transcript: Any, tool: str, arguments: Mapping[str, Any], *, name: str = "") -> str:
+def run_search_tool(transcript: Transcript, tool: str, arguments: Mapping[str, Any], *, name: str = "") -> str:
     """One call of the lookup model's ``list_entries``, ``grep`` or ``show_entry``, with the same argument checks,
     limits and result text; ``name`` is the tool's name as the agent knows it, for the "call … again" hint."""
     from pi_compact.llm.types import ToolCall
