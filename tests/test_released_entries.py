@@ -170,3 +170,44 @@ def test_keep_bodies_parses_once_and_keeps_everything(tmp_path: Path) -> None:
     assert all(e.loaded for e in kept.entries)
     full = load_session_bytes(path.read_bytes(), str(path))
     assert [e.raw for e in kept.entries] == [e.raw for e in full.entries]
+
+
+def test_decorated_lines_kept_by_the_loader_are_the_rendering(tmp_path: Path) -> None:
+    from pi_compact.render.entry import render_entry
+
+    path = compacted_session().write(tmp_path / "s.jsonl")
+    session = load_session(path, decorate=lambda e: render_entry(e, decorated_only=True).lines)
+    full = load_session_bytes(path.read_bytes(), str(path))
+    released = [e for e in session.entries if not e.loaded]
+    assert released and set(session.decorated) == {e.index for e in released}
+    for entry in released:
+        expected = render_entry(full.entries[entry.index], decorated_only=True).lines
+        assert session.decorated[entry.index] == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "sections"),
+    [
+        ("mod[0-9]", None),
+        ("/repo/late", None),
+        ("subagent", None),
+        ("ENTRY", ["header"]),
+        (r"\[toolResult\] read", ["meta"]),
+        ("nothing like this", None),
+    ],
+)
+def test_grep_with_kept_decorated_lines_finds_what_a_full_parse_finds(
+    tmp_path: Path, pattern: str, sections: list[str] | None
+) -> None:
+    from pi_compact.lookup.search import grep
+    from pi_compact.render.entry import render_entry
+    from pi_compact.render.transcript import build_transcript
+
+    path = compacted_session().write(tmp_path / "s.jsonl")
+    kept = load_session(path, decorate=lambda e: render_entry(e, decorated_only=True).lines)
+    assert kept.decorated
+    lazy = grep(build_transcript(kept), pattern, sections=sections, max_count=1000)
+    full_transcript = build_transcript(load_session_bytes(path.read_bytes(), str(path)))
+    full_transcript.attach_raw(path.read_bytes())
+    full = grep(full_transcript, pattern, sections=sections, max_count=1000)
+    assert [m.to_json() for m in lazy.matches] == [m.to_json() for m in full.matches]

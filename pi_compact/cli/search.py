@@ -58,14 +58,22 @@ class _Printer:
 STDIN = "-"  # SESSION given as "-": the session is read from standard input
 
 
-def load_session_arg(env: Environment, session: Path | None) -> Any:
+def load_session_arg(env: Environment, session: Path | None, *, decorated: bool = False) -> Any:
     """The session named by SESSION (a file, ``-`` for stdin, or the default session), and its bytes if read
-    from stdin."""
+    from stdin. ``decorated``: keep the decorated-only lines of the entries whose body the loader drops (grep
+    searches them in every entry; rendering them then would parse those bodies a second time)."""
     from pi_compact.session.load import load_session, load_session_bytes
 
     if session is not None and str(session) == STDIN:
         data = env.stdin.buffer.read()
         return load_session_bytes(data, "<stdin>"), data
+    if decorated:
+        from pi_compact.render.entry import render_entry
+
+        def decorate(entry: Any) -> tuple[str, ...]:
+            return render_entry(entry, decorated_only=True).lines
+
+        return load_session(resolve_session_path(session), decorate=decorate), None
     return load_session(resolve_session_path(session)), None
 
 
@@ -73,11 +81,13 @@ def _where(loaded: Any) -> str:
     return str(loaded.path) if loaded.path is not None else "<stdin>"
 
 
-def _load(env: Environment, session: Path | None, leaf: str | None, all_branches: bool) -> Any:
+def _load(
+    env: Environment, session: Path | None, leaf: str | None, all_branches: bool, *, decorated: bool = False
+) -> Any:
     """The transcript to search; the load problems of the file and of the branch reported, in line order."""
     from pi_compact.render.transcript import build_transcript
 
-    loaded, data = load_session_arg(env, session)
+    loaded, data = load_session_arg(env, session, decorated=decorated)
     try:
         transcript = build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
     except Exception:
@@ -253,7 +263,7 @@ def grep(
     limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout)
     # A spinner on a terminal when the search takes more than a second, gone before anything is printed.
     with Progress(env, f"searching {session if session is not None else 'the session'}") as progress:
-        transcript = _load(env, session, leaf, all_branches)
+        transcript = _load(env, session, leaf, all_branches, decorated=True)
         if summary_only:
             counts = grep_counts(
                 transcript,

@@ -194,7 +194,11 @@ class Candidates:
 
     def _decorated_matches(self, first: int, last: int) -> set[int]:
         entries = self.transcript.entries
-        rendered = [render_entry(entries[i], decorated_only=True).lines for i in range(first, last)]
+        kept = self.transcript.session.decorated  # rendered by the loader before it dropped the body
+        rendered = [
+            kept.get(entries[i].index) or render_entry(entries[i], decorated_only=True).lines
+            for i in range(first, last)
+        ]
         if self.searcher.joined is None:
             return self._line_by_line(first, rendered)
         try:

@@ -13,7 +13,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -311,8 +311,15 @@ def _bom_error(where: str) -> SessionError:
     )
 
 
+Decorate = Callable[[Entry], tuple[str, ...]]
+
+
 def parse_session(
-    stream: Iterable[bytes], path: Path | None = None, size: int = 0, source: FileSource | None = None
+    stream: Iterable[bytes],
+    path: Path | None = None,
+    size: int = 0,
+    source: FileSource | None = None,
+    decorate: Decorate | None = None,
 ) -> Session:
     """Parse session lines (each ending in b"\\n", the last one maybe not) into a Session.
 
@@ -325,13 +332,20 @@ def parse_session(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_session(stream, path, size, source)
+        return _parse_session(stream, path, size, source, decorate)
     finally:
         if enabled:
             gc.enable()
 
 
-def _release_before(entries: list[Entry], first_kept: Any, start: int, source: FileSource) -> int:
+def _release_before(
+    entries: list[Entry],
+    first_kept: Any,
+    start: int,
+    source: FileSource,
+    decorate: Decorate | None,
+    decorated: dict[int, tuple[str, ...]],
+) -> int:
     """Release the bodies of message entries from ``start`` up to the first kept entry of the compaction just
     appended (or up to that compaction); return where the next release starts.
 
@@ -345,6 +359,8 @@ def _release_before(entries: list[Entry], first_kept: Any, start: int, source: F
             break
     for entry in entries[start:end]:
         if entry.type == "message":
+            if decorate is not None:
+                decorated[entry.index] = decorate(entry)
             entry.release(source)
     return max(start, end)
 
@@ -355,7 +371,9 @@ def _releasable(header: JsonDict) -> bool:
     return isinstance(version, int) and not isinstance(version, bool) and version >= CURRENT_VERSION
 
 
-def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source: FileSource | None) -> Session:
+def _parse_session(
+    stream: Iterable[bytes], path: Path | None, size: int, source: FileSource | None, decorate: Decorate | None
+) -> Session:
     where = str(path) if path is not None else "<session>"
     diagnostics: list[Diagnostic] = []
     entries: list[Entry] = []
@@ -373,6 +391,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
     binary_line: int | None = None
     release = False
     released_to = 0
+    decorated: dict[int, tuple[str, ...]] = {}
     for number, offset, body, terminated in _iter_lines(stream):
         last_line_no = number
         last_terminated = terminated
@@ -463,7 +482,9 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
             )
         entries.append(entry)
         if release and source is not None and entry.type == "compaction":
-            released_to = _release_before(entries, value.get("firstKeptEntryId"), released_to, source)
+            released_to = _release_before(
+                entries, value.get("firstKeptEntryId"), released_to, source, decorate, decorated
+            )
 
     if header is None:
         if last_line_no == 0 or size == 0:
@@ -546,6 +567,7 @@ def _parse_session(stream: Iterable[bytes], path: Path | None, size: int, source
         torn_last_line=torn,
         tail=tail,
         no_leaf=no_leaf,
+        decorated=decorated,
     )
 
 
@@ -579,11 +601,15 @@ def os_error(exc: OSError, where: str) -> SessionError:
     return SessionError(f"cannot read: {reason}", path=where, code="unreadable")
 
 
-def load_session(path: str | os.PathLike[str], *, keep_bodies: bool = False) -> Session:
+def load_session(
+    path: str | os.PathLike[str], *, keep_bodies: bool = False, decorate: Decorate | None = None
+) -> Session:
     """Load a session file. Fatal problems raise SessionError/NotFoundError; others become diagnostics.
 
     The parsed bodies of old messages are dropped and read back when asked for (see ``session.source``); a caller
-    that will read every entry anyway (a lint of the whole file, say) passes ``keep_bodies`` to parse once."""
+    that will read every entry anyway (a lint of the whole file, say) passes ``keep_bodies`` to parse once.
+    ``decorate(entry)`` is kept in ``Session.decorated`` for each entry whose body is dropped, computed while the
+    body is still in memory (grep's decorated-only rendering)."""
     p = Path(path)
     where = str(path)
     check_regular_file(p)
@@ -596,7 +622,7 @@ def load_session(path: str | os.PathLike[str], *, keep_bodies: bool = False) -> 
             size = os.fstat(stream.fileno()).st_size
             if size == 0:
                 raise SessionError("empty file: not a Pi session", path=where, code="empty-file")
-            session = parse_session(read_lines(stream), p, size, None if keep_bodies else source)
+            session = parse_session(read_lines(stream), p, size, None if keep_bodies else source, decorate)
     except OSError as exc:
         source.close()
         raise os_error(exc, where) from None

@@ -156,6 +156,9 @@ class Session:
     ends_with_newline: bool = True
     torn_last_line: bool = False  # last line lacks "\n" and does not parse (a crash mid-write)
     tail: bytes = b""  # last bytes of the file as read, to detect concurrent appends
+    # Decorated-only rendered lines of entries whose body the loader dropped, by entry index, when the caller asked
+    # the loader to keep them (grep checks them for every entry; see ``load_session(decorate=...)``).
+    decorated: dict[int, tuple[str, ...]] = field(default_factory=dict)
     no_leaf: bool = False  # the last parsed entry is not an object or has no id: Pi finds no leaf
 
     @property
