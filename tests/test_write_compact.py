@@ -266,7 +266,9 @@ def test_verbatim_mode_default_cap_is_half_of_keep_recent_tokens(tmp_path, monke
         seen.append(options)
         return verbatim.Checkpoint("S", {}, "R", read_files=[], modified_files=[], tokens=1, trimmed=False)
 
-    monkeypatch.setattr(verbatim, "build_verbatim_checkpoint", fake_build)
+    import pi_compact.checkpoint.verbatim_mode as verbatim_mode
+
+    monkeypatch.setattr(verbatim_mode, "build_verbatim_checkpoint", fake_build)
     path = _big(tmp_path)
     compact_session(path, get_mode("verbatim"), _options(dry_run=True))
     compact_session(path, get_mode("verbatim", cap_tokens=77), _options(dry_run=True))

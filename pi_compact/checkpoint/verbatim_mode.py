@@ -12,8 +12,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pi_compact.checkpoint.context_files import context_files_for
 from pi_compact.checkpoint.mode import CheckpointResult, LookupProbe, ModeContext
+from pi_compact.checkpoint.verbatim import VerbatimOptions, build_verbatim_checkpoint
 from pi_compact.errors import OptionError
+from pi_compact.pi.config import load_config, tools_installed
 from pi_compact.plan import CompactionPlan
 
 
@@ -45,10 +48,6 @@ class VerbatimMode:
         object.__setattr__(self, "context_files", tuple(self.context_files))
 
     def build(self, plan: CompactionPlan, ctx: ModeContext) -> CheckpointResult:
-        from pi_compact.checkpoint.context_files import context_files_for
-        from pi_compact.checkpoint.verbatim import VerbatimOptions, build_verbatim_checkpoint
-        from pi_compact.pi.config import load_config, tools_installed
-
         config = load_config(ctx.session.cwd) if ctx.session.cwd else None
         cap: int | None
         if self.no_cap:
