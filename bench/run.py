@@ -173,16 +173,28 @@ class Runner:
                 return 0.0, None, None, None, str(exc)
             drain = threading.Thread(target=_discard, args=(proc.stdout,), daemon=True)
             drain.start()
+            # A blocking wait returns the moment the command ends; wait(timeout=...) polls with sleeps of up to
+            # 50 ms, which rounded every time up to the next poll. The timeout is a timer that kills the group.
+            expired = threading.Event()
+
+            def kill() -> None:
+                expired.set()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # the measured command too, not only its wrapper
+
+            timer = threading.Timer(timeout, kill)
+            timer.start()
             try:
-                code = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)  # the measured command too, not only its wrapper
-                proc.wait()
-                return 0.0, None, None, None, f"timeout after {timeout:.0f}s"
+                code = proc.wait()
             except KeyboardInterrupt:
                 os.killpg(proc.pid, signal.SIGKILL)
                 raise
+            finally:
+                timer.cancel()
             wall = time.perf_counter() - t0
+            if expired.is_set():
+                drain.join()
+                return 0.0, None, None, None, f"timeout after {timeout:.0f}s"
             drain.join()
             errf.seek(0)
             err = _error_line(errf.read().decode(errors="replace"))
