@@ -1,5 +1,6 @@
 """``picompact check`` on a small session stays quick to start: it loads no HTTP client, no tokenizer, none of
-rich's heavy parts and no LLM code. Run in a fresh interpreter (the test process has loaded everything)."""
+rich's heavy parts, no LLM code and no other command's module. Run in a fresh interpreter (the test process has
+loaded everything)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,16 @@ FORBIDDEN = (
     "rich.markdown",
     "rich.progress",
     "pygments",
+    # the other commands' modules and the JSON TypedDicts
+    "pi_compact.cli.audit",
+    "pi_compact.cli.compact",
+    "pi_compact.cli.coverage",
+    "pi_compact.cli.lint",
+    "pi_compact.cli.lookup",
+    "pi_compact.cli.pi",
+    "pi_compact.cli.schema",
+    "pi_compact.cli.search",
+    "pi_compact.cli.sessions",
 )
 
 PROBE = """

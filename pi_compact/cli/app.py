@@ -8,6 +8,8 @@ it prints only through it, raises ``PiCompactError`` for problems, and returns a
 from __future__ import annotations
 
 import contextlib
+import importlib
+import pkgutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,7 +50,96 @@ def _carried() -> Iterator[None]:
         raise Interrupted() from exc
 
 
-app = typer.Typer(
+# The module of this package that defines each command: running one command imports only its module (the
+# others cost a third of a small ``check``'s start-up). A command missing here still works, through the whole app;
+# tests/cli/test_lazy_commands.py checks this table against what the modules register.
+COMMAND_MODULES = {
+    "audit": "audit",
+    "check": "check",
+    "compact": "compact",
+    "context": "search",
+    "coverage": "coverage",
+    "grep": "search",
+    "lint": "lint",
+    "list": "search",
+    "lookup": "lookup",
+    "show": "search",
+    "sessions": "sessions",
+}
+
+# Modules of this package that define no commands.
+INFRASTRUCTURE = frozenset({"app", "common", "compat", "core", "env", "options", "paging", "schema"})
+
+
+def _module_of(info: Any) -> str:
+    return str(info.callback.__module__)
+
+
+class LazyTyper(typer.Typer):
+    """The root app. Command modules register on it when imported; reading its commands (typer does, to build
+    the click group; so does ``--help``) imports every command module first, and ``load`` imports one."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._commands: list[Any] = []
+        self._groups: list[Any] = []
+        self._complete = False
+        self._loading = False
+        super().__init__(**kwargs)
+
+    @property  # type: ignore[override]
+    def registered_commands(self) -> list[Any]:
+        self._load_all()
+        self._commands.sort(key=_module_of)  # in module order, however they were loaded: help lists them so
+        return self._commands
+
+    @registered_commands.setter
+    def registered_commands(self, value: list[Any]) -> None:
+        self._commands = value
+
+    @property  # type: ignore[override]
+    def registered_groups(self) -> list[Any]:
+        self._load_all()
+        return self._groups
+
+    @registered_groups.setter
+    def registered_groups(self, value: list[Any]) -> None:
+        self._groups = value
+
+    def _load_all(self) -> None:
+        if self._complete or self._loading:
+            return
+        self._loading = True
+        try:
+            package = importlib.import_module(__package__ or "pi_compact.cli")
+            for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+                if module.name not in INFRASTRUCTURE and not module.name.startswith("_"):
+                    importlib.import_module(f"{package.__name__}.{module.name}")
+            self._complete = True
+        finally:
+            self._loading = False
+
+    def only(self, name: str) -> typer.Typer | None:
+        """An app holding the root callback and just the command NAME, importing only its module (None when
+        NAME is not in ``COMMAND_MODULES``)."""
+        module = COMMAND_MODULES.get(name)
+        if module is None:
+            return None
+        if not self._complete:
+            self._loading = True
+            try:
+                importlib.import_module(f"{__package__ or 'pi_compact.cli'}.{module}")
+            finally:
+                self._loading = False
+        found = [c for c in self._commands if (c.name or c.callback.__name__.lower().replace("_", "-")) == name]
+        if len(found) != 1:
+            return None
+        single = LazyTyper.__new__(LazyTyper)
+        single.__dict__.update(self.__dict__)
+        single._commands, single._groups, single._complete = found, [], True
+        return single
+
+
+app = LazyTyper(
     name="picompact",
     cls=PiCompactGroup,
     help=(

@@ -14,16 +14,15 @@ After httpie's ``raw_main``: typer runs with ``standalone_mode=False`` so that e
 
 from __future__ import annotations
 
-import copy
 import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from pi_compact.cli.app import Interrupted, ReaderGone, app
+from pi_compact.cli._jsonmode import json_mode_for
+from pi_compact.cli.app import COMMAND_MODULES, Interrupted, ReaderGone, app
 from pi_compact.cli.compat import ClickException, NoArgsIsHelpError, UsageError
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import flag_for
-from pi_compact.cli.schema import json_mode_for
 from pi_compact.errors import ExitCode, OptionError, OutputWriteError, PiCompactError
 
 _command: Any = None
@@ -34,27 +33,24 @@ def command(args: Sequence[str] = ()) -> Any:
     """The click command typer builds from the app (built once, after every command module registered).
 
     Typer converts every command's signature when it builds the group (about half the start-up of a small
-    ``check``), so a command line that names one command gets a group holding only that command: the same
-    command, options and messages; anything else (help, a mistyped name) gets the whole group."""
+    ``check``), and importing every command module costs as much again, so a command line that names one command
+    gets a group holding only that command, with only its module imported: the same command, options and
+    messages; anything else (help, a mistyped name, a subgroup) gets the whole group."""
     import typer.main
 
     single = _invoked(args)
     if single is not None:
         built = _single.get(single)
         if built is None:
-            only = copy.copy(app)
-            only.registered_commands = [c for c in app.registered_commands if _command_name(c) == single]
-            only.registered_groups = []
-            built = _single[single] = typer.main.get_command(only)
-        return built
+            only = app.only(single)
+            if only is not None:
+                built = _single[single] = typer.main.get_command(only)
+        if built is not None:
+            return built
     global _command
     if _command is None:
         _command = typer.main.get_command(app)
     return _command
-
-
-def _command_name(info: Any) -> str:
-    return info.name or info.callback.__name__.lower().replace("_", "-")
 
 
 def _invoked(args: Sequence[str]) -> str | None:
@@ -64,8 +60,7 @@ def _invoked(args: Sequence[str]) -> str | None:
         if arg in ("-h", "--help", "--"):
             return None
         if not arg.startswith("-"):
-            names = [_command_name(c) for c in app.registered_commands]
-            return arg if names.count(arg) == 1 else None
+            return arg if arg in COMMAND_MODULES else None
     return None
 
 

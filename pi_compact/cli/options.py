@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from pi_compact.cli.schema import json_mode_for
+from pi_compact.cli._jsonmode import json_mode_for
 
 # Option fields of the library's dataclasses whose flag is not the field name in kebab case.
 _FLAG_OF_FIELD = {"cap_tokens": "--cap", "leaf_id": "--leaf", "tokenizer": "--tokenizer"}
@@ -30,7 +30,7 @@ def _json_mode(ctx: typer.Context, value: bool) -> bool:
 
 
 def json_option(help: str = "Print one JSON document (see README for the schema).") -> Any:
-    """The ``--json`` flag of a command (JSON Lines commands are listed in ``pi_compact.cli.schema.JSON_LINES``)."""
+    """The ``--json`` flag of a command (JSON Lines commands are listed in ``pi_compact.cli._jsonmode.JSON_LINES``)."""
     return typer.Option(False, "--json", help=help, callback=_json_mode, is_eager=True)
 
 
