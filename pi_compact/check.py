@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pi_compact.checkpoint.mode import ModeContext
 from pi_compact.errors import OptionError, SettingsError
 from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
 from pi_compact.projection import ProjectedEntry, build_projection
@@ -15,6 +14,7 @@ from pi_compact.session.model import Diagnostic
 from pi_compact.session.tree import no_leaf_reason
 
 if TYPE_CHECKING:
+    from pi_compact.checkpoint.mode import ModeContext
     from pi_compact.forecast import Forecast
 
 MAX_TOKENS_SETTING = 100_000_000  # a token setting above this is a typo, not a window
@@ -73,6 +73,8 @@ class CheckResult:
 
     def mode_context(self) -> ModeContext:
         """What a checkpoint mode may know of this check (``pi_compact.checkpoint.mode``)."""
+        from pi_compact.checkpoint.mode import ModeContext  # only compact needs it: not on check's start-up path
+
         return ModeContext(
             session=self.session,
             branch=self.branch,

@@ -36,6 +36,7 @@ FORBIDDEN = (
     "pi_compact.cli.schema",
     "pi_compact.cli.search",
     "pi_compact.cli.sessions",
+    "pi_compact.checkpoint.mode",  # only compact asks for a mode's context
 )
 
 PROBE = """
