@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import pkgutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -108,6 +107,8 @@ class LazyTyper(typer.Typer):
     def _load_all(self) -> None:
         if self._complete or self._loading:
             return
+        import pkgutil
+
         self._loading = True
         try:
             package = importlib.import_module(__package__ or "pi_compact.cli")
