@@ -253,6 +253,6 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
     return result
 
 
-def check_session(path: str | Path, options: CheckOptions | None = None) -> CheckResult:
-    """Load a session file and analyse it."""
-    return analyze(load_session(path), options or CheckOptions())
+def check_session(path: str | Path, options: CheckOptions | None = None, *, cache: bool = False) -> CheckResult:
+    """Load a session file and analyse it; ``cache`` keeps an index of the file between runs (``session.index``)."""
+    return analyze(load_session(path, cache=cache), options or CheckOptions())

@@ -62,10 +62,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point HOME and PI_CODING_AGENT_DIR at a temp dir so no test reads or writes the real ~/.pi."""
+    """Point HOME, PI_CODING_AGENT_DIR and XDG_CACHE_HOME at a temp dir so no test reads or writes the real ~/.pi
+    or ~/.cache."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / ".pi" / "agent"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))  # the index picompact keeps of session files
     for var in (
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
@@ -73,6 +75,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         "PICOMPACT_MODEL",
         "NO_COLOR",
         "PI_CODING_AGENT_SESSION_DIR",
+        "PICOMPACT_NO_CACHE",
     ):
         monkeypatch.delenv(var, raising=False)
     return home

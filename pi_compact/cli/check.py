@@ -11,7 +11,15 @@ from pi_compact.cli._progress import Progress
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
-from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ModelOpt, ReserveOpt, SessionArg
+from pi_compact.cli.options import (
+    ContextWindowOpt,
+    JsonOpt,
+    KeepOpt,
+    LeafOpt,
+    ModelOpt,
+    ReserveOpt,
+    SessionArg,
+)
 from pi_compact.errors import ExitCode
 
 
@@ -108,6 +116,11 @@ def check(
     tokenizer: str = typer.Option("pi", "--tokenizer", help="pi (Pi's chars/4 rule) or cl100k (extra view)."),
     files: bool = typer.Option(False, "--files", help="List the read and modified files too."),
     json_output: bool = JsonOpt,
+    no_cache: bool = typer.Option(
+        False,
+        "--no-cache",
+        help="Neither read nor write the index of the file kept in the user's cache (also: PICOMPACT_NO_CACHE=1).",
+    ),
 ) -> ExitCode:
     """Does the session need compacting, and where would Pi cut? Exit 1 when it should compact."""
     from pi_compact.check import CheckOptions, check_session
@@ -127,6 +140,7 @@ def check(
                 leaf_id=leaf,
                 tokenizer=tokenizer,
             ),
+            cache=not no_cache,
         )
         data = result.to_json(evidence=json_output or files)
     report_diagnostics(env, result.diagnostics, path)

@@ -15,7 +15,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -23,6 +23,9 @@ from pi_compact.errors import NotFoundError, SessionError
 from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, cut_depth, parse_line
 from pi_compact.session.model import Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.source import FileSource, read_lines
+
+if TYPE_CHECKING:
+    from pi_compact.session.index import PrefixState
 
 CURRENT_VERSION = 3
 BIG_LINE_BYTES = 16 * 1024 * 1024
@@ -44,13 +47,13 @@ def _is_falsy(value: Any) -> bool:
     return isinstance(value, str) and value == ""
 
 
-def _iter_lines(stream: Iterable[bytes]) -> Iterator[tuple[int, int, bytes, bool]]:
-    """Yield (line number, byte offset, line, terminated) splitting on b"\\n" only.
+def _iter_lines(stream: Iterable[bytes], line: int = 0, offset: int = 0) -> Iterator[tuple[int, int, bytes, bool]]:
+    """Yield (line number, byte offset, line, terminated) splitting on b"\\n" only, the stream starting after
+    ``line`` lines and ``offset`` bytes.
 
     The line keeps its "\\n": JSON allows trailing whitespace, and not slicing it off saves a copy of every line.
     """
-    offset = 0
-    for number, chunk in enumerate(stream, start=1):
+    for number, chunk in enumerate(stream, start=line + 1):
         yield number, offset, chunk, chunk.endswith(b"\n")
         offset += len(chunk)
 
@@ -320,6 +323,8 @@ def parse_session(
     size: int = 0,
     source: FileSource | None = None,
     decorate: Decorate | None = None,
+    resume: PrefixState | None = None,
+    snapshot: list[PrefixState] | None = None,
 ) -> Session:
     """Parse session lines (each ending in b"\\n", the last one maybe not) into a Session.
 
@@ -328,11 +333,15 @@ def parse_session(
 
     With a ``source`` (the same file, open), the parsed bodies of message entries that lie before a compaction's
     first kept entry are dropped as the parse goes on (see ``session.source``).
+
+    ``resume`` (with a ``source``) is the state after the file's first lines (``session.index``): ``stream`` then
+    holds the rest of the file, and every entry of the prefix is built released. ``snapshot`` receives the state
+    after the last complete line, when the file is one that can be indexed.
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_session(stream, path, size, source, decorate)
+        return _parse_session(stream, path, size, source, decorate, resume, snapshot)
     finally:
         if enabled:
             gc.enable()
@@ -371,8 +380,65 @@ def _releasable(header: JsonDict) -> bool:
     return isinstance(version, int) and not isinstance(version, bool) and version >= CURRENT_VERSION
 
 
+def _resumed_entries(state: PrefixState, source: FileSource) -> list[Entry]:
+    head_only = Entry.head_only
+    return [
+        head_only(source, head, line, index, offset, length)
+        for index, (head, line, offset, length) in enumerate(
+            zip(
+                zip(state.ids, state.parents, state.types, state.roles, strict=True),
+                state.line,
+                state.offset,
+                state.length,
+                strict=True,
+            )
+        )
+    ]
+
+
+def _snapshot(
+    at: tuple[Any, ...], entries: list[Entry], diagnostics: list[Diagnostic], malformed: list[int]
+) -> PrefixState:
+    """The loader's state ``at`` (see ``_parse_session``) as an index keeps it."""
+    lines, prefix_len, n_entries, n_diags, n_malformed, header, header_line, last_value, released_to, prev, last = at
+    kept = entries[:n_entries]
+    value = None
+    if last_value is not None:
+        value = last_value[0]
+        if isinstance(value, dict):
+            value = {"id": value["id"]} if "id" in value else {}
+    from pi_compact.session.index import PrefixState  # only a load that keeps an index comes here
+
+    return PrefixState(
+        prefix_len=prefix_len,
+        lines=lines,
+        header=header,
+        header_line=header_line,
+        last_value=value,
+        last_value_line=0 if last_value is None else last_value[1],
+        released_to=released_to,
+        malformed=malformed[:n_malformed],
+        diagnostics=[(d.level, d.code, d.message, d.line) for d in diagnostics[:n_diags]],
+        prev_tail=prev[-TAIL_BYTES:],
+        last_tail=last[-TAIL_BYTES:],
+        line=[e.line for e in kept],
+        offset=[e.offset for e in kept],
+        length=[e.length for e in kept],
+        ids=[e.id for e in kept],
+        parents=[e.parent_id for e in kept],
+        types=[e.type for e in kept],
+        roles=[e.role for e in kept],
+    )
+
+
 def _parse_session(
-    stream: Iterable[bytes], path: Path | None, size: int, source: FileSource | None, decorate: Decorate | None
+    stream: Iterable[bytes],
+    path: Path | None,
+    size: int,
+    source: FileSource | None,
+    decorate: Decorate | None,
+    resume: PrefixState | None = None,
+    snapshot: list[PrefixState] | None = None,
 ) -> Session:
     where = str(path) if path is not None else "<session>"
     diagnostics: list[Diagnostic] = []
@@ -392,7 +458,35 @@ def _parse_session(
     release = False
     released_to = 0
     decorated: dict[int, tuple[str, ...]] = {}
-    for number, offset, body, terminated in _iter_lines(stream):
+    start_line = start_offset = 0
+    if resume is not None and source is not None:
+        start_line, start_offset = resume.lines, resume.prefix_len
+        last_line_no = resume.lines
+        header, header_line = resume.header, resume.header_line
+        release, released_to = True, resume.released_to
+        if resume.last_value_line:
+            last_value = (resume.last_value, resume.last_value_line)
+        malformed = list(resume.malformed)
+        diagnostics = [Diagnostic(*d) for d in resume.diagnostics]  # type: ignore[arg-type]
+        prev_chunk, last_chunk = resume.prev_tail, resume.last_tail
+        entries = _resumed_entries(resume, source)
+    at: tuple[Any, ...] | None = None  # the state before an unterminated last line, for ``snapshot``
+    offset, body = start_offset, b""
+    for number, offset, body, terminated in _iter_lines(stream, start_line, start_offset):
+        if not terminated and snapshot is not None and release:
+            at = (
+                number - 1,
+                offset,
+                len(entries),
+                len(diagnostics),
+                len(malformed),
+                header,
+                header_line,
+                last_value,
+                released_to,
+                prev_chunk,
+                last_chunk,
+            )
         last_line_no = number
         last_terminated = terminated
         prev_chunk, last_chunk = last_chunk, body
@@ -485,6 +579,14 @@ def _parse_session(
             released_to = _release_before(
                 entries, value.get("firstKeptEntryId"), released_to, source, decorate, decorated
             )
+
+    if snapshot is not None and release and header is not None:
+        if at is None and last_terminated and last_line_no > 0:
+            counts = (len(entries), len(diagnostics), len(malformed))
+            at = (last_line_no, offset + len(body), *counts, header, header_line, last_value, released_to)
+            at = (*at, prev_chunk, last_chunk)
+        if at is not None and at[1] > 0 and at[0] >= header_line:
+            snapshot.append(_snapshot(at, entries, diagnostics, malformed))
 
     if header is None:
         if last_line_no == 0 or size == 0:
@@ -602,14 +704,23 @@ def os_error(exc: OSError, where: str) -> SessionError:
 
 
 def load_session(
-    path: str | os.PathLike[str], *, keep_bodies: bool = False, decorate: Decorate | None = None
+    path: str | os.PathLike[str],
+    *,
+    keep_bodies: bool = False,
+    decorate: Decorate | None = None,
+    cache: bool = False,
 ) -> Session:
     """Load a session file. Fatal problems raise SessionError/NotFoundError; others become diagnostics.
 
     The parsed bodies of old messages are dropped and read back when asked for (see ``session.source``); a caller
     that will read every entry anyway (a lint of the whole file, say) passes ``keep_bodies`` to parse once.
     ``decorate(entry)`` is kept in ``Session.decorated`` for each entry whose body is dropped, computed while the
-    body is still in memory (grep's decorated-only rendering)."""
+    body is still in memory (grep's decorated-only rendering).
+
+    ``cache`` keeps an index of the file in the user's cache and resumes after the part it describes
+    (``session.index``; off under ``PICOMPACT_NO_CACHE``). The session is the same as without it, except that every
+    body of the indexed part is read back on demand. It applies to loads that release bodies and keep no
+    decorated lines."""
     p = Path(path)
     where = str(path)
     check_regular_file(p)
@@ -619,10 +730,25 @@ def load_session(
         raise os_error(exc, where) from None
     try:
         with open(source.fileno(), "rb", buffering=0, closefd=False) as stream:
-            size = os.fstat(stream.fileno()).st_size
+            st = os.fstat(stream.fileno())
+            size = st.st_size
             if size == 0:
                 raise SessionError("empty file: not a Pi session", path=where, code="empty-file")
-            session = parse_session(read_lines(stream), p, size, None if keep_bodies else source, decorate)
+            use_cache = cache and not keep_bodies and decorate is None and hasattr(os, "pread")
+            state: PrefixState | None = None
+            snapshot: list[PrefixState] | None = None
+            if use_cache:
+                from pi_compact.session import index
+
+                use_cache = not index.disabled()
+                state = index.read(p, stream.fileno(), st) if use_cache else None
+                if state is not None:
+                    stream.seek(state.prefix_len)
+                snapshot = [] if use_cache else None
+            lines = read_lines(stream)
+            session = parse_session(lines, p, size, None if keep_bodies else source, decorate, state, snapshot)
+            if snapshot and (state is None or snapshot[0].prefix_len > state.prefix_len):
+                index.write(p, stream.fileno(), os.fstat(stream.fileno()), snapshot[0])
     except OSError as exc:
         source.close()
         raise os_error(exc, where) from None

@@ -62,6 +62,26 @@ class Entry:
         self.length = length  # byte length of the line, without the newline
         self.refresh()
 
+    @classmethod
+    def head_only(
+        cls,
+        source: FileSource,
+        head: tuple[str | None, str | None, str, str | None],
+        line: int,
+        index: int,
+        offset: int,
+        length: int,
+    ) -> Entry:
+        """A released entry built from its head fields (id, parentId, type, role) as read before (an index of the
+        file kept between runs); its body is read from ``source`` when asked, and checked against the head."""
+        entry = cls.__new__(cls)
+        entry._raw = None
+        entry._source = source
+        entry._timestamp = _UNREAD
+        entry.line, entry.index, entry.offset, entry.length = line, index, offset, length
+        entry.id, entry.parent_id, entry.type, entry.role = head  # type: ignore[assignment]
+        return entry
+
     @property
     def raw(self) -> JsonDict:
         raw = self._raw

@@ -1,0 +1,286 @@
+"""An index of a session file's already-read prefix, kept in the user's cache so that reading the file again after
+a few appended lines parses only those lines.
+
+Pi only ever appends to a session file, and people run ``picompact check`` again and again on the same growing
+file. The loader's state after the last complete line (``PrefixState``: the header, per entry its line, byte
+offset, length, id, parentId, type and role, the warnings found so far, the malformed lines) is written to
+``$XDG_CACHE_HOME/picompact/`` (or ``~/.cache/picompact/``), one file per session path. The next load that finds
+an index which still describes the file resumes after the prefix; every body in the prefix is read back from the
+file on demand, as the loader already does for old messages (``session.source``), and a body read back is checked
+against the entry's head fields, so a file changed under the index is an error, never a different answer.
+
+When an index is used (every key must agree, otherwise it is ignored and rebuilt):
+
+- the same path, device and inode (a file renamed over the old one, as a rewrite does, has another inode);
+- the file is at least as long as the prefix, and when its size is the one recorded, its mtime is too (an edit
+  in place that keeps the length);
+- a hash of the prefix agrees: its length, and its whole content up to ``FULL_HASH_BYTES``; for a longer prefix,
+  its first and last ``EDGE_BYTES`` and ``SAMPLES`` blocks of ``SAMPLE_BYTES`` spread evenly over it. Reading the
+  whole of a 100 MB prefix would cost a cold run's time; appends, truncations (the end of the prefix moves or
+  vanishes), and rewrites (new inode, new length, or new bytes at the edges or a sample) are all seen. An edit in
+  place that keeps the inode, the length beyond the prefix and every sampled byte is the one change not seen up
+  front; a body read back from such a file still fails its head check, and ``--no-cache`` or
+  ``PICOMPACT_NO_CACHE=1`` leave the cache out entirely;
+- the index file itself: a magic header, the format version, the picompact version that wrote it, and checksums
+  of its body; then its fields are checked for shape and type. A corrupt, truncated or foreign file is ignored.
+
+Only v3 files are indexed (older ones are migrated in memory, which changes bodies read back). Writing goes to a
+temporary file renamed over the index, so two processes at once each see a whole index or none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pi_compact import __version__
+
+NO_CACHE_ENV = "PICOMPACT_NO_CACHE"
+MAGIC = b"picompact-index\n"
+FORMAT = 1
+_HEAD = struct.Struct(">HII")  # format version, CRC-32 and Adler-32 of the body
+FULL_HASH_BYTES = 4 * 1024 * 1024
+EDGE_BYTES = 64 * 1024
+SAMPLES = 256
+SAMPLE_BYTES = 4096
+
+
+@dataclass(slots=True)
+class PrefixState:
+    """The loader's state after the last complete line of a file's prefix (see ``load._parse_session``)."""
+
+    prefix_len: int  # bytes up to and including the last "\n" read
+    lines: int  # physical lines in the prefix
+    header: dict[str, Any]
+    header_line: int
+    last_value: Any  # the last parsed non-header value: for an object only its "id" is kept
+    last_value_line: int  # 0: none
+    released_to: int
+    malformed: list[int]
+    diagnostics: list[tuple[str, str, str, int | None]]  # (level, code, message, line) found while reading lines
+    prev_tail: bytes
+    last_tail: bytes
+    # Per entry, in file order
+    line: list[int]
+    offset: list[int]
+    length: list[int]
+    ids: list[str | None]
+    parents: list[str | None]
+    types: list[str]
+    roles: list[str | None]
+
+
+def disabled() -> bool:
+    """``PICOMPACT_NO_CACHE`` set to anything but "" or "0" turns the cache off."""
+    return os.environ.get(NO_CACHE_ENV, "") not in ("", "0")
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/picompact`` (when that is an absolute path), else ``~/.cache/picompact``."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / "picompact"
+
+
+class _Digest:
+    """CRC-32 and Adler-32 side by side (64 bits): a change in the bytes shows; zlib is loaded at start-up anyway,
+    where hashlib would cost its import on every run. Nothing here guards against a forger: who can write the
+    user's cache can write the session file too."""
+
+    def __init__(self, data: bytes = b"") -> None:
+        self.crc = zlib.crc32(data)
+        self.adler = zlib.adler32(data)
+
+    def update(self, data: bytes) -> None:
+        self.crc = zlib.crc32(data, self.crc)
+        self.adler = zlib.adler32(data, self.adler)
+
+    def hexdigest(self) -> str:
+        return f"{self.crc:08x}{self.adler:08x}"
+
+
+def index_path(path: Path) -> Path:
+    """The index file of a session path (two paths sharing one only take turns at it: the path is a key too)."""
+    return cache_dir() / f"{_Digest(os.fsencode(os.path.abspath(path))).hexdigest()}.idx"
+
+
+def fingerprint(fd: int, length: int) -> str:
+    """A hash of the first ``length`` bytes of the open file (see the module's doc for what it reads)."""
+    digest = _Digest(str(length).encode())
+    if length <= FULL_HASH_BYTES:
+        digest.update(_pread(fd, length, 0))
+        return digest.hexdigest()
+    digest.update(_pread(fd, EDGE_BYTES, 0))
+    digest.update(_pread(fd, EDGE_BYTES, length - EDGE_BYTES))
+    span = length - EDGE_BYTES * 2 - SAMPLE_BYTES
+    for k in range(SAMPLES):
+        digest.update(_pread(fd, SAMPLE_BYTES, EDGE_BYTES + span * k // (SAMPLES - 1)))
+    return digest.hexdigest()
+
+
+def seal(body: bytes) -> bytes:
+    """An index file holding ``body``: the magic, the format version and the body's checksums, then the body."""
+    return MAGIC + _HEAD.pack(FORMAT, zlib.crc32(body), zlib.adler32(body)) + body
+
+
+def _pread(fd: int, length: int, offset: int) -> bytes:
+    chunks: list[bytes] = []
+    while length > 0:
+        chunk = os.pread(fd, length, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
+
+
+def _keys(path: Path, st: os.stat_result) -> dict[str, Any]:
+    return {"path": os.path.abspath(path), "dev": st.st_dev, "ino": st.st_ino}
+
+
+def read(path: Path, fd: int, st: os.stat_result) -> PrefixState | None:
+    """The index of ``path`` (open as ``fd``, ``st`` its fstat) if one exists and still describes the file."""
+    try:
+        data = index_path(path).read_bytes()
+    except OSError:
+        return None
+    try:
+        return _decode(data, path, fd, st)
+    except Exception:  # whatever is wrong with a cache file, it is ignored and rebuilt
+        return None
+
+
+def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState | None:
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _HEAD.size:
+        return None
+    version, crc, adler = _HEAD.unpack_from(data, len(MAGIC))
+    body = data[len(MAGIC) + _HEAD.size :]
+    if version != FORMAT or zlib.crc32(body) != crc or zlib.adler32(body) != adler:
+        return None
+    doc = orjson.loads(body)
+    if not isinstance(doc, dict) or doc.get("picompact") != __version__ or doc.get("keys") != _keys(path, st):
+        return None
+    prefix_len = doc["prefix_len"]
+    if not _is_int(prefix_len) or not 0 < prefix_len <= st.st_size:
+        return None
+    if st.st_size == doc["size"] and st.st_mtime_ns != doc["mtime_ns"]:
+        return None  # the same length but written since: an edit in place
+    if doc["fingerprint"] != fingerprint(fd, prefix_len):
+        return None
+    cols = doc["entries"]
+    state = PrefixState(
+        prefix_len=prefix_len,
+        lines=doc["lines"],
+        header=doc["header"],
+        header_line=doc["header_line"],
+        last_value=doc["last_value"],
+        last_value_line=doc["last_value_line"],
+        released_to=doc["released_to"],
+        malformed=doc["malformed"],
+        diagnostics=[tuple(d) for d in doc["diagnostics"]],  # type: ignore[misc]
+        prev_tail=doc["prev_tail"].encode("latin-1"),
+        last_tail=doc["last_tail"].encode("latin-1"),
+        line=cols["line"],
+        offset=cols["offset"],
+        length=cols["length"],
+        ids=cols["id"],
+        parents=cols["parentId"],
+        types=cols["type"],
+        roles=cols["role"],
+    )
+    return state if _well_formed(state) else None
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
+
+
+_STR_OR_NONE = {str, type(None)}
+
+
+def _well_formed(s: PrefixState) -> bool:
+    """Every field has the shape and type the loader relies on (never trust what a file says)."""
+    n = len(s.line)
+    ints = (s.lines, s.header_line, s.last_value_line, s.released_to)
+    if not all(map(_is_int, ints)) or not isinstance(s.header, dict) or not isinstance(s.malformed, list):
+        return False
+    if not all(isinstance(c, list) and len(c) == n for c in (s.offset, s.length, s.ids, s.parents, s.types, s.roles)):
+        return False
+    if not (set(map(type, s.line)) | set(map(type, s.offset)) | set(map(type, s.length))) <= {int}:
+        return False
+    if not set(map(type, s.malformed)) <= {int} or not set(map(type, s.types)) <= {str}:
+        return False
+    if not (set(map(type, s.ids)) | set(map(type, s.parents)) | set(map(type, s.roles))) <= _STR_OR_NONE:
+        return False
+    for d in s.diagnostics:
+        if len(d) != 4 or d[0] not in ("warning", "info") or not (isinstance(d[1], str) and isinstance(d[2], str)):
+            return False
+        if not (d[3] is None or _is_int(d[3])):
+            return False
+    if n and (s.line[-1] > s.lines or s.offset[-1] + s.length[-1] >= s.prefix_len):
+        return False
+    if not 0 <= s.released_to <= n or not 0 < s.header_line <= s.lines or s.last_value_line > s.lines:
+        return False
+    return s.header.get("type") == "session" and isinstance(s.header.get("id"), str)
+
+
+def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
+    """Write the index of ``path`` atomically (a temporary file renamed over it); any failure leaves no index."""
+    try:
+        body = orjson.dumps(
+            {
+                "picompact": __version__,
+                "keys": _keys(path, st),
+                "size": st.st_size,
+                "mtime_ns": st.st_mtime_ns,
+                "prefix_len": state.prefix_len,
+                "fingerprint": fingerprint(fd, state.prefix_len),
+                "lines": state.lines,
+                "header": state.header,
+                "header_line": state.header_line,
+                "last_value": state.last_value,
+                "last_value_line": state.last_value_line,
+                "released_to": state.released_to,
+                "malformed": state.malformed,
+                "diagnostics": state.diagnostics,
+                "prev_tail": state.prev_tail.decode("latin-1"),
+                "last_tail": state.last_tail.decode("latin-1"),
+                "entries": {
+                    "line": state.line,
+                    "offset": state.offset,
+                    "length": state.length,
+                    "id": state.ids,
+                    "parentId": state.parents,
+                    "type": state.types,
+                    "role": state.roles,
+                },
+            }
+        )
+    except (TypeError, ValueError):  # a value orjson cannot write back exactly (an integer past 64 bits, say)
+        return
+    data = seal(body)
+    import tempfile  # only a run that writes an index needs it
+
+    target = index_path(path)
+    tmp = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".idx")
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError:
+        pass  # a cache that cannot be written is only a slower next run
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
