@@ -36,6 +36,9 @@ HOSTILE = [
     b'{"type":"message","id":"u8bad","parentId":null,"message":{"role":"user","content":"\xff\xfe"}}\n',
     b'{"type":"session_info","id":"inf1","parentId":null,"name":42}\n',
     b"[" * 1100 + b"]" * 1100 + b"\n",
+    b'{"type":"custom","id":"deep1","parentId":null,"data":' + b"[" * 1100 + b"]" * 1100 + b"}\n",
+    b'{"type":"custom","id":"big1","parentId":null,"n":1e400,"m":123456789012345678901234567890}\n',
+    b'{"type":"custom","id":"\\ud800","parentId":null}\n',
 ]
 
 
@@ -282,3 +285,19 @@ def test_two_processes_at_once(tmp_path: Path) -> None:
             assert (proc.returncode, out, err) == (expected.returncode, expected.stdout, expected.stderr)
     assert index_usable(path)
     assert not list(index.cache_dir().glob(".tmp-*"))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [b'"n":1e400', b'"n":123456789012345678901234567890', b'"n":"\\ud800"', b'"n":' + b"[" * 300 + b"]" * 300],
+    ids=["infinity", "bigint", "lone-surrogate", "deep"],
+)
+def test_header_values_orjson_cannot_write_back(extra: bytes, tmp_path: Path) -> None:
+    """A header holding a value the index could not hold exactly: no index, the same answers."""
+    path = tmp_path / "s.jsonl"
+    lines = (PI_FIXTURES / "gen-small-101.jsonl").read_bytes().split(b"\n", 1)
+    path.write_bytes(lines[0][:-1] + b"," + extra + b"}\n" + lines[1])
+    assert outcome(path, cache=True) == outcome(path, cache=False)
+    with open(path, "ab") as f:
+        f.write(POOL[0])
+    assert outcome(path, cache=True) == outcome(path, cache=False)

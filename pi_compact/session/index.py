@@ -264,8 +264,11 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
                 },
             }
         )
-    except (TypeError, ValueError):  # a value orjson cannot write back exactly (an integer past 64 bits, say)
+    except (TypeError, ValueError):  # a value orjson cannot write at all (an integer past 64 bits, say)
         return
+    for value in (state.header, state.last_value, state.ids, state.parents):
+        if orjson.loads(orjson.dumps(value)) != value:
+            return  # one it would not read back the same (1e400 is infinity in JSON.parse, and null in orjson)
     data = seal(body)
     import tempfile  # only a run that writes an index needs it
 
