@@ -100,9 +100,9 @@ class CheckResult:
         if not self.plan.can_compact:
             return None
         from pi_compact.checkpoint.context_files import context_files_for
+        from pi_compact.checkpoint.details import cumulative_files, is_verbatim_details
         from pi_compact.checkpoint.evidence import annotate_file_lists, evidence_json
         from pi_compact.checkpoint.startup_reads import select_startup_reads
-        from pi_compact.checkpoint.verbatim import cumulative_files, is_verbatim_details
 
         cwd = self.session.cwd
         read_files, modified_files = cumulative_files(self.plan)

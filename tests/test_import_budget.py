@@ -37,6 +37,9 @@ FORBIDDEN = (
     "pi_compact.cli.search",
     "pi_compact.cli.sessions",
     "pi_compact.checkpoint.mode",  # only compact asks for a mode's context
+    "pi_compact.checkpoint.verbatim",  # check --json reads the previous checkpoint's details, not the builder
+    "pi_compact.checkpoint.cap",
+    "pi_compact.checkpoint.envelope",
 )
 
 PROBE = """
@@ -57,10 +60,15 @@ def _modules_after(tmp_path: Path, *args: str) -> set[str]:
     return set(report["modules"])
 
 
-@pytest.mark.parametrize("extra", [(), ("--json",)])
+@pytest.mark.parametrize(
+    "extra",
+    [(), ("--json",), ("--json", "--keep-recent-tokens", "1"), ("--files", "--keep-recent-tokens", "1")],
+)
 def test_check_on_a_small_session_imports_nothing_heavy(tmp_path: Path, extra: tuple[str, ...]) -> None:
     path = simple_session(turns=3, size=100).write(tmp_path / "s.jsonl")
     modules = _modules_after(tmp_path, "check", str(path), "--context-window", "200000", *extra)
     assert "pi_compact.check" in modules  # the probe ran the command
+    if "--keep-recent-tokens" in extra:  # a cut: the file evidence was computed
+        assert "pi_compact.checkpoint.evidence" in modules
     loaded = sorted(m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
     assert not loaded, f"check imported {loaded}: import them lazily, where they are used"

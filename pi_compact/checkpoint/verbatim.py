@@ -30,6 +30,7 @@ from typing import Any
 
 from pi_compact.checkpoint.cap import fit_spans
 from pi_compact.checkpoint.context_files import ContextFile
+from pi_compact.checkpoint.details import DETAILS_KEY, FORMAT, FORMAT_VERSION, cumulative_files, is_verbatim_details
 from pi_compact.checkpoint.envelope import (
     Recap,
     Recovery,
@@ -54,10 +55,6 @@ from pi_compact.errors import NothingToCompactError, UsageError
 from pi_compact.plan import CompactionPlan
 from pi_compact.session.model import Entry, JsonDict
 from pi_compact.tokens import js_len
-
-FORMAT = "verbatim"
-FORMAT_VERSION = 1
-DETAILS_KEY = "picompact"
 
 __all__ = [
     "DETAILS_KEY",
@@ -101,14 +98,6 @@ class Checkpoint:
     evidence: dict[str, Any] = field(default_factory=dict)  # the annotated file lists, as --json reports them
 
 
-def is_verbatim_details(details: Any) -> bool:
-    """Whether a compaction's ``details`` was written by this module (any version)."""
-    if not isinstance(details, dict):
-        return False
-    mine = details.get(DETAILS_KEY)
-    return isinstance(mine, dict) and mine.get("format") == FORMAT
-
-
 def saved_spans(compaction: Entry) -> list[Span]:
     """The spans a picompact checkpoint saved; ValueError when its details are not readable."""
     details = compaction.raw.get("details")
@@ -138,23 +127,6 @@ def _previous_spans(plan: CompactionPlan, warnings: list[str]) -> tuple[list[Spa
                 "one span instead"
             )
     return [summary_span(1, previous)], None
-
-
-def _string_list(value: Any) -> list[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def cumulative_files(plan: CompactionPlan) -> tuple[list[str], list[str]]:
-    """Pi's lists for this compaction plus the previous picompact checkpoint's, combined by Pi's rule
-    (modified = written ∪ edited; read = read − modified). Pi itself skips lists of ``fromHook`` compactions."""
-    read = set(plan.read_files)
-    modified = set(plan.modified_files)
-    previous = plan.previous_compaction
-    if previous is not None and is_verbatim_details(previous.raw.get("details")):
-        details = previous.raw["details"]
-        read.update(_string_list(details.get("readFiles")))
-        modified.update(_string_list(details.get("modifiedFiles")))
-    return sorted(read - modified), sorted(modified)
 
 
 def _file_lines(
