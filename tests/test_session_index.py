@@ -301,3 +301,21 @@ def test_header_values_orjson_cannot_write_back(extra: bytes, tmp_path: Path) ->
     with open(path, "ab") as f:
         f.write(POOL[0])
     assert outcome(path, cache=True) == outcome(path, cache=False)
+
+
+def test_unwritable_cache_is_only_slower(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache directory that cannot be made (its parent is a file) leaves check's answer as it is."""
+    path = tmp_path / "s.jsonl"
+    shutil.copyfile(PI_FIXTURES / "gen-small-101.jsonl", path)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    cached = _cli("check", path, "--json")
+    cold = _cli("check", path, "--json", "--no-cache")
+    assert (cached.returncode, cached.stdout, cached.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    assert blocker.read_text() == "x"
+
+
+def test_relative_xdg_cache_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert index.cache_dir() == Path.home() / ".cache" / "picompact"

@@ -150,7 +150,7 @@ def read(path: Path, fd: int, st: os.stat_result) -> PrefixState | None:
     """The index of ``path`` (open as ``fd``, ``st`` its fstat) if one exists and still describes the file."""
     try:
         data = index_path(path).read_bytes()
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: no home directory to find a cache in
         return None
     try:
         return _decode(data, path, fd, st)
@@ -272,16 +272,16 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
     data = seal(body)
     import tempfile  # only a run that writes an index needs it
 
-    target = index_path(path)
     tmp = None
     try:
+        target = index_path(path)
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".idx")
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         os.replace(tmp, target)
         tmp = None
-    except OSError:
+    except (OSError, RuntimeError):
         pass  # a cache that cannot be written is only a slower next run
     finally:
         if tmp is not None:
