@@ -72,10 +72,10 @@ def outcome(path: Path, cache: bool) -> Any:
         return ("error", exc.code, str(exc))
 
 
-def index_usable(path: Path) -> bool:
+def index_usable(path: Path, decorated: bool = False) -> bool:
     fd = os.open(path, os.O_RDONLY)
     try:
-        return index.read(path, fd, os.fstat(fd)) is not None
+        return index.read(path, fd, os.fstat(fd), decorated) is not None
     finally:
         os.close(fd)
 
@@ -319,3 +319,43 @@ def test_unwritable_cache_is_only_slower(tmp_path: Path, monkeypatch: pytest.Mon
 def test_relative_xdg_cache_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
     assert index.cache_dir() == Path.home() / ".cache" / "picompact"
+
+
+GREP_PATTERNS = [["e", "-m", "100000"], ["-F", "ENOENT"], ["-i", "error|fail|the"], ["-c", "a"]]
+
+
+@pytest.mark.parametrize("fixture", SESSIONS, ids=lambda p: p.stem)
+def test_grep_with_the_index_prints_what_a_cold_grep_prints(fixture: Path, tmp_path: Path) -> None:
+    from tests.helpers.cli import run
+
+    rng = random.Random(f"grep:{fixture.name}")
+    path = tmp_path / "s.jsonl"
+    shutil.copyfile(fixture, path)
+    v3 = load_session(path).header.get("version") == 3
+    run("grep", path, "x", "--json")  # writes grep's index
+    assert index.index_path(path, decorated=True).exists() == v3
+    resumed = 0
+    for step in range(8):
+        if step:
+            usable = index_usable(path, decorated=True)
+            mutate(rng, path)
+            resumed += usable and index_usable(path, decorated=True)
+        args = ["grep", path, *GREP_PATTERNS[step % len(GREP_PATTERNS)], "--json"]
+        cached, cold = run(*args), run(*args, "--no-cache")
+        assert (cached.code, cached.stdout_bytes) == (cold.code, cold.stdout_bytes)
+        assert cached.stderr_bytes == cold.stderr_bytes
+    assert (resumed > 0) == v3
+
+
+def test_grep_and_check_keep_separate_indexes(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    shutil.copyfile(PI_FIXTURES / "gen-multi-compaction-101.jsonl", path)
+    load_session(path, cache=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert index.read(path, fd, os.fstat(fd), decorated=True) is None  # check's index has no decorated lines
+        load_session(path, cache=True, decorate=lambda e: ("line",))
+        assert index.read(path, fd, os.fstat(fd), decorated=True) is not None
+        assert index.read(path, fd, os.fstat(fd)) is not None  # check's index is still there
+    finally:
+        os.close(fd)

@@ -58,10 +58,11 @@ class _Printer:
 STDIN = "-"  # SESSION given as "-": the session is read from standard input
 
 
-def load_session_arg(env: Environment, session: Path | None, *, decorated: bool = False) -> Any:
+def load_session_arg(env: Environment, session: Path | None, *, decorated: bool = False, cache: bool = False) -> Any:
     """The session named by SESSION (a file, ``-`` for stdin, or the default session), and its bytes if read
     from stdin. ``decorated``: keep the decorated-only lines of the entries whose body the loader drops (grep
-    searches them in every entry; rendering them then would parse those bodies a second time)."""
+    searches them in every entry; rendering them then would parse those bodies a second time). ``cache``: resume
+    from the index of the file kept in the user's cache (``session.index``)."""
     from pi_compact.session.load import load_session, load_session_bytes
 
     if session is not None and str(session) == STDIN:
@@ -73,7 +74,7 @@ def load_session_arg(env: Environment, session: Path | None, *, decorated: bool 
         def decorate(entry: Any) -> tuple[str, ...]:
             return render_entry(entry, decorated_only=True).lines
 
-        return load_session(resolve_session_path(session), decorate=decorate), None
+        return load_session(resolve_session_path(session), decorate=decorate, cache=cache), None
     return load_session(resolve_session_path(session)), None
 
 
@@ -82,12 +83,18 @@ def _where(loaded: Any) -> str:
 
 
 def _load(
-    env: Environment, session: Path | None, leaf: str | None, all_branches: bool, *, decorated: bool = False
+    env: Environment,
+    session: Path | None,
+    leaf: str | None,
+    all_branches: bool,
+    *,
+    decorated: bool = False,
+    cache: bool = False,
 ) -> Any:
     """The transcript to search; the load problems of the file and of the branch reported, in line order."""
     from pi_compact.render.transcript import build_transcript
 
-    loaded, data = load_session_arg(env, session, decorated=decorated)
+    loaded, data = load_session_arg(env, session, decorated=decorated, cache=cache)
     try:
         transcript = build_transcript(loaded, leaf_id=leaf, all_branches=all_branches)
     except Exception:
@@ -234,6 +241,11 @@ def grep(
         help="Seconds the pattern may spend on one line before grep gives up (exit 2; huge values: no limit).",
     ),
     json_output: bool = json_option("JSON Lines: a record per match, then a summary (an error is an error record)."),
+    no_cache: bool = typer.Option(
+        False,
+        "--no-cache",
+        help="Neither read nor write the index of the file kept in the user's cache (also: PICOMPACT_NO_CACHE=1).",
+    ),
 ) -> ExitCode:
     from pi_compact.lookup.matching import regex_timeout as check_timeout
     from pi_compact.lookup.search import DEFAULT_LIMITS, grep_counts, grep_stream
@@ -263,7 +275,7 @@ def grep(
     limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout)
     # A spinner on a terminal when the search takes more than a second, gone before anything is printed.
     with Progress(env, f"searching {session if session is not None else 'the session'}") as progress:
-        transcript = _load(env, session, leaf, all_branches, decorated=True)
+        transcript = _load(env, session, leaf, all_branches, decorated=True, cache=not no_cache)
         if summary_only:
             counts = grep_counts(
                 transcript,

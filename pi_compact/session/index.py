@@ -35,6 +35,7 @@ import os
 import struct
 import zlib
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,8 @@ class PrefixState:
     parents: list[str | None]
     types: list[str]
     roles: list[str | None]
+    # Per entry, its decorated-only rendered lines (grep's index; see ``load_session(decorate=...)``), or None
+    decorated: list[list[str]] | None = None
 
 
 def disabled() -> bool:
@@ -106,9 +109,11 @@ class _Digest:
         return f"{self.crc:08x}{self.adler:08x}"
 
 
-def index_path(path: Path) -> Path:
-    """The index file of a session path (two paths sharing one only take turns at it: the path is a key too)."""
-    return cache_dir() / f"{_Digest(os.fsencode(os.path.abspath(path))).hexdigest()}.idx"
+def index_path(path: Path, decorated: bool = False) -> Path:
+    """The index file of a session path (two paths sharing one only take turns at it: the path is a key too).
+    grep's index, which also holds every entry's decorated lines, is a file of its own."""
+    kind = ".grep" if decorated else ""
+    return cache_dir() / f"{_Digest(os.fsencode(os.path.abspath(path))).hexdigest()}{kind}.idx"
 
 
 def fingerprint(fd: int, length: int) -> str:
@@ -146,16 +151,20 @@ def _keys(path: Path, st: os.stat_result) -> dict[str, Any]:
     return {"path": os.path.abspath(path), "dev": st.st_dev, "ino": st.st_ino}
 
 
-def read(path: Path, fd: int, st: os.stat_result) -> PrefixState | None:
-    """The index of ``path`` (open as ``fd``, ``st`` its fstat) if one exists and still describes the file."""
+def read(path: Path, fd: int, st: os.stat_result, decorated: bool = False) -> PrefixState | None:
+    """The index of ``path`` (open as ``fd``, ``st`` its fstat) if one exists and still describes the file;
+    ``decorated``: grep's index, with every entry's decorated lines."""
     try:
-        data = index_path(path).read_bytes()
+        data = index_path(path, decorated).read_bytes()
     except (OSError, RuntimeError):  # RuntimeError: no home directory to find a cache in
         return None
     try:
-        return _decode(data, path, fd, st)
+        state = _decode(data, path, fd, st)
     except Exception:  # whatever is wrong with a cache file, it is ignored and rebuilt
         return None
+    if state is not None and (state.decorated is not None) != decorated:
+        return None
+    return state
 
 
 def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState | None:
@@ -195,6 +204,7 @@ def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState
         parents=cols["parentId"],
         types=cols["type"],
         roles=cols["role"],
+        decorated=cols.get("decorated"),
     )
     return state if _well_formed(state) else None
 
@@ -220,6 +230,11 @@ def _well_formed(s: PrefixState) -> bool:
         return False
     if not (set(map(type, s.ids)) | set(map(type, s.parents)) | set(map(type, s.roles))) <= _STR_OR_NONE:
         return False
+    if s.decorated is not None:
+        if not isinstance(s.decorated, list) or len(s.decorated) != n or not set(map(type, s.decorated)) <= {list}:
+            return False
+        if not set(map(type, chain.from_iterable(s.decorated))) <= {str}:
+            return False
     for d in s.diagnostics:
         if len(d) != 4 or d[0] not in ("warning", "info") or not (isinstance(d[1], str) and isinstance(d[2], str)):
             return False
@@ -261,6 +276,7 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
                     "parentId": state.parents,
                     "type": state.types,
                     "role": state.roles,
+                    **({} if state.decorated is None else {"decorated": state.decorated}),
                 },
             }
         )
@@ -274,7 +290,7 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
 
     tmp = None
     try:
-        target = index_path(path)
+        target = index_path(path, state.decorated is not None)
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".idx")
         with os.fdopen(handle, "wb") as out:

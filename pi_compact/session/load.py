@@ -397,9 +397,15 @@ def _resumed_entries(state: PrefixState, source: FileSource) -> list[Entry]:
 
 
 def _snapshot(
-    at: tuple[Any, ...], entries: list[Entry], diagnostics: list[Diagnostic], malformed: list[int]
+    at: tuple[Any, ...],
+    entries: list[Entry],
+    diagnostics: list[Diagnostic],
+    malformed: list[int],
+    decorate: Decorate | None,
+    decorated: dict[int, tuple[str, ...]],
 ) -> PrefixState:
-    """The loader's state ``at`` (see ``_parse_session``) as an index keeps it."""
+    """The loader's state ``at`` (see ``_parse_session``) as an index keeps it; with ``decorate``, every entry's
+    decorated lines too (those kept for released bodies, the others rendered now)."""
     lines, prefix_len, n_entries, n_diags, n_malformed, header, header_line, last_value, released_to, prev, last = at
     kept = entries[:n_entries]
     value = None
@@ -428,6 +434,9 @@ def _snapshot(
         parents=[e.parent_id for e in kept],
         types=[e.type for e in kept],
         roles=[e.role for e in kept],
+        decorated=None
+        if decorate is None
+        else [list(decorated[e.index] if e.index in decorated else decorate(e)) for e in kept],
     )
 
 
@@ -470,6 +479,8 @@ def _parse_session(
         diagnostics = [Diagnostic(*d) for d in resume.diagnostics]  # type: ignore[arg-type]
         prev_chunk, last_chunk = resume.prev_tail, resume.last_tail
         entries = _resumed_entries(resume, source)
+        if decorate is not None and resume.decorated is not None:
+            decorated = {i: tuple(lines) for i, lines in enumerate(resume.decorated)}
     at: tuple[Any, ...] | None = None  # the state before an unterminated last line, for ``snapshot``
     offset, body = start_offset, b""
     for number, offset, body, terminated in _iter_lines(stream, start_line, start_offset):
@@ -586,7 +597,7 @@ def _parse_session(
             at = (last_line_no, offset + len(body), *counts, header, header_line, last_value, released_to)
             at = (*at, prev_chunk, last_chunk)
         if at is not None and at[1] > 0 and at[0] >= header_line:
-            snapshot.append(_snapshot(at, entries, diagnostics, malformed))
+            snapshot.append(_snapshot(at, entries, diagnostics, malformed, decorate, decorated))
 
     if header is None:
         if last_line_no == 0 or size == 0:
@@ -719,8 +730,8 @@ def load_session(
 
     ``cache`` keeps an index of the file in the user's cache and resumes after the part it describes
     (``session.index``; off under ``PICOMPACT_NO_CACHE``). The session is the same as without it, except that every
-    body of the indexed part is read back on demand. It applies to loads that release bodies and keep no
-    decorated lines."""
+    body of the indexed part is read back on demand (and, with ``decorate``, every entry of it has its decorated
+    lines). It applies to loads that release bodies."""
     p = Path(path)
     where = str(path)
     check_regular_file(p)
@@ -734,14 +745,14 @@ def load_session(
             size = st.st_size
             if size == 0:
                 raise SessionError("empty file: not a Pi session", path=where, code="empty-file")
-            use_cache = cache and not keep_bodies and decorate is None and hasattr(os, "pread")
+            use_cache = cache and not keep_bodies and hasattr(os, "pread")
             state: PrefixState | None = None
             snapshot: list[PrefixState] | None = None
             if use_cache:
                 from pi_compact.session import index
 
                 use_cache = not index.disabled()
-                state = index.read(p, stream.fileno(), st) if use_cache else None
+                state = index.read(p, stream.fileno(), st, decorate is not None) if use_cache else None
                 if state is not None:
                     stream.seek(state.prefix_len)
                 snapshot = [] if use_cache else None
