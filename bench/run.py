@@ -278,12 +278,15 @@ def append_turns(path: Path, count: int, serial: int) -> None:
             parent = entry_id
 
 
-def measure_append(runner: Runner, pc: list[str], path: Path, work: Path) -> Result:
-    """``check`` on a copy of the file after each of ``repeat`` appends of a few lines, each following a run on
-    the file as it was (so an index of the earlier state could exist): the best time and the peak memory."""
+def measure_append(runner: Runner, pc: list[str], path: Path, work: Path, grep: bool = False) -> Result:
+    """``check`` (or ``grep ENOENT --json``) on a copy of the file after each of ``repeat`` appends of a few lines,
+    each following a run on the file as it was (so an index of the earlier state could exist): the best time and
+    the peak memory."""
     copy = work / path.name
     shutil.copyfile(path, copy)
     cmd = [*pc, "check", str(copy), "--context-window", CONTEXT_WINDOW]
+    if grep:
+        cmd = [*pc, "grep", str(copy), ISSUE_LITERAL, "--json"]
     res = Result()
     for serial in range(runner.repeat):
         warm = runner.measure(cmd, repeat=1)
@@ -434,6 +437,11 @@ def targets(
         appended = f"check after {APPENDED_LINES} appended lines"
         if appended in r:
             rows.append(ratio_row(f"{label}: {appended} <= 0.2x a cold check", r.get(appended), check, 0.2))
+        grep_cold = f"grep {ISSUE_LITERAL} --json"
+        grep_appended = f"{grep_cold} after {APPENDED_LINES} appended lines"
+        if grep_appended in r:
+            warm, cold = r.get(grep_appended), r.get(grep_cold)
+            rows.append(ratio_row(f"{label}: {grep_appended} <= 0.2x cold", warm, cold, 0.2))
         if "compact --mode verbatim --dry-run" in r:
             rows.append(
                 ratio_row(
@@ -574,6 +582,10 @@ def main(argv: list[str] | None = None) -> int:
                 with tempfile.TemporaryDirectory(prefix="picompact-append-", dir=args.data_dir) as work:
                     res = measure_append(cached, pc, paths[label], Path(work))
                 record(label, f"check after {APPENDED_LINES} appended lines", res)
+                if "grep" in groups:
+                    with tempfile.TemporaryDirectory(prefix="picompact-append-", dir=args.data_dir) as work:
+                        res = measure_append(cached, pc, paths[label], Path(work), grep=True)
+                    record(label, f"grep {ISSUE_LITERAL} --json after {APPENDED_LINES} appended lines", res)
 
         startup: dict[str, Result] = {}
         if "startup" in groups:
