@@ -17,44 +17,44 @@ _EXPORTS = {
     "CompactOptions": "pi_compact.compact",
     "CompactionPlan": "pi_compact.plan",
     "CompactionSettings": "pi_compact.settings",
-    "Entry": "pi_compact.session.model",
+    "Entry": "pi_compact.session.entries",
     "ExitCode": "pi_compact.errors",
     "LookupOptions": "pi_compact.lookup.agent",
-    "ModelInfo": "pi_compact.models",
+    "ModelInfo": "pi_compact.catalog",
     "PiCompactError": "pi_compact.errors",
     "Projection": "pi_compact.projection",
-    "Session": "pi_compact.session.model",
+    "Session": "pi_compact.session.entries",
     "SessionSummary": "pi_compact.session.discovery",
     "SummaryOptions": "pi_compact.checkpoint.summary",
     "VerbatimOptions": "pi_compact.checkpoint.verbatim",
     "analyze": "pi_compact.check",
     "audit_session": "pi_compact.audit",
-    "build_context_view": "pi_compact.lookup.context",
+    "build_context_view": "pi_compact.search.context",
     "build_projection": "pi_compact.projection",
-    "build_transcript": "pi_compact.render.transcript",
+    "build_transcript": "pi_compact.search.transcript",
     "build_verbatim_checkpoint": "pi_compact.checkpoint.verbatim",
     "check_session": "pi_compact.check",
     "compact_session": "pi_compact.compact",
     "context_growth": "pi_compact.forecast",
     "context_tokens": "pi_compact.projection",
     "estimate_tokens": "pi_compact.tokens",
-    "find_model": "pi_compact.models",
+    "find_model": "pi_compact.catalog",
     "find_most_recent_session": "pi_compact.session.discovery",
     "get_branch": "pi_compact.session.tree",
-    "grep": "pi_compact.lookup.search",
+    "grep": "pi_compact.search.pages",
     "lint_file": "pi_compact.lint",
     "lint_paths": "pi_compact.lint",
-    "list_entries": "pi_compact.lookup.search",
+    "list_entries": "pi_compact.search.pages",
     "list_sessions": "pi_compact.session.discovery",
     "load_session": "pi_compact.session.load",
     "load_session_bytes": "pi_compact.session.load",
     "measure_coverage": "pi_compact.coverage",
     "plan_compaction": "pi_compact.plan",
-    "resolve_context_window": "pi_compact.models",
+    "resolve_context_window": "pi_compact.catalog",
     "resolve_settings": "pi_compact.settings",
     "run_lookup": "pi_compact.lookup.agent",
     "should_compact": "pi_compact.plan",
-    "show_entry": "pi_compact.lookup.search",
+    "show_entry": "pi_compact.search.pages",
     "CheckpointMode": "pi_compact.checkpoint.mode",
     "CheckpointResult": "pi_compact.checkpoint.mode",
     "SummaryMode": "pi_compact.checkpoint.summary",
@@ -129,6 +129,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.audit import audit_session
+    from pi_compact.catalog import ModelInfo, find_model, resolve_context_window
     from pi_compact.check import CheckOptions, CheckResult, analyze, check_session
     from pi_compact.checkpoint.mode import CheckpointMode, CheckpointResult, get_mode
     from pi_compact.checkpoint.summary import SummaryMode, SummaryOptions
@@ -140,15 +141,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.forecast import context_growth
     from pi_compact.lint import lint_file, lint_paths
     from pi_compact.lookup.agent import LookupOptions, run_lookup
-    from pi_compact.lookup.context import build_context_view
-    from pi_compact.lookup.search import grep, list_entries, show_entry
-    from pi_compact.models import ModelInfo, find_model, resolve_context_window
     from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
     from pi_compact.projection import Projection, build_projection, context_tokens
-    from pi_compact.render.transcript import build_transcript
+    from pi_compact.search.context import build_context_view
+    from pi_compact.search.pages import grep, list_entries, show_entry
+    from pi_compact.search.transcript import build_transcript
     from pi_compact.session.discovery import SessionSummary, find_most_recent_session, list_sessions
+    from pi_compact.session.entries import Entry, Session
     from pi_compact.session.load import load_session, load_session_bytes
-    from pi_compact.session.model import Entry, Session
     from pi_compact.session.tree import Branch, get_branch
     from pi_compact.settings import CompactionSettings, resolve_settings
     from pi_compact.tokens import estimate_tokens

@@ -20,7 +20,7 @@ from typing import Any
 from pi_compact.check import CheckOptions, CheckResult, analyze
 from pi_compact.messages import current_system_message, entry_messages
 from pi_compact.projection import apply_edit, assistant_usage, build_projection, calculate_usage_tokens
-from pi_compact.session.model import Entry, JsonDict, Session
+from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch
 from pi_compact.tokens import estimate_tokens
 

@@ -10,7 +10,7 @@ from pi_compact.errors import OptionError, SettingsError
 from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
 from pi_compact.projection import ProjectedEntry, build_projection
 from pi_compact.session import Branch, Session, get_branch, load_session
-from pi_compact.session.model import Diagnostic
+from pi_compact.session.entries import Diagnostic
 from pi_compact.session.tree import no_leaf_reason
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ def cl100k_context_tokens(plan: CompactionPlan) -> int:
 
 def analyze(session: Session, options: CheckOptions) -> CheckResult:
     """Resolve settings for the session's model and plan the compaction as Pi would."""
-    from pi_compact.models import models_json_warnings, parse_model_ref, resolve_context_window
+    from pi_compact.catalog import models_json_warnings, parse_model_ref, resolve_context_window
     from pi_compact.settings import resolve_settings
 
     branch = get_branch(session, options.leaf_id)

@@ -44,7 +44,7 @@ from pi_compact.messages import current_system_message
 from pi_compact.plan import CompactionPlan
 from pi_compact.projection import build_projection, context_tokens
 from pi_compact.session import Session, get_branch, load_session
-from pi_compact.session.model import JsonDict
+from pi_compact.session.entries import JsonDict
 from pi_compact.session.write import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_TORN_QUIET,

@@ -30,7 +30,7 @@ from pi_compact.errors import NotFoundError, UsageError
 from pi_compact.messages import convert_to_llm
 from pi_compact.plan import FileOps
 from pi_compact.projection import build_projection
-from pi_compact.session.model import Entry, JsonDict, Session
+from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch, get_branch, resolve_entry
 from pi_compact.tokens import message_text_for_count
 
@@ -313,7 +313,7 @@ def _decisions(text: str) -> list[str]:
 
 def _recover(branch: Branch, item: CoverageItem) -> bool:
     """Whether ``picompact grep -F NEEDLE`` on the raw branch finds the item in its own entry."""
-    from pi_compact.lookup.search import grep
+    from pi_compact.search.pages import grep
 
     if not item.needle:
         return False

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pi_compact.errors import CycleError, PiCompactError, UsageError
-from pi_compact.session.model import Diagnostic, Entry, Session
+from pi_compact.session.entries import Diagnostic, Entry, Session
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -389,7 +389,7 @@ def _tool_findings(session: Session, kids: dict[str | None, list[Entry]]) -> lis
 @cache
 def max_model_window() -> int:
     """The largest context window in Pi's model table: no real usage can exceed it."""
-    from pi_compact.models import _builtin_rows
+    from pi_compact.catalog import _builtin_rows
 
     windows = [row.get("contextWindow") for row in _builtin_rows().values()]
     return max((int(w) for w in windows if isinstance(w, (int, float)) and not isinstance(w, bool)), default=0)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from pi_compact.messages import entry_messages
 from pi_compact.projection import ContextTokens, ProjectedEntry, Projection, build_projection, context_tokens
-from pi_compact.session.model import Entry, JsonDict
+from pi_compact.session.entries import Entry, JsonDict
 from pi_compact.session.tree import Branch, no_leaf_reason
 
 CUT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pi_compact.messages import current_system_message, entry_messages
-from pi_compact.session.model import Entry, JsonDict
+from pi_compact.session.entries import Entry, JsonDict
 from pi_compact.session.tree import Branch
 from pi_compact.tokens import estimate_tokens
 

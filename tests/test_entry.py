@@ -20,7 +20,7 @@ from pi_compact.checkpoint.entry import (
 )
 from pi_compact.checkpoint.verbatim import REORIENTATION_CUSTOM_TYPE
 from pi_compact.session import get_branch, load_session_bytes
-from pi_compact.session.model import Session
+from pi_compact.session.entries import Session
 from tests.helpers.fixtures import PI_COMPACTION_KEYS
 from tests.sessionkit import SessionBuilder, simple_session
 

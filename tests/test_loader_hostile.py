@@ -260,8 +260,8 @@ def test_dangling_symlink_is_not_found(tmp_path: Path) -> None:
 
 
 def test_grep_finds_replacement_characters_the_raw_bytes_lack(tmp_path: Path) -> None:
-    from pi_compact.lookup.search import grep
-    from pi_compact.render.transcript import build_transcript
+    from pi_compact.search.pages import grep
+    from pi_compact.search.transcript import build_transcript
 
     data = simple_session(turns=2).to_bytes().replace(b"Reading mod1", b"Reading \xff mod1", 1)
     path = tmp_path / "s.jsonl"
@@ -297,7 +297,7 @@ def test_first_kept_entry_off_the_branch_is_warned(tmp_path: Path, first_kept: s
     assert warning.line == len(sb.entries)  # the compaction's line (header is line 1)
     assert "drops all" in warning.message
     if ORACLE_SCRIPT.exists() and NODE22.exists():
-        from pi_compact.lookup.context import build_context_view
+        from pi_compact.search.context import build_context_view
 
         view = build_context_view(session)
         assert sum(1 for m in view.messages if m.position >= 0) == pi_context(path)["count"] == 2

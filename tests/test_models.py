@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from pi_compact.errors import SettingsError
-from pi_compact.models import (
+from pi_compact.catalog import (
     CUSTOM_CONTEXT_WINDOW,
     CUSTOM_MAX_TOKENS,
     find_model,
@@ -18,6 +17,7 @@ from pi_compact.models import (
     resolve_context_window,
     strip_json_comments,
 )
+from pi_compact.errors import SettingsError
 
 
 def table() -> list[dict[str, Any]]:
@@ -48,7 +48,7 @@ def test_bundled_table_loads_every_model() -> None:
 
 def test_one_model_read_alone_is_the_row_of_the_whole_table() -> None:
     # check reads only its model's row from the table's bytes; every row must come out as the full parse has it.
-    from pi_compact.models import _builtin_row, _builtin_rows
+    from pi_compact.catalog import _builtin_row, _builtin_rows
 
     rows = _builtin_rows()
     for (provider, model_id), row in rows.items():

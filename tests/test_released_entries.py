@@ -130,8 +130,8 @@ def test_the_mutation_walk_finds_the_same_calls_in_released_entries(tmp_path: Pa
 
 @pytest.mark.parametrize("pattern", ["Turn 3", "contents of mod1", "round two", "ok$", "late[0-9]"])
 def test_grep_over_released_entries_finds_what_a_full_parse_finds(tmp_path: Path, pattern: str) -> None:
-    from pi_compact.lookup.search import grep
-    from pi_compact.render.transcript import build_transcript
+    from pi_compact.search.pages import grep
+    from pi_compact.search.transcript import build_transcript
 
     path = compacted_session().write(tmp_path / "s.jsonl")
     lazy_session = load_session(path)
@@ -173,7 +173,7 @@ def test_keep_bodies_parses_once_and_keeps_everything(tmp_path: Path) -> None:
 
 
 def test_decorated_lines_kept_by_the_loader_are_the_rendering(tmp_path: Path) -> None:
-    from pi_compact.render.entry import render_entry
+    from pi_compact.search.render import render_entry
 
     path = compacted_session().write(tmp_path / "s.jsonl")
     session = load_session(path, decorate=lambda e: render_entry(e, decorated_only=True).lines)
@@ -199,9 +199,9 @@ def test_decorated_lines_kept_by_the_loader_are_the_rendering(tmp_path: Path) ->
 def test_grep_with_kept_decorated_lines_finds_what_a_full_parse_finds(
     tmp_path: Path, pattern: str, sections: list[str] | None
 ) -> None:
-    from pi_compact.lookup.search import grep
-    from pi_compact.render.entry import render_entry
-    from pi_compact.render.transcript import build_transcript
+    from pi_compact.search.pages import grep
+    from pi_compact.search.render import render_entry
+    from pi_compact.search.transcript import build_transcript
 
     path = compacted_session().write(tmp_path / "s.jsonl")
     kept = load_session(path, decorate=lambda e: render_entry(e, decorated_only=True).lines)

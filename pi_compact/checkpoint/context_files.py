@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from pi_compact.messages import content_text, current_system_message, entry_messages
-from pi_compact.session.model import Entry
+from pi_compact.session.entries import Entry
 
 CONTEXT_FILE_NAMES = ("AGENTS.override.md", "AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
 PROJECT_INSTRUCTIONS = re.compile(r'<project_instructions path="([^"\n]*)">\n(.*?)\n</project_instructions>', re.DOTALL)

@@ -16,7 +16,7 @@ from typing import Any
 
 from pi_compact.messages import current_system_message
 from pi_compact.projection import Projection, build_projection
-from pi_compact.session.model import Entry, JsonDict, Session
+from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch
 from pi_compact.tokens import js_stringify
 

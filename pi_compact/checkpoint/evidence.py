@@ -48,7 +48,7 @@ from pi_compact.checkpoint.startup_reads import RetainedRead
 from pi_compact.messages import entry_messages
 from pi_compact.plan import CompactionPlan
 from pi_compact.projection import ProjectedEntry
-from pi_compact.session.model import Entry, JsonDict
+from pi_compact.session.entries import Entry, JsonDict
 
 FULL_READ = "full read in tail"
 PARTIAL_READ = "partial read in tail"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pi_compact.errors import OptionError, UsageError
 from pi_compact.plan import CompactionPlan
-from pi_compact.session.model import JsonDict, Session
+from pi_compact.session.entries import JsonDict, Session
 from pi_compact.session.tree import Branch
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pi_compact.session.model import JsonDict
+from pi_compact.session.entries import JsonDict
 
 Completeness = Literal["full", "partial", "unknown"]
 

@@ -40,7 +40,7 @@ from pi_compact.checkpoint.signatures import (
     tool_signature,
 )
 from pi_compact.projection import ProjectedEntry
-from pi_compact.session.model import Entry, JsonDict
+from pi_compact.session.entries import Entry, JsonDict
 
 REORIENTATION_CUSTOM_TYPE = "picompact.reorientation"
 

@@ -51,7 +51,7 @@ from pi_compact.checkpoint.readtool import (
 )
 from pi_compact.messages import entry_messages
 from pi_compact.plan import CompactionPlan
-from pi_compact.session.model import Entry, JsonDict
+from pi_compact.session.entries import Entry, JsonDict
 
 STATE_VERSION = 1
 

@@ -53,7 +53,7 @@ from pi_compact.checkpoint.spans import (
 from pi_compact.checkpoint.startup_reads import select_startup_reads
 from pi_compact.errors import NothingToCompactError, UsageError
 from pi_compact.plan import CompactionPlan
-from pi_compact.session.model import Entry, JsonDict
+from pi_compact.session.entries import Entry, JsonDict
 from pi_compact.tokens import js_len
 
 __all__ = [

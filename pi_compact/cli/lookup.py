@@ -148,7 +148,7 @@ def lookup(
 ) -> ExitCode:
     from pi_compact.llm import choose_model_and_key
     from pi_compact.lookup.agent import LookupOptions, run_lookup, session_model
-    from pi_compact.render.transcript import build_transcript
+    from pi_compact.search.transcript import build_transcript
     from pi_compact.session.load import load_session
 
     env = env_of(ctx)

@@ -46,7 +46,7 @@ class _Printer:
         return self.env.style(text, name)
 
     def clean(self, text: str) -> str:
-        from pi_compact.render.entry import safe_text
+        from pi_compact.search.render import safe_text
 
         text = safe_text(text)
         return text.translate(_CONTROL) if self.env.stdout_isatty else text
@@ -69,7 +69,7 @@ def load_session_arg(env: Environment, session: Path | None, *, decorated: bool 
         data = env.stdin.buffer.read()
         return load_session_bytes(data, "<stdin>"), data
     if decorated:
-        from pi_compact.render.entry import render_entry
+        from pi_compact.search.render import render_entry
 
         def decorate(entry: Any) -> tuple[str, ...]:
             return render_entry(entry, decorated_only=True).lines
@@ -92,7 +92,7 @@ def _load(
     cache: bool = False,
 ) -> Any:
     """The transcript to search; the load problems of the file and of the branch reported, in line order."""
-    from pi_compact.render.transcript import build_transcript
+    from pi_compact.search.transcript import build_transcript
 
     loaded, data = load_session_arg(env, session, decorated=decorated, cache=cache)
     try:
@@ -135,7 +135,7 @@ def list_command(
     JSON line), "line" (in the file), "branch" (leaf id of its branch), "on_branch"}], "total" (entries passing
     the filters), "next_cursor" (null on the last page)}.
     """
-    from pi_compact.lookup.search import list_entries
+    from pi_compact.search.pages import list_entries
 
     env = env_of(ctx)
     with Progress(env, f"reading {session if session is not None else 'the session'}"):
@@ -247,8 +247,8 @@ def grep(
         help="Neither read nor write the index of the file kept in the user's cache (also: PICOMPACT_NO_CACHE=1).",
     ),
 ) -> ExitCode:
-    from pi_compact.lookup.matching import regex_timeout as check_timeout
-    from pi_compact.lookup.search import DEFAULT_LIMITS, grep_counts, grep_stream
+    from pi_compact.search.matching import regex_timeout as check_timeout
+    from pi_compact.search.pages import DEFAULT_LIMITS, grep_counts, grep_stream
 
     env = env_of(ctx)
     if color not in ("auto", "always", "never"):
@@ -438,7 +438,7 @@ def show(
     "page", "pages", "total_lines", "total_chars", "lines": [{line_number, section, text, offset, length}],
     "next_cursor"}.
     """
-    from pi_compact.lookup.search import entry_raw, show_entry
+    from pi_compact.search.pages import entry_raw, show_entry
 
     env = env_of(ctx)
     session, entry_id = split_session_args(args, "ENTRY_ID")
@@ -489,7 +489,7 @@ def context(
     (summary | kept | new | history), edit (omitted | replaced | null), edit_id, preview}], "message_count",
     "estimated_tokens", "context_tokens", "context_tokens_method", "context_tokens_source"}.
     """
-    from pi_compact.lookup.context import SEGMENT_TITLES, build_context_view
+    from pi_compact.search.context import SEGMENT_TITLES, build_context_view
     from pi_compact.session.tree import get_branch
 
     env = env_of(ctx)

@@ -23,7 +23,7 @@ def sessions(
     """List Pi sessions, by last message time as Pi's session picker sorts them: that time, the file's own
     modification time, entries, size, path, and the name or first user message. The row marked * is the session
     picompact uses when SESSION is omitted (the most recently modified file, as ``pi --continue`` picks it)."""
-    from pi_compact.render.entry import safe_text as safe
+    from pi_compact.search.render import safe_text as safe
     from pi_compact.session.discovery import find_most_recent_session, list_sessions, search_locations
 
     env = env_of(ctx)

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pi_compact.catalog import ModelInfo, find_model, parse_model_ref, provider_models
 from pi_compact.errors import UsageError
-from pi_compact.models import ModelInfo, find_model, parse_model_ref, provider_models
 
 Protocol = Literal["openai", "anthropic", "google"]
 
@@ -101,7 +101,7 @@ class ModelRef:
     key_env: tuple[str, ...] = ()
     key_required: bool = True
     max_tokens_field: str = "max_tokens"
-    info: ModelInfo | None = field(default=None, compare=False)  # from the model catalogue (pi_compact.models)
+    info: ModelInfo | None = field(default=None, compare=False)  # from the model catalogue (pi_compact.catalog)
     # Where the choice came from ("--model", "session", PICOMPACT_MODEL), for messages only.
     source: str = field(default="", compare=False)
 

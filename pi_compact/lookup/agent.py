@@ -37,8 +37,7 @@ from pi_compact.errors import (
 from pi_compact.llm.providers import ModelRef
 from pi_compact.llm.types import Message, Request, Response, ToolCall, Usage
 from pi_compact.lookup import prompts
-from pi_compact.lookup.quotes import Citation, Quote, find_citations, verify_quotes
-from pi_compact.lookup.search import (
+from pi_compact.search.pages import (
     DEFAULT_LIMITS,
     EntryPage,
     GrepPage,
@@ -48,9 +47,10 @@ from pi_compact.lookup.search import (
     list_entries,
     show_entry,
 )
-from pi_compact.render.entry import entry_label, safe_text
-from pi_compact.render.transcript import Transcript
-from pi_compact.session.model import JsonDict
+from pi_compact.search.quotes import Citation, Quote, find_citations, verify_quotes
+from pi_compact.search.render import entry_label, safe_text
+from pi_compact.search.transcript import Transcript
+from pi_compact.session.entries import JsonDict
 
 DEFAULT_BUDGET = 10
 MAX_BUDGET = 200
@@ -671,7 +671,7 @@ def run_lookup(
                 answer = latest_text
     answer, cut = _truncate(answer.strip())
     truncated = truncated or cut
-    from pi_compact.models import estimate_cost
+    from pi_compact.catalog import estimate_cost
 
     cost = None
     if model.info is not None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from pi_compact.llm.types import Tool
-from pi_compact.lookup.search import DEFAULT_LIMITS, Limits
-from pi_compact.render.entry import SECTIONS
+from pi_compact.search.pages import DEFAULT_LIMITS, Limits
+from pi_compact.search.render import SECTIONS
 
 NOT_FOUND = "Not found in this session."
 

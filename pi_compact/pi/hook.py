@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pi_compact.errors import UsageError
 
 if TYPE_CHECKING:
-    from pi_compact.render.transcript import Transcript
+    from pi_compact.search.transcript import Transcript
 
 # The extension's tool names -> the search tools of ``picompact lookup`` they run.
 TOOLS = {
@@ -111,7 +111,7 @@ def build_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
 
 def run_tool(session: Path, leaf: str | None, tool: str, arguments: Mapping[str, Any]) -> str:
     """One recovery tool call on the raw branch ending at ``leaf``: the text the agent reads."""
-    from pi_compact.render.transcript import build_transcript
+    from pi_compact.search.transcript import build_transcript
     from pi_compact.session.load import load_session
 
     inner = TOOLS.get(tool)
@@ -126,7 +126,7 @@ def run_search_tool(transcript: Transcript, tool: str, arguments: Mapping[str, A
     limits and result text; ``name`` is the tool's name as the agent knows it, for the "call … again" hint."""
     from pi_compact.llm.types import ToolCall
     from pi_compact.lookup.agent import _BadArguments, _parse, _Tools
-    from pi_compact.lookup.search import DEFAULT_LIMITS
+    from pi_compact.search.pages import DEFAULT_LIMITS
 
     try:
         params, cursor = _parse(ToolCall("direct", tool, dict(arguments)), DEFAULT_LIMITS)
@@ -145,8 +145,8 @@ def effective_config(
     cwd: str, project_trusted: bool | None, session_model: str | None, env: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The configuration the extension runs with: settings, and whether ``context_lookup`` has a model."""
+    from pi_compact.catalog import parse_model_ref
     from pi_compact.llm import model_available
-    from pi_compact.models import parse_model_ref
     from pi_compact.pi.config import load_config
 
     config = load_config(cwd, project_trusted)

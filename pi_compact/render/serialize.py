@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pi_compact.messages import convert_to_llm
-from pi_compact.session.model import JsonDict
+from pi_compact.session.entries import JsonDict
 from pi_compact.tokens import js_len, js_stringify
 
 TOOL_RESULT_MAX_CHARS = 2000

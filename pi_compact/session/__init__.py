@@ -1,7 +1,7 @@
 """Reading Pi session files: loading, the entry tree, and safe writing."""
 
+from pi_compact.session.entries import Diagnostic, Entry, Session
 from pi_compact.session.load import load_session, load_session_bytes
-from pi_compact.session.model import Diagnostic, Entry, Session
 from pi_compact.session.tree import Branch, get_branch, resolve_entry
 
 __all__ = [

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from pi_compact.errors import NotFoundError, SessionError
+from pi_compact.session.entries import Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, cut_depth, parse_line
-from pi_compact.session.model import Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.source import FileSource, read_lines
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pi_compact.errors import SessionError
 
 if TYPE_CHECKING:
-    from pi_compact.session.model import Entry
+    from pi_compact.session.entries import Entry
 
 
 READ_CHUNK = 1024 * 1024

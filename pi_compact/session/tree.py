@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pi_compact.errors import CycleError, NotFoundError
-from pi_compact.session.model import Diagnostic, Entry, Session
+from pi_compact.session.entries import Diagnostic, Entry, Session
 
 
 @dataclass(slots=True)

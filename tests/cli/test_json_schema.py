@@ -95,8 +95,8 @@ def test_grep_records_have_the_declared_keys(session: Path, tmp_path: Path) -> N
 
 def test_documents_are_the_library_results_to_json(session: Path) -> None:
     from pi_compact.check import CheckOptions, check_session
-    from pi_compact.lookup import build_context_view, grep, list_entries
-    from pi_compact.render.transcript import build_transcript
+    from pi_compact.search import build_context_view, grep, list_entries
+    from pi_compact.search.transcript import build_transcript
     from pi_compact.session.load import load_session
 
     def same(doc: dict, data: dict) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pi_compact.lookup import build_context_view
+from pi_compact.search import build_context_view
 from pi_compact.session.load import load_session
 from tests.helpers.cli import picompact_exe, run
 from tests.helpers.fixtures import PI_FIXTURES

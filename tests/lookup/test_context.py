@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pi_compact.lookup import build_context_view
+from pi_compact.search import build_context_view
 from pi_compact.session.load import load_session
 from pi_compact.session.tree import get_branch
 from tests.helpers.fixtures import PI_FIXTURES

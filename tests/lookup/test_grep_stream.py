@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pi_compact.lookup.search import grep, grep_stream
-from pi_compact.render.transcript import build_transcript
+from pi_compact.search.pages import grep, grep_stream
+from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session
 from tests.sessionkit import simple_session
 

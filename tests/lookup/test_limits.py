@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pi_compact.errors import PatternError, UsageError
-from pi_compact.lookup.matching import NO_LIMIT, Searcher, SlowJoin, regex_timeout
+from pi_compact.search.matching import NO_LIMIT, Searcher, SlowJoin, regex_timeout
 
 
 @pytest.mark.parametrize("bad", [math.nan, 0.0, -1.0, -math.inf])
@@ -70,6 +70,6 @@ def test_after_a_join_in_time_each_line_gets_the_whole_limit() -> None:
 def test_an_age_beyond_year_one_means_every_entry(age: str) -> None:
     from datetime import UTC, datetime
 
-    from pi_compact.lookup.search import parse_time
+    from pi_compact.search.pages import parse_time
 
     assert parse_time(age) == datetime.min.replace(tzinfo=UTC)

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_compact.errors import PatternError
-from pi_compact.lookup.matching import Searcher, joinable, matching_lines
-from pi_compact.render.entry import RenderedEntry
-from pi_compact.session.model import Entry
+from pi_compact.search.matching import Searcher, joinable, matching_lines
+from pi_compact.search.render import RenderedEntry
+from pi_compact.session.entries import Entry
 
 PIECES = [
     "a",
@@ -69,7 +69,7 @@ def test_a_slow_but_sound_pattern_on_a_huge_entry_falls_back_to_single_lines() -
     """Joined, 6 MB take longer than the timeout allows one line; line by line each is quick."""
     from dataclasses import replace
 
-    from pi_compact.lookup import DEFAULT_LIMITS, grep
+    from pi_compact.search import DEFAULT_LIMITS, grep
     from pi_compact.session.load import load_session_bytes
     from tests.sessionkit import SessionBuilder
 

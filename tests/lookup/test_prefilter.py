@@ -15,9 +15,9 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pi_compact.lookup import grep
-from pi_compact.lookup.prefilter import CASE_EXTRA, build_raw_filter, required_literals, take_census
-from pi_compact.render.transcript import build_transcript
+from pi_compact.search import grep
+from pi_compact.search.prefilter import CASE_EXTRA, build_raw_filter, required_literals, take_census
+from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
 from tests.sessionkit import SessionBuilder
 

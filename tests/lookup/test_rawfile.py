@@ -11,9 +11,9 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pi_compact.lookup import grep
-from pi_compact.lookup.prefilter import build_raw_filter, take_census
-from pi_compact.render.transcript import build_transcript
+from pi_compact.search import grep
+from pi_compact.search.prefilter import build_raw_filter, take_census
+from pi_compact.search.transcript import build_transcript
 from pi_compact.session import rawfile
 from pi_compact.session.load import load_session
 from pi_compact.session.rawfile import FileBytes

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pi_compact.errors import CursorError, NotFoundError, PatternError, SessionError, UsageError
-from pi_compact.lookup import DEFAULT_LIMITS, entry_raw, grep, list_entries, show_entry
-from pi_compact.render.transcript import build_transcript
+from pi_compact.search import DEFAULT_LIMITS, entry_raw, grep, list_entries, show_entry
+from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
 from pi_compact.session.tree import children, get_branch
 from tests.helpers.fixtures import PI_FIXTURES

@@ -5,9 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from pi_compact.lookup import grep, show_entry
-from pi_compact.render.entry import render_entry, safe_text
-from pi_compact.render.transcript import build_transcript
+from pi_compact.search import grep, show_entry
+from pi_compact.search.render import render_entry, safe_text
+from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
 from tests.helpers.fixtures import PI_FIXTURES
 from tests.sessionkit import SessionBuilder

@@ -7,7 +7,7 @@ import pytest
 from pi_compact.cli.lookup import lookup_exit_code
 from pi_compact.errors import ExitCode, ProviderError
 from pi_compact.lookup.agent import LookupOptions, LookupResult, run_lookup
-from pi_compact.render.transcript import build_transcript
+from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session
 from tests.helpers.lookup_agent import (
     BUILD_ERROR,

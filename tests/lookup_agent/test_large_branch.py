@@ -11,7 +11,7 @@ from pytest_httpserver import HTTPServer
 
 from pi_compact.llm import resolve_model
 from pi_compact.lookup.agent import fit_to_window, run_lookup
-from pi_compact.render.transcript import build_transcript
+from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session
 from tests.helpers.lookup_agent import ScriptedModel
 from tests.sessionkit import SessionBuilder

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pi_compact.lookup.quotes import MIN_QUOTE_CHARS, find_citations, find_quotes, normalize, verify_quotes
-from pi_compact.render.transcript import Transcript, build_transcript
+from pi_compact.search.quotes import MIN_QUOTE_CHARS, find_citations, find_quotes, normalize, verify_quotes
+from pi_compact.search.transcript import Transcript, build_transcript
 from pi_compact.session.load import load_session
 from tests.helpers.lookup_agent import BUILD_ERROR, History, build_history
 

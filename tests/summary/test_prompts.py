@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pi_compact.catalog import find_model
 from pi_compact.check import CheckOptions, check_session
 from pi_compact.checkpoint.summary import (
     NO_PRIOR_HISTORY,
@@ -26,7 +27,6 @@ from pi_compact.checkpoint.summary import (
     resolve_summary_model,
 )
 from pi_compact.llm import Usage, resolve_model
-from pi_compact.models import find_model
 from pi_compact.render.serialize import serialize_messages
 from tests.summary.conftest import GOOD_PREFIX, GOOD_SUMMARY, KEEP, OPENAI_MODEL, history_session, split_turn_session
 

@@ -14,8 +14,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
+from pi_compact.catalog import find_model
 from pi_compact.checkpoint.summary import SYSTEM_PROMPT
-from pi_compact.models import find_model
 from tests.helpers.cli import picompact_exe, run
 from tests.helpers.process import interrupt_when_arrived
 from tests.summary.conftest import (

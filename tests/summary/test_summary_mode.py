@@ -13,6 +13,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
+from pi_compact.catalog import find_model
 from pi_compact.checkpoint.mode import get_mode
 from pi_compact.checkpoint.summary import (
     NO_PRIOR_HISTORY,
@@ -25,7 +26,6 @@ from pi_compact.checkpoint.summary import (
 )
 from pi_compact.errors import ExitCode, ProviderError
 from pi_compact.llm import Usage
-from pi_compact.models import find_model
 from pi_compact.plan import format_file_operations
 from pi_compact.projection import build_projection
 from pi_compact.session import get_branch, load_session

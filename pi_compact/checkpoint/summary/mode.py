@@ -27,7 +27,7 @@ from pi_compact.checkpoint.summary.requests import (
 )
 from pi_compact.errors import ProviderError, UsageError
 from pi_compact.plan import CompactionPlan, format_file_operations
-from pi_compact.session.model import JsonDict
+from pi_compact.session.entries import JsonDict
 
 if TYPE_CHECKING:
     from pi_compact.llm import Secret

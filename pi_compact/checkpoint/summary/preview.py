@@ -74,7 +74,7 @@ class SummaryPreview:
     @property
     def cost_upper_bound(self) -> float | None:
         """Dollars for Pi's input estimate plus the full output limit of every request; None without prices."""
-        from pi_compact.models import estimate_cost
+        from pi_compact.catalog import estimate_cost
 
         return estimate_cost(self.model.info, self.input_tokens, self.max_output_tokens)
 

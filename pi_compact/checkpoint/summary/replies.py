@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from pi_compact.checkpoint.summary.prompts import PREFIX_SECTIONS, SECTIONS, RequestKind
 from pi_compact.checkpoint.summary.requests import SummaryModel, SummaryRequest, pi_token_estimate
-from pi_compact.session.model import JsonDict
+from pi_compact.session.entries import JsonDict
 
 if TYPE_CHECKING:
+    from pi_compact.catalog import ModelInfo
     from pi_compact.llm import Response, Usage
-    from pi_compact.models import ModelInfo
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -16,9 +16,9 @@ from pi_compact.render.serialize import serialize_messages
 from pi_compact.tokens import js_len
 
 if TYPE_CHECKING:
+    from pi_compact.catalog import ModelInfo
     from pi_compact.llm import ModelRef, Request
     from pi_compact.llm.thinking import ThinkingChoice
-    from pi_compact.models import ModelInfo
     from pi_compact.redact import Redactor
 
 
@@ -129,12 +129,12 @@ class SummaryRequest:
 
 
 def resolve_summary_model(ref: ModelRef, ctx: ModeContext | None = None) -> SummaryModel:
-    """Window and output limit of the summarising model, from the model catalogue (``pi_compact.models``).
+    """Window and output limit of the summarising model, from the model catalogue (``pi_compact.catalog``).
 
     When it is the model the session is judged by and ``--context-window`` was given, that window applies. A model
     Pi does not know gets Pi's defaults for custom models (128,000-token window, 16,384 output tokens).
     """
-    from pi_compact.models import CUSTOM_CONTEXT_WINDOW, CUSTOM_MAX_TOKENS, find_model
+    from pi_compact.catalog import CUSTOM_CONTEXT_WINDOW, CUSTOM_MAX_TOKENS, find_model
 
     info = ref.info if ref.info is not None else find_model(ref.provider, ref.model_id)
     warnings: list[str] = []

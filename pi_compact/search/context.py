@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pi_compact.projection import build_projection, context_tokens
-from pi_compact.render.entry import entry_label, preview
-from pi_compact.session.model import Entry, JsonDict, Session
+from pi_compact.search.render import entry_label, preview
+from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch, get_branch, no_leaf_context
 from pi_compact.tokens import estimate_tokens
 

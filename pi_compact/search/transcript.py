@@ -1,7 +1,7 @@
-"""The transcript: a scope of entries (one branch, or every entry) rendered on demand (``render.entry``), plus
+"""The transcript: a scope of entries (one branch, or every entry) rendered on demand (``search.render``), plus
 what search and pagination need of the file: positions, branch labels, the raw bytes, a fingerprint.
 
-``build_transcript`` builds it once per session; list/grep/show (``lookup.search``) take it.
+``build_transcript`` builds it once per session; list/grep/show (``search.pages``) take it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pi_compact.render.entry import RenderedEntry, entry_label, render_entry
-from pi_compact.session.model import Entry, Session
+from pi_compact.search.render import RenderedEntry, entry_label, render_entry
+from pi_compact.session.entries import Entry, Session
 from pi_compact.session.rawfile import FileBytes
 from pi_compact.session.tree import Branch, get_branch
 
@@ -53,7 +53,7 @@ class Transcript:
     _raw_loaded: bool = field(default=False, repr=False)
     _fingerprint: str | None = field(default=None, repr=False)
     _ids: dict[str, Entry] | None = field(default=None, repr=False)
-    census: Any = field(default=None, repr=False)  # lookup.prefilter.Census of the raw bytes, once taken
+    census: Any = field(default=None, repr=False)  # search.prefilter.Census of the raw bytes, once taken
 
     def __post_init__(self) -> None:
         self._positions = {id(e): i for i, e in enumerate(self.entries)}

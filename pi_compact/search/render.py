@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from pi_compact.session.model import Entry
+from pi_compact.session.entries import Entry
 
 HEADER = "header"
 THINKING = "thinking"

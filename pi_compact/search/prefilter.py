@@ -2,7 +2,7 @@
 
 grep renders entries and matches rendered lines; rendering everything is the slow part on a big session. So it
 first searches the file's bytes for a literal that every match must contain, and renders fully only the entries
-where it occurs (the others get their few decorated lines checked, see ``render.transcript``).
+where it occurs (the others get their few decorated lines checked, see ``search.transcript``).
 
 This must never lose a match, and JSON escaping is where it could: the rendered text ``a"b`` is ``a\\"b`` in the
 file, ``é`` may be ``\\u00e9``, and a writer may escape any character as ``\\u`` and four hex digits. So:

@@ -20,10 +20,10 @@ from itertools import accumulate
 from typing import Any
 
 from pi_compact.errors import PatternError, UsageError
-from pi_compact.lookup.prefilter import RawFilter, build_raw_filter, required_literals, take_census
-from pi_compact.render.entry import RenderedEntry, render_entry
-from pi_compact.render.transcript import Transcript
-from pi_compact.session.model import Entry
+from pi_compact.search.prefilter import RawFilter, build_raw_filter, required_literals, take_census
+from pi_compact.search.render import RenderedEntry, render_entry
+from pi_compact.search.transcript import Transcript
+from pi_compact.session.entries import Entry
 from pi_compact.session.rawfile import FileBytes
 
 

@@ -30,9 +30,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pi_compact.render.entry import entry_label
-from pi_compact.render.transcript import Transcript
-from pi_compact.session.model import JsonDict
+from pi_compact.search.render import entry_label
+from pi_compact.search.transcript import Transcript
+from pi_compact.session.entries import JsonDict
 
 MIN_QUOTE_CHARS = 10
 MIN_LINE_CHARS = 3

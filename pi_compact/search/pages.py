@@ -15,12 +15,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pi_compact.errors import CursorError, NotFoundError, PatternError, SessionError, UsageError
-from pi_compact.lookup.cursor import Cursor, decode_cursor, query_digest
-from pi_compact.lookup.matching import Candidates, Searcher, matching_lines
-from pi_compact.lookup.selection import LineSelector, compose_pattern, inverted_lines
-from pi_compact.render.entry import SECTIONS, RenderedEntry, entry_label, preview, safe_text
-from pi_compact.render.transcript import Transcript, as_transcript
-from pi_compact.session.model import Entry, JsonDict, Session
+from pi_compact.search.cursor import Cursor, decode_cursor, query_digest
+from pi_compact.search.matching import Candidates, Searcher, matching_lines
+from pi_compact.search.render import SECTIONS, RenderedEntry, entry_label, preview, safe_text
+from pi_compact.search.selection import LineSelector, compose_pattern, inverted_lines
+from pi_compact.search.transcript import Transcript, as_transcript
+from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch, find_entry, not_found
 
 MESSAGE_ROLES = (
@@ -444,7 +444,7 @@ def grep(
 
     ``pattern`` may be several patterns (a line matches when any does); ``word`` matches whole words only;
     ``invert`` selects the lines that do not match. picompact's own lines (entry headers, section markers) are
-    selected only when ``sections`` names ``header`` or ``meta`` (see ``lookup.selection``).
+    selected only when ``sections`` names ``header`` or ``meta`` (see ``search.selection``).
     ``grep_stream`` gives the same page a match at a time.
     """
     stream = grep_stream(
@@ -500,7 +500,7 @@ def grep_stream(
 
     ``pattern`` may be several patterns (a line matches when any does); ``word`` matches whole words only;
     ``invert`` selects the lines that do not match. picompact's own lines (entry headers, section markers) are
-    selected only when ``sections`` names ``header`` or ``meta`` (see ``lookup.selection``).
+    selected only when ``sections`` names ``header`` or ``meta`` (see ``search.selection``).
     """
     transcript = as_transcript(source)
     wanted = check_roles(transcript, roles)

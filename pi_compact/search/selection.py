@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pi_compact.errors import UsageError
-from pi_compact.lookup.matching import Searcher, compile_pattern
-from pi_compact.render.entry import HEADER, META, RenderedEntry
+from pi_compact.search.matching import Searcher, compile_pattern
+from pi_compact.search.render import HEADER, META, RenderedEntry
 
 
 def compose_pattern(

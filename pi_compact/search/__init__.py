@@ -1,0 +1,63 @@
+"""Searching the raw history without a model: the transcript (a scope of entries rendered as attributed lines),
+list_entries, grep and show_entry (paginated and bounded, with cursors), and the context view.
+
+from pi_compact.session import load_session
+from pi_compact.search import build_transcript, grep
+
+transcript = build_transcript(load_session("session.jsonl"))
+page = grep(transcript, r"TypeError: .*undefined", context=2)
+for match in page.matches:
+    print(match.entry_id, match.line.section, match.line.text)
+more = grep(transcript, r"TypeError: .*undefined", context=2, cursor=page.next_cursor)
+"""
+
+from pi_compact.search.context import ContextMessage, ContextView, build_context_view
+from pi_compact.search.matching import compile_pattern
+from pi_compact.search.pages import (
+    DEFAULT_LIMITS,
+    EntryInfo,
+    EntryPage,
+    GrepLine,
+    GrepMatch,
+    GrepPage,
+    Limits,
+    ShowLine,
+    ShowPage,
+    entry_raw,
+    grep,
+    list_entries,
+    resolve_in_scope,
+    show_entry,
+)
+from pi_compact.search.render import SECTIONS, RenderedEntry, header_line, preview, render_entry
+from pi_compact.search.transcript import Transcript, TranscriptLine, as_transcript, build_transcript
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "SECTIONS",
+    "ContextMessage",
+    "ContextView",
+    "EntryInfo",
+    "EntryPage",
+    "GrepLine",
+    "GrepMatch",
+    "GrepPage",
+    "Limits",
+    "RenderedEntry",
+    "ShowLine",
+    "ShowPage",
+    "Transcript",
+    "TranscriptLine",
+    "as_transcript",
+    "build_context_view",
+    "build_transcript",
+    "compile_pattern",
+    "entry_raw",
+    "grep",
+    "header_line",
+    "list_entries",
+    "preview",
+    "render_entry",
+    "resolve_in_scope",
+    "show_entry",
+]
