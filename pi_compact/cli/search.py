@@ -1,6 +1,6 @@
 """``picompact list``, ``grep``, ``show`` and ``context``: read the raw history, and the context Pi sends.
 
-Thin wrappers over ``pi_compact.lookup``; everything here is about printing. Human output is coloured on a
+Thin wrappers over ``pi_compact.search``; everything here is about printing. Human output is coloured on a
 terminal and plain (grep-like, one record a line) in a pipe; ``--json`` is stable (grep: JSON Lines).
 """
 
