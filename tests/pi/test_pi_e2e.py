@@ -1,9 +1,11 @@
 """The extension inside the real Pi 1.6 CLI, as a user runs it: `picompact pi install` in Pi's agent dir, then many
 prompts against a scripted model on 127.0.0.1 (the oracle's ``e2e/pi_drive.py``), Pi compacting by itself.
 
-Three Pi sessions are shared by all tests here (module fixtures): one with threshold compactions mid-run and an
-overflow with retry; one with post-run and manual (RPC ``compact``) compactions and the model calling the
-``context_*`` tools; one whose install points at a picompact that does not exist. Skips cleanly without Pi.
+A few Pi sessions are shared by the tests here (module fixtures): one with threshold compactions mid-run and an
+overflow with retry (``TestMidRun``); one with post-run and manual (RPC ``compact``) compactions and the model calling
+the ``context_*`` tools (``TestIdle``); one with a compaction before a prompt; one whose install points at a picompact
+that does not exist. Each class is its own unit for ``pytest -n --dist loadscope``, so the sessions run in parallel.
+Skips cleanly without Pi.
 """
 
 from __future__ import annotations
@@ -152,227 +154,6 @@ def _sandbox_env(manifest: dict[str, Any]) -> dict[str, str]:
 
 def _contexts(manifest: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return list(zip(manifest["compactions"], manifest["compactionContexts"], strict=True))
-
-
-@pytest.fixture(scope="module", params=["midrun", "idle"])
-def session(request: pytest.FixtureRequest) -> dict[str, Any]:
-    return request.getfixturevalue(request.param)
-
-
-def test_pi_appends_picompacts_checkpoint_and_keeps_working(session: dict[str, Any]) -> None:
-    assert session["agentSetup"][0]["exitCode"] == 0
-    assert all(run["ok"] for run in session["runs"]), [r["stderrTail"] for r in session["runs"] if not r["ok"]]
-    assert len(session["compactions"]) >= 3
-    for compaction in session["compactions"]:
-        assert compaction["fromHook"] is True, compaction
-    compactions = [e for e in _entries(session) if e["type"] == "compaction"]
-    assert compactions and all(c["summary"].startswith("# Verbatim checkpoint (picompact)") for c in compactions)
-
-
-def test_verbatim_mode_sends_no_summarization_request(session: dict[str, Any]) -> None:
-    assert not [r for r in session["requests"] if r.get("summarization")]
-    for _, context in _contexts(session):
-        assert context["summarizationRequests"] == []
-
-
-def test_every_case_is_covered(midrun: dict[str, Any], idle: dict[str, Any]) -> None:
-    seen = {(c["reason"], c["site"]) for m in (midrun, idle) for c in m["compactions"]}
-    assert ("threshold", "mid-run") in seen
-    assert ("threshold", "post-run") in seen
-    assert ("manual", "manual") in seen
-    assert any(reason == "overflow" for reason, _ in seen)
-
-
-def test_the_model_reads_checkpoint_kept_tail_one_reminder_then_the_prompt(session: dict[str, Any]) -> None:
-    checked = 0
-    for compaction, context in _contexts(session):
-        first = context.get("firstRequestAfter")
-        if not first:
-            continue  # another compaction came before any request
-        order = first["order"]
-        assert order[:2] == ["system", "summary"], order
-        assert order.count(REMINDER) == 1, order
-        assert all(not label.startswith(("summarized:", "unmatched:")) for label in order), order
-        at = order.index(REMINDER)
-        assert all(label.startswith("kept") for label in order[2:at]), order
-        if compaction["site"] in ("mid-run",) or compaction["reason"] == "overflow":
-            # the run continues: the reminder closes the request the model continues with
-            assert at == len(order) - 1, (compaction, order)
-        else:
-            # after a run or by hand: the reminder comes right before the next prompt
-            assert order[at + 1 :] == ["prompt"], (compaction, order)
-        checked += 1
-    assert checked >= 3
-
-
-def test_each_compaction_gets_its_own_reminder_and_older_ones_stay_hidden(session: dict[str, Any]) -> None:
-    entries = _entries(session)
-    reminders = [e for e in entries if e["type"] == "custom_message" and e["customType"] == "picompact.reorientation"]
-    compaction_ids = [e["id"] for e in entries if e["type"] == "compaction"]
-    assert [r["details"]["compactionId"] for r in reminders] == compaction_ids
-    assert all(r["display"] is False for r in reminders)
-    # After the second compaction, older reminders (some still in the kept tail) are not in what the model reads.
-    later = [c["firstRequestAfter"]["order"] for _, c in _contexts(session)[1:] if c.get("firstRequestAfter")]
-    assert later and all(order.count(REMINDER) == 1 for order in later)
-
-
-def test_checkpoint_is_byte_identical_to_the_dry_run(session: dict[str, Any]) -> None:
-    """The same prefix, settings and environment give the same checkpoint from `picompact compact --dry-run`."""
-    entries = _entries(session)
-    path = Path(session["tempDir"]) / "sessions" / Path(session["session"]).name
-    window = str(session["model"]["contextWindow"])
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | _sandbox_env(session)
-    for compaction in (e for e in entries if e["type"] == "compaction"):
-        proc = subprocess.run(
-            [
-                *picompact_exe(),
-                "compact",
-                str(path),
-                "--mode",
-                "verbatim",
-                "--dry-run",
-                "--json",
-                "--leaf",
-                compaction["parentId"],
-                "--context-window",
-                window,
-                "--reserve-tokens",
-                "4096",
-                "--keep-recent-tokens",
-                "4000",
-            ],
-            capture_output=True,
-            env=env,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
-        dry = orjson.loads(proc.stdout)["entries"][0]
-        assert dry["summary"].encode() == compaction["summary"].encode()
-        assert dry["details"] == compaction["details"]
-        assert (dry["firstKeptEntryId"], dry["tokensBefore"]) == (
-            compaction["firstKeptEntryId"],
-            compaction["tokensBefore"],
-        )
-        # Installed: the checkpoint advertises the tools, not shell commands.
-        assert "context_grep(pattern)" in compaction["summary"]
-        assert "picompact grep" not in compaction["summary"]
-
-
-def test_later_compactions_carry_the_spans_forward(session: dict[str, Any]) -> None:
-    compactions = [e for e in _entries(session) if e["type"] == "compaction"]
-    assert len(compactions) >= 3
-    previous: list[Any] = []
-    for n, compaction in enumerate(compactions, 1):
-        spans = compaction["details"]["picompact"]["spans"]
-        assert len(spans) == n
-        assert spans[: n - 1] == previous  # saved spans are not rewritten
-        previous = spans
-
-
-def test_the_model_is_offered_the_tools_and_they_answer_from_the_raw_branch(idle: dict[str, Any]) -> None:
-    offered = {name for request in idle["requests"] for name in request.get("tools") or []}
-    assert set(TOOLS) <= offered
-    assert "context_lookup" not in offered  # no lookup model with a key here
-    calls = idle["contextTools"]["calls"]
-    results = {r["tool"]: r["result"] for r in idle["contextTools"]["results"]}
-    assert [c["tool"] for c in calls] == list(TOOLS)
-    probe = idle["sandbox"]["probeError"]
-    entries = _entries(idle)
-    probe_entry = next(
-        e
-        for e in entries
-        if e["type"] == "message"
-        and e["message"]["role"] == "toolResult"
-        and probe in "".join(c.get("text", "") for c in e["message"]["content"])
-    )
-    assert results["context_list_entries"].startswith("list_entries: ")
-    assert f"{probe_entry['id']}  toolResult" in results["context_list_entries"]
-    grep_lines = results["context_grep"].split("\n")
-    assert f"{probe_entry['id']}:toolResult:" in results["context_grep"]
-    # The search does not find the assistant message holding the grep call itself.
-    grep_call = next(c for c in calls if c["tool"] == "context_grep")
-    holder = next(
-        e
-        for e in entries
-        if e["type"] == "message"
-        and e["message"]["role"] == "assistant"
-        and any(
-            c.get("type") == "toolCall" and c.get("arguments") == grep_call["arguments"]
-            for c in e["message"]["content"]
-        )
-    )
-    assert not [line for line in grep_lines if line.startswith(holder["id"])]
-    shown = results["context_show_entry"]
-    assert shown.startswith(f"show_entry {probe_entry['id']} (toolResult")
-    assert probe in shown
-
-
-def test_tools_report_bad_arguments_as_a_tool_error(idle: dict[str, Any]) -> None:
-    """A tool call with bad arguments comes back as the tool's error text (here: an unknown entry id)."""
-    entries = _entries(idle)
-    path = Path(idle["tempDir"]) / "sessions" / Path(idle["session"]).name
-    proc = subprocess.run(
-        [*picompact_exe(), "pi", "tool", "context_show_entry", str(path), "--args", '{"id": "zzzzzzzz"}'],
-        capture_output=True,
-        check=False,
-    )
-    assert proc.returncode == 2 and b"zzzzzzzz" in proc.stderr
-    assert entries  # the session is untouched by searching
-
-
-def test_picompact_compact_command_compacts_now(idle: dict[str, Any], tmp_path: Path) -> None:
-    """`/picompact compact` typed as a prompt (print mode runs extension commands) compacts through ctx.compact():
-    Pi appends picompact's checkpoint (fromHook) and the reminder, with no model call."""
-    temp = Path(idle["tempDir"])
-    source = temp / "sessions" / Path(idle["session"]).name
-    lines = source.read_bytes().split(b"\n")
-    # The prefix before the second compaction: plenty to compact.
-    at = [i for i, line in enumerate(lines) if line.startswith(b'{"type":"compaction"')][1]
-    copy = tmp_path / "manual.jsonl"
-    copy.write_bytes(b"\n".join(lines[:at]) + b"\n")
-    node_dir = NODE22.parent
-    proc = subprocess.run(
-        [
-            str(NODE22),
-            str(PACKAGE / "dist" / "bundle" / "cli.js"),
-            "-p",
-            "--mode",
-            "json",
-            "--session",
-            str(copy),
-            "--session-dir",
-            str(temp / "sessions"),
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--thinking",
-            "off",
-            "--no-skills",
-            "--no-prompt-templates",
-            "--no-themes",
-            "--no-context-files",
-            "--no-mcp",
-            "--no-approve",
-            "--offline",
-            "--",
-            "/picompact compact",
-        ],
-        capture_output=True,
-        cwd=temp / "work",
-        env={**_sandbox_env(idle), "PATH": f"{node_dir}:/usr/bin:/bin", "TMPDIR": str(tmp_path)},
-        timeout=180,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    added = [orjson.loads(line) for line in copy.read_bytes().split(b"\n")[at:] if line.strip()]
-    kinds = [e["type"] for e in added]
-    assert kinds == ["compaction", "custom_message"], (kinds, proc.stderr[-2000:])
-    compaction, reminder = added
-    assert compaction["fromHook"] is True
-    assert compaction["summary"].startswith("# Verbatim checkpoint (picompact)")
-    assert reminder["details"] == {"compactionId": compaction["id"]}
-    assert not [e for e in added if e["type"] == "message"]  # no model call, no prompt sent to the model
 
 
 @pytest.fixture(scope="module")
@@ -545,3 +326,235 @@ def _rpc(env: dict[str, str], cwd: Path, commands: list[dict[str, Any]]) -> list
             proc.wait()
         reader.join(5)
     return list(events)
+
+
+class _EverySession:
+    """What holds in every session with the extension installed; a subclass names the session (``session``).
+    Each class is one unit for ``pytest -n --dist loadscope``, so the Pi sessions run on different workers."""
+
+    def test_pi_appends_picompacts_checkpoint_and_keeps_working(self, session: dict[str, Any]) -> None:
+        assert session["agentSetup"][0]["exitCode"] == 0
+        assert all(run["ok"] for run in session["runs"]), [r["stderrTail"] for r in session["runs"] if not r["ok"]]
+        assert len(session["compactions"]) >= 3
+        for compaction in session["compactions"]:
+            assert compaction["fromHook"] is True, compaction
+        compactions = [e for e in _entries(session) if e["type"] == "compaction"]
+        assert compactions and all(c["summary"].startswith("# Verbatim checkpoint (picompact)") for c in compactions)
+
+    def test_verbatim_mode_sends_no_summarization_request(self, session: dict[str, Any]) -> None:
+        assert not [r for r in session["requests"] if r.get("summarization")]
+        for _, context in _contexts(session):
+            assert context["summarizationRequests"] == []
+
+    def test_the_model_reads_checkpoint_kept_tail_one_reminder_then_the_prompt(self, session: dict[str, Any]) -> None:
+        checked = 0
+        for compaction, context in _contexts(session):
+            first = context.get("firstRequestAfter")
+            if not first:
+                continue  # another compaction came before any request
+            order = first["order"]
+            assert order[:2] == ["system", "summary"], order
+            assert order.count(REMINDER) == 1, order
+            assert all(not label.startswith(("summarized:", "unmatched:")) for label in order), order
+            at = order.index(REMINDER)
+            assert all(label.startswith("kept") for label in order[2:at]), order
+            if compaction["site"] in ("mid-run",) or compaction["reason"] == "overflow":
+                # the run continues: the reminder closes the request the model continues with
+                assert at == len(order) - 1, (compaction, order)
+            else:
+                # after a run or by hand: the reminder comes right before the next prompt
+                assert order[at + 1 :] == ["prompt"], (compaction, order)
+            checked += 1
+        assert checked >= 3
+
+    def test_each_compaction_gets_its_own_reminder_and_older_ones_stay_hidden(self, session: dict[str, Any]) -> None:
+        entries = _entries(session)
+        reminders = [
+            e for e in entries if e["type"] == "custom_message" and e["customType"] == "picompact.reorientation"
+        ]
+        compaction_ids = [e["id"] for e in entries if e["type"] == "compaction"]
+        assert [r["details"]["compactionId"] for r in reminders] == compaction_ids
+        assert all(r["display"] is False for r in reminders)
+        # After the second compaction, older reminders (some still in the kept tail) are not in what the model reads.
+        later = [c["firstRequestAfter"]["order"] for _, c in _contexts(session)[1:] if c.get("firstRequestAfter")]
+        assert later and all(order.count(REMINDER) == 1 for order in later)
+
+    def test_checkpoint_is_byte_identical_to_the_dry_run(self, session: dict[str, Any]) -> None:
+        """The same prefix, settings and environment give the same checkpoint from `picompact compact --dry-run`."""
+        entries = _entries(session)
+        path = Path(session["tempDir"]) / "sessions" / Path(session["session"]).name
+        window = str(session["model"]["contextWindow"])
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | _sandbox_env(session)
+        for compaction in (e for e in entries if e["type"] == "compaction"):
+            proc = subprocess.run(
+                [
+                    *picompact_exe(),
+                    "compact",
+                    str(path),
+                    "--mode",
+                    "verbatim",
+                    "--dry-run",
+                    "--json",
+                    "--leaf",
+                    compaction["parentId"],
+                    "--context-window",
+                    window,
+                    "--reserve-tokens",
+                    "4096",
+                    "--keep-recent-tokens",
+                    "4000",
+                ],
+                capture_output=True,
+                env=env,
+                check=False,
+            )
+            assert proc.returncode == 0, proc.stderr
+            dry = orjson.loads(proc.stdout)["entries"][0]
+            assert dry["summary"].encode() == compaction["summary"].encode()
+            assert dry["details"] == compaction["details"]
+            assert (dry["firstKeptEntryId"], dry["tokensBefore"]) == (
+                compaction["firstKeptEntryId"],
+                compaction["tokensBefore"],
+            )
+            # Installed: the checkpoint advertises the tools, not shell commands.
+            assert "context_grep(pattern)" in compaction["summary"]
+            assert "picompact grep" not in compaction["summary"]
+
+    def test_later_compactions_carry_the_spans_forward(self, session: dict[str, Any]) -> None:
+        compactions = [e for e in _entries(session) if e["type"] == "compaction"]
+        assert len(compactions) >= 3
+        previous: list[Any] = []
+        for n, compaction in enumerate(compactions, 1):
+            spans = compaction["details"]["picompact"]["spans"]
+            assert len(spans) == n
+            assert spans[: n - 1] == previous  # saved spans are not rewritten
+            previous = spans
+
+
+class TestMidRun(_EverySession):
+    """Threshold compactions between tool results and the next request, and an overflow with retry."""
+
+    @pytest.fixture
+    def session(self, midrun: dict[str, Any]) -> dict[str, Any]:
+        return midrun
+
+    def test_mid_run_and_overflow_compactions_happened(self, session: dict[str, Any]) -> None:
+        seen = {(c["reason"], c["site"]) for c in session["compactions"]}
+        assert ("threshold", "mid-run") in seen
+        assert any(reason == "overflow" for reason, _ in seen)
+
+
+class TestIdle(_EverySession):
+    """Compactions after a run and by hand, and the model calling the recovery tools."""
+
+    @pytest.fixture
+    def session(self, idle: dict[str, Any]) -> dict[str, Any]:
+        return idle
+
+    def test_post_run_and_manual_compactions_happened(self, session: dict[str, Any]) -> None:
+        seen = {(c["reason"], c["site"]) for c in session["compactions"]}
+        assert ("threshold", "post-run") in seen
+        assert ("manual", "manual") in seen
+
+    def test_the_model_is_offered_the_tools_and_they_answer_from_the_raw_branch(self, session: dict[str, Any]) -> None:
+        offered = {name for request in session["requests"] for name in request.get("tools") or []}
+        assert set(TOOLS) <= offered
+        assert "context_lookup" not in offered  # no lookup model with a key here
+        calls = session["contextTools"]["calls"]
+        results = {r["tool"]: r["result"] for r in session["contextTools"]["results"]}
+        assert [c["tool"] for c in calls] == list(TOOLS)
+        probe = session["sandbox"]["probeError"]
+        entries = _entries(session)
+        probe_entry = next(
+            e
+            for e in entries
+            if e["type"] == "message"
+            and e["message"]["role"] == "toolResult"
+            and probe in "".join(c.get("text", "") for c in e["message"]["content"])
+        )
+        assert results["context_list_entries"].startswith("list_entries: ")
+        assert f"{probe_entry['id']}  toolResult" in results["context_list_entries"]
+        grep_lines = results["context_grep"].split("\n")
+        assert f"{probe_entry['id']}:toolResult:" in results["context_grep"]
+        # The search does not find the assistant message holding the grep call itself.
+        grep_call = next(c for c in calls if c["tool"] == "context_grep")
+        holder = next(
+            e
+            for e in entries
+            if e["type"] == "message"
+            and e["message"]["role"] == "assistant"
+            and any(
+                c.get("type") == "toolCall" and c.get("arguments") == grep_call["arguments"]
+                for c in e["message"]["content"]
+            )
+        )
+        assert not [line for line in grep_lines if line.startswith(holder["id"])]
+        shown = results["context_show_entry"]
+        assert shown.startswith(f"show_entry {probe_entry['id']} (toolResult")
+        assert probe in shown
+
+    def test_tools_report_bad_arguments_as_a_tool_error(self, session: dict[str, Any]) -> None:
+        """A tool call with bad arguments comes back as the tool's error text (here: an unknown entry id)."""
+        entries = _entries(session)
+        path = Path(session["tempDir"]) / "sessions" / Path(session["session"]).name
+        proc = subprocess.run(
+            [*picompact_exe(), "pi", "tool", "context_show_entry", str(path), "--args", '{"id": "zzzzzzzz"}'],
+            capture_output=True,
+            check=False,
+        )
+        assert proc.returncode == 2 and b"zzzzzzzz" in proc.stderr
+        assert entries  # the session is untouched by searching
+
+    def test_picompact_compact_command_compacts_now(self, session: dict[str, Any], tmp_path: Path) -> None:
+        """`/picompact compact` typed as a prompt (print mode runs extension commands) compacts through ctx.compact():
+        Pi appends picompact's checkpoint (fromHook) and the reminder, with no model call."""
+        temp = Path(session["tempDir"])
+        source = temp / "sessions" / Path(session["session"]).name
+        lines = source.read_bytes().split(b"\n")
+        # The prefix before the second compaction: plenty to compact.
+        at = [i for i, line in enumerate(lines) if line.startswith(b'{"type":"compaction"')][1]
+        copy = tmp_path / "manual.jsonl"
+        copy.write_bytes(b"\n".join(lines[:at]) + b"\n")
+        node_dir = NODE22.parent
+        proc = subprocess.run(
+            [
+                str(NODE22),
+                str(PACKAGE / "dist" / "bundle" / "cli.js"),
+                "-p",
+                "--mode",
+                "json",
+                "--session",
+                str(copy),
+                "--session-dir",
+                str(temp / "sessions"),
+                "--provider",
+                "fake",
+                "--model",
+                "fake-model",
+                "--thinking",
+                "off",
+                "--no-skills",
+                "--no-prompt-templates",
+                "--no-themes",
+                "--no-context-files",
+                "--no-mcp",
+                "--no-approve",
+                "--offline",
+                "--",
+                "/picompact compact",
+            ],
+            capture_output=True,
+            cwd=temp / "work",
+            env={**_sandbox_env(session), "PATH": f"{node_dir}:/usr/bin:/bin", "TMPDIR": str(tmp_path)},
+            timeout=180,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        added = [orjson.loads(line) for line in copy.read_bytes().split(b"\n")[at:] if line.strip()]
+        kinds = [e["type"] for e in added]
+        assert kinds == ["compaction", "custom_message"], (kinds, proc.stderr[-2000:])
+        compaction, reminder = added
+        assert compaction["fromHook"] is True
+        assert compaction["summary"].startswith("# Verbatim checkpoint (picompact)")
+        assert reminder["details"] == {"compactionId": compaction["id"]}
+        assert not [e for e in added if e["type"] == "message"]  # no model call, no prompt sent to the model
