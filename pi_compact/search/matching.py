@@ -1,6 +1,6 @@
 """Matching a pattern against the transcript fast without changing what matches.
 
-Two shortcuts, each proven equivalent by the tests (tests/lookup/test_prefilter.py, test_line_search.py):
+Two shortcuts, each proven equivalent by the tests (tests/search/test_prefilter.py, test_line_search.py):
 
 * ``Candidates``: an entry is rendered only if its raw JSON line holds a literal every match needs (any JSON
   encoding of it, see ``prefilter``), or one of its decorated lines (header, markers, ``key: value``) matches;

@@ -24,7 +24,7 @@ from typing import Any
 from pi_compact.session.rawfile import FileBytes, raw_search
 
 # Characters outside ASCII that the regex module's IGNORECASE (simple case folding) matches for an ASCII letter.
-# tests/lookup/test_prefilter.py checks this table against every code point.
+# tests/search/test_prefilter.py checks this table against every code point.
 CASE_EXTRA: dict[str, str] = {"i": "\u0130", "k": "\u212a", "s": "\u017f"}
 _SHORT_ESCAPES: dict[str, bytes] = {
     '"': b'\\"',

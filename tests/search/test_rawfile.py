@@ -17,7 +17,7 @@ from pi_compact.search.transcript import build_transcript
 from pi_compact.session import rawfile
 from pi_compact.session.load import load_session
 from pi_compact.session.rawfile import FileBytes
-from tests.lookup.test_prefilter import SESSION_TEXTS, STYLES, _pattern_forms, _session_bytes
+from tests.search.test_prefilter import SESSION_TEXTS, STYLES, _pattern_forms, _session_bytes
 
 BYTES = st.binary(min_size=0, max_size=300).map(lambda b: b.replace(b"\x00", b"\\"))
 

@@ -15,7 +15,7 @@ from pi_compact.forecast import GROWTH_WINDOW
 from pi_compact.session.load import load_session, load_session_bytes
 from tests.sessionkit import SessionBuilder, simple_session
 
-PI_FIXTURES = Path(__file__).parent / "fixtures" / "pi"
+PI_FIXTURES = Path(__file__).parents[1] / "fixtures" / "pi"
 
 
 def compacted_session() -> SessionBuilder:
