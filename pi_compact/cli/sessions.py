@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 
@@ -23,41 +22,16 @@ def sessions(
     """List Pi sessions, by last message time as Pi's session picker sorts them: that time, the file's own
     modification time, entries, size, path, and the name or first user message. The row marked * is the session
     picompact uses when SESSION is omitted (the most recently modified file, as ``pi --continue`` picks it)."""
-    from pi_compact.search.render import safe_text as safe
-    from pi_compact.session.discovery import find_most_recent_session, list_sessions, search_locations
+    from pi_compact.session.discovery import search_locations, session_listing
+    from pi_compact.session.jsonline import safe_text as safe
 
     env = env_of(ctx)
     where = str(cwd) if cwd else None
-    found = list_sessions(where, all_=all_)
-    default = find_most_recent_session(where or os.getcwd())
-    default_path = os.path.realpath(default) if default is not None else None
-
-    def is_default(path: Path) -> bool:
-        return default_path is not None and os.path.realpath(path) == default_path
-
+    listing = session_listing(where, all_=all_)
     if json_output:
-        env.emit(
-            {
-                "sessions": [
-                    {
-                        "path": str(s.path),
-                        "id": safe(s.id),
-                        "cwd": safe(s.cwd),
-                        "name": safe(s.name) if s.name else s.name,
-                        "first_message": safe(s.first_message) if s.first_message else s.first_message,
-                        "entries": s.entry_count,
-                        "messages": s.message_count,
-                        "size": s.size,
-                        "modified": s.modified.isoformat(),
-                        "file_modified": s.mtime.isoformat(),
-                        "default": is_default(s.path),
-                        "parent_session": safe(s.parent_session) if s.parent_session else None,
-                    }
-                    for s in found
-                ],
-            }
-        )
+        env.emit(listing.to_json())
         return
+    found = listing.sessions
     if not found:
         directory, filter_cwd = search_locations(where, all_=all_)
         looked = f"{directory}" + (f" (sessions whose cwd is {filter_cwd})" if filter_cwd else "")
@@ -68,13 +42,13 @@ def sessions(
         title = safe(s.name or (s.first_message or "").replace("\n", " "))
         if len(title) > 70:
             title = title[:69] + "…"
-        mark = "*" if is_default(s.path) else " "
+        mark = "*" if listing.is_default(s.path) else " "
         env.text(
             f"{mark} {_local(s.modified)}  {_local(s.mtime)}  {s.entry_count:>7}  {human_size(s.size):>9}  {s.path}"
         )
         if title:
             env.text(f"    {title}")
-    if any(is_default(s.path) for s in found):
+    if any(listing.is_default(s.path) for s in found):
         env.note(
             "* the session picompact uses when SESSION is omitted (the most recently modified file, as pi "
             "--continue picks it); the list is sorted by last message time, as Pi's session picker sorts it"

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from pi_compact.session.entries import Entry
+from pi_compact.session.jsonline import safe_text
 
 HEADER = "header"
 THINKING = "thinking"
@@ -36,15 +37,7 @@ SECTIONS = (HEADER, THINKING, TEXT, TOOL_CALL, TOOL_RESULT, BASH, SUMMARY, CUSTO
 
 _BASE_KEYS = frozenset({"type", "id", "parentId", "timestamp"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def safe_text(text: str) -> str:
-    """Lone surrogates (legal in JSON escapes, not in UTF-8) become U+FFFD, so the text can be printed or dumped."""
-    if _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def entry_label(entry: Entry) -> str:

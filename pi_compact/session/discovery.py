@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pi_compact.session.jsonline import parse_line
+from pi_compact.session.jsonline import parse_line, safe_text
 from pi_compact.settings import _agent_dir, expand_path, load_settings
 
 ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
@@ -52,6 +52,40 @@ class SessionSummary:
     mtime: datetime
     created: datetime | None
     parent_session: str | None
+
+
+@dataclass(frozen=True)
+class SessionListing:
+    """What ``picompact sessions`` shows: the sessions newest first, and the file picompact uses when no session
+    is named (``pi --continue``'s pick; None when there is none)."""
+
+    sessions: list[SessionSummary]
+    default: Path | None
+
+    def is_default(self, path: Path) -> bool:
+        """Whether ``path`` is the default session (compared after resolving links)."""
+        return self.default is not None and os.path.realpath(path) == os.path.realpath(self.default)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessions": [
+                {
+                    "path": str(s.path),
+                    "id": safe_text(s.id),
+                    "cwd": safe_text(s.cwd),
+                    "name": safe_text(s.name) if s.name else s.name,
+                    "first_message": safe_text(s.first_message) if s.first_message else s.first_message,
+                    "entries": s.entry_count,
+                    "messages": s.message_count,
+                    "size": s.size,
+                    "modified": s.modified.isoformat(),
+                    "file_modified": s.mtime.isoformat(),
+                    "default": self.is_default(s.path),
+                    "parent_session": safe_text(s.parent_session) if s.parent_session else None,
+                }
+                for s in self.sessions
+            ],
+        }
 
 
 # --------------------------------------------------------------------------- parsing lines like JSON.parse
@@ -378,3 +412,18 @@ def list_sessions(
     for project in projects:
         sessions.extend(_summaries(Path(project.path)))
     return _sort(sessions)
+
+
+def session_listing(
+    cwd: str | os.PathLike[str] | None = None,
+    all_: bool = False,
+    agent_dir: str | os.PathLike[str] | None = None,
+    *,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> SessionListing:
+    """``list_sessions`` together with the session picompact uses in ``cwd`` when none is named."""
+    where = os.getcwd() if cwd is None else cwd
+    return SessionListing(
+        sessions=list_sessions(where, all_, agent_dir, session_dir=session_dir),
+        default=find_most_recent_session(where, agent_dir, session_dir=session_dir),
+    )

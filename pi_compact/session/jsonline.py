@@ -23,6 +23,14 @@ DEEP_MARKER = f"[JSON nested deeper than {MAX_DEPTH} levels: not loaded by picom
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(text: str) -> str:
+    """Lone surrogates (legal in JSON escapes, not in UTF-8) become U+FFFD, so the text can be printed or dumped."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,3 +113,21 @@ def test_documents_are_the_library_results_to_json(session: Path) -> None:
         {"type": "summary", "version": SCHEMA_VERSION, "data": page.to_json()},
     ]
     assert records == orjson.loads(orjson.dumps(expected))
+
+
+def test_sessions_document_is_the_listing_to_json(tmp_path: Path, isolated_home: Path) -> None:
+    from pi_compact.session.discovery import session_listing
+
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    folder = isolated_home / ".pi" / "agent" / "sessions" / ("--" + str(cwd).lstrip("/").replace("/", "-") + "--")
+    folder.mkdir(parents=True)
+    for turns in (1, 2):
+        built = simple_session(turns=turns)
+        built.header["cwd"] = str(cwd)
+        built.write(folder / f"s{turns}.jsonl")
+    listing = session_listing(cwd)
+    assert len(listing.sessions) == 2 and listing.default is not None
+    doc = _doc("sessions", "--cwd", cwd)
+    assert doc == {"schema_version": SCHEMA_VERSION, **orjson.loads(orjson.dumps(listing.to_json()))}
+    assert sum(s["default"] for s in doc["sessions"]) == 1
