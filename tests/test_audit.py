@@ -15,7 +15,7 @@ from pi_compact.session.tree import Branch
 from pi_compact.tokens import estimate_tokens
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.sessionkit import SessionBuilder, simple_session
+from tests.helpers.sessions import SessionBuilder, simple_session
 
 FIXTURES = sorted(PI_FIXTURES.glob("*.jsonl"))
 WINDOW = ("--context-window", "200000")
@@ -75,7 +75,7 @@ def _trust_session() -> SessionBuilder:
     sb = simple_session(turns=4, size=200)
     sb.add({"type": "compaction", "summary": "so far", "firstKeptEntryId": sb.entries[9]["id"], "tokensBefore": 4000})
     sb.user("after the compaction")
-    sb.assistant("aborted reply", usage=500, stop_reason="aborted")
+    sb.assistant("aborted reply", usage=500, stop="aborted")
     sb.assistant("no usage here")
     sb.assistant("zero", usage=0)
     sb.assistant("fresh", usage=2500)

@@ -10,7 +10,7 @@ from pi_compact.coverage import measure_coverage
 from pi_compact.session import load_session
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 COMPACTED_FIXTURES = [
     p for p in sorted(PI_FIXTURES.glob("*.jsonl")) if any(e.type == "compaction" for e in load_session(p).entries)

@@ -10,7 +10,7 @@ import pytest
 from pi_compact.forecast import context_growth
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import Result, run
-from tests.sessionkit import SessionBuilder, simple_session
+from tests.helpers.sessions import SessionBuilder, simple_session
 
 
 def _growth(sb: SessionBuilder, tmp_path: Path) -> tuple[float | None, int]:
@@ -34,7 +34,7 @@ def test_growth_counts_replies_without_usage_and_skips_aborted_and_compactions(t
     sb.assistant("a", usage=1000)
     sb.assistant("no usage")  # two replies from 1000 to 1600: 300 per reply
     sb.assistant("b", usage=1600)
-    sb.assistant("aborted", usage=99_999, stop_reason="aborted")  # not trusted: not a point, but a reply
+    sb.assistant("aborted", usage=99_999, stop="aborted")  # not trusted: not a point, but a reply
     sb.assistant("c", usage=2200)  # 600 over two replies: 300
     sb.add({"type": "compaction", "summary": "s", "firstKeptEntryId": sb.leaf, "tokensBefore": 2200})
     sb.user("after")

@@ -15,7 +15,7 @@ from pi_compact.projection import assistant_usage, calculate_usage_tokens
 from pi_compact.session import get_branch, load_session
 from pi_compact.session.load import load_session_bytes
 from pi_compact.session.tree import Branch
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 PI_FIXTURES = Path(__file__).parent / "fixtures" / "pi"
 
@@ -79,7 +79,7 @@ def test_random_branches(steps: list[str], window: int) -> None:
         elif step == "no-usage":
             sb.assistant("a")
         elif step in ("aborted", "error"):
-            sb.assistant("a", usage=total, stop_reason=step)
+            sb.assistant("a", usage=total, stop=step)
         elif step == "zero":
             sb.assistant("a", usage=0)
         elif step == "compaction":

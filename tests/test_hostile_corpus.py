@@ -25,8 +25,8 @@ import pytest
 
 from pi_compact.session.load import parse_json_line
 from tests.helpers.cli import run
+from tests.helpers.sessions import SessionBuilder, simple_session
 from tests.oracle import NODE22, ORACLE
-from tests.sessionkit import SessionBuilder, simple_session
 
 WINDOW = ("--context-window", "100000")
 KEEP = ("--keep-recent-tokens", "500")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 pytestmark = pytest.mark.process
 

@@ -17,7 +17,7 @@ from pi_compact.lint import lint_file
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.sessionkit import SessionBuilder, simple_session
+from tests.helpers.sessions import SessionBuilder, simple_session
 
 FIXTURES = sorted(PI_FIXTURES.glob("*.jsonl"))
 

@@ -15,7 +15,7 @@ from pi_compact.compact import CompactOptions
 from pi_compact.errors import OptionError
 from pi_compact.lookup.agent import LookupOptions
 from tests.helpers.cli import run
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 
 @pytest.mark.parametrize(

@@ -22,9 +22,9 @@ from pi_compact.session import get_branch, load_session
 from pi_compact.tokens import js_stringify
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
+from tests.helpers.sessions import simple_session
 from tests.oracle import NODE22
 from tests.oracle import ORACLE as ORACLE_HOME
-from tests.sessionkit import simple_session
 
 ORACLE = ORACLE_HOME / "pi_oracle.mjs"
 RESUME = ORACLE_HOME / "e2e" / "pi_resume.sh"

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pi_compact.errors import PiCompactError
 from pi_compact.plan import plan_compaction
 from pi_compact.session import get_branch, load_session_bytes
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
 

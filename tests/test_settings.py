@@ -308,7 +308,7 @@ def test_file_values_have_the_flag_range(agent: Path, project: Path, value: int)
 )
 def test_an_ignored_models_json_is_warned(agent: Path, tmp_path: Path, models: Any) -> None:
     from pi_compact.check import CheckOptions, check_session
-    from tests.sessionkit import simple_session
+    from tests.helpers.sessions import simple_session
 
     path = write(agent / "models.json", models)
     session = simple_session(turns=1).write(tmp_path / "s.jsonl")
@@ -321,7 +321,7 @@ def test_a_fifo_for_a_settings_file_is_warned_not_waited_on(agent: Path, tmp_pat
     import os
 
     from pi_compact.check import CheckOptions, check_session
-    from tests.sessionkit import simple_session
+    from tests.helpers.sessions import simple_session
 
     os.mkfifo(agent / name)  # reading it would block forever
     session = simple_session(turns=1).write(tmp_path / "s.jsonl")

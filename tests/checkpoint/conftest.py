@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.checkpoint import SessionBuilder
+from tests.helpers.sessions import SERIAL, SessionBuilder
 
 
 @pytest.fixture
 def builder() -> SessionBuilder:
-    return SessionBuilder()
+    return SessionBuilder(scheme=SERIAL)

@@ -28,7 +28,7 @@ from pi_compact.checkpoint.startup_reads import RetainedRead
 from pi_compact.plan import CompactionPlan, plan_compaction
 from pi_compact.projection import build_projection
 from pi_compact.session import get_branch, load_session
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 CWD = "/repo"
 FILE = "/repo/src/app.py"

@@ -13,7 +13,7 @@ from pi_compact.checkpoint.startup_reads import RetainedRead, select_startup_rea
 from pi_compact.plan import CompactionPlan, plan_compaction
 from pi_compact.projection import build_projection
 from pi_compact.session import get_branch, load_session
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 GUIDE = "line 1\nline 2\n"
 

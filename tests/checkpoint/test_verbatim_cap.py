@@ -12,7 +12,8 @@ from pi_compact.checkpoint.context_files import ContextFile
 from pi_compact.checkpoint.spans import Item, Span
 from pi_compact.errors import UsageError
 from pi_compact.tokens import js_len
-from tests.helpers.checkpoint import CWD, SessionBuilder, compact, plan_for, span_texts
+from tests.helpers.checkpoint import CWD, compact, plan_for, span_texts
+from tests.helpers.sessions import SessionBuilder
 
 
 def busy_session(builder: SessionBuilder, turns: int = 12, paste: str | None = None) -> None:

@@ -14,7 +14,8 @@ from pi_compact.checkpoint import (
 from pi_compact.checkpoint.context_files import ContextFile
 from pi_compact.checkpoint.envelope import TAIL_MARKER
 from pi_compact.compact import stale_reminders
-from tests.helpers.checkpoint import CWD, SessionBuilder, compact, plan_for
+from tests.helpers.checkpoint import CWD, compact, plan_for
+from tests.helpers.sessions import SessionBuilder
 
 
 def rich_session(builder: SessionBuilder) -> None:

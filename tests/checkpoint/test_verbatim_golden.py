@@ -21,8 +21,9 @@ from pi_compact.checkpoint import REORIENTATION_CUSTOM_TYPE, VerbatimOptions, bu
 from pi_compact.errors import NothingToCompactError
 from pi_compact.plan import plan_compaction
 from pi_compact.session import get_branch, load_session
-from tests.helpers.checkpoint import CWD, SessionBuilder, append_checkpoint, plan_for
+from tests.helpers.checkpoint import CWD, append_checkpoint, plan_for
 from tests.helpers.fixtures import PI_FIXTURES
+from tests.helpers.sessions import SERIAL, SessionBuilder
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "verbatim"
 UPDATE = os.environ.get("PICOMPACT_UPDATE_GOLDEN") == "1"
@@ -192,7 +193,7 @@ SESSIONS: dict[str, Callable[..., tuple[int, int | None]]] = {
 
 
 def render(name: str, tmp_path: Path) -> str:
-    b = SessionBuilder()
+    b = SessionBuilder(scheme=SERIAL)
     build = SESSIONS[name]
     keep, cap = build(b, tmp_path) if name == "repeated" else build(b)
     plan = plan_for(b.write(tmp_path / f"{name}.jsonl"), keep)

@@ -13,7 +13,8 @@ from pi_compact.checkpoint.cap import MIN_CONVERSATION_CHARS
 from pi_compact.plan import plan_compaction
 from pi_compact.session import get_branch, load_session_bytes
 from pi_compact.tokens import js_len
-from tests.helpers.checkpoint import CWD, SessionBuilder, span_texts
+from tests.helpers.checkpoint import CWD, span_texts
+from tests.helpers.sessions import SERIAL, SessionBuilder
 
 PIECE = st.one_of(
     st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8),
@@ -51,7 +52,7 @@ OP = st.one_of(
 
 
 def build(ops: list[tuple[Any, ...]]) -> SessionBuilder:
-    b = SessionBuilder()
+    b = SessionBuilder(scheme=SERIAL)
     b.user("first")
     for op in ops:
         kind = op[0]
@@ -83,7 +84,7 @@ def build(ops: list[tuple[Any, ...]]) -> SessionBuilder:
 
 def checkpoint_round(b: SessionBuilder) -> None:
     """Record a picompact checkpoint of the session so far, when Pi would compact it."""
-    plan = plan_compaction(get_branch(load_session_bytes(b.data())), 50)
+    plan = plan_compaction(get_branch(load_session_bytes(b.to_bytes())), 50)
     if not plan.can_compact or plan.first_kept is None:
         return
     cp = build_verbatim_checkpoint(plan, VerbatimOptions("/s.jsonl", 300))
@@ -100,7 +101,7 @@ def checkpoint_round(b: SessionBuilder) -> None:
 def test_rendering_is_deterministic_never_raises_and_fits_the_cap(
     ops: list[tuple[Any, ...]], keep: int, cap: int | None
 ) -> None:
-    data = build(ops).data()
+    data = build(ops).to_bytes()
 
     def run() -> Any:
         plan = plan_compaction(get_branch(load_session_bytes(data, "/s.jsonl")), keep)

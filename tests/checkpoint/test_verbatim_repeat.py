@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pi_compact.checkpoint import is_verbatim_details
-from tests.helpers.checkpoint import CWD, SessionBuilder, append_checkpoint, compact, span_texts
+from tests.helpers.checkpoint import CWD, append_checkpoint, compact, span_texts
+from tests.helpers.sessions import SessionBuilder
 
 
 def first_round(builder: SessionBuilder, tmp_path: Path) -> tuple[str, str]:

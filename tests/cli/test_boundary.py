@@ -16,7 +16,7 @@ from pi_compact.cli import Environment, app, main
 from pi_compact.cli.env import SCHEMA_VERSION
 from pi_compact.errors import ExitCode
 from tests.helpers.cli import picompact_exe, run, run_process
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 INTERNAL_HINT = "; run with --debug for the traceback"

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from tests.helpers.cli import run
-from tests.sessionkit import SessionBuilder, simple_session
+from tests.helpers.sessions import SessionBuilder, simple_session
 
 
 def assert_clean_error(result, path: Path | None = None, line: int | None = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.helpers.cli import run
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 
 def test_check_json_reports_annotated_file_lists(tmp_path: Path) -> None:

@@ -16,8 +16,7 @@ from pi_compact.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import picompact_exe, run
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.helpers.sessions import side_branch_session
-from tests.sessionkit import SessionBuilder, simple_session
+from tests.helpers.sessions import SessionBuilder, side_branch_session, simple_session
 
 SEEDS = {"PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z", "PICOMPACT_ID_SEED": "cli-tests"}
 KEEP = ("--keep-recent-tokens", "300")

@@ -10,7 +10,7 @@ import orjson
 from pi_compact.projection import build_projection
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 _ids = (f"{n:08x}" for n in itertools.count(0xB0000001))
 

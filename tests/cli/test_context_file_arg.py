@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 
 def _refused(tmp_path: Path, target: Path) -> str:

@@ -9,7 +9,7 @@ import pytest
 from pi_compact.errors import NotFoundError
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 
 def session_with_ids(tmp_path: Path) -> Path:

@@ -12,7 +12,7 @@ import pytest
 from pi_compact.cli.env import SCHEMA_VERSION
 from pi_compact.cli.schema import DOCUMENTS, RECORDS, keys
 from tests.helpers.cli import run
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 HOW = "a key was added or removed: declare it in pi_compact/cli/schema.py and the README's JSON output table"

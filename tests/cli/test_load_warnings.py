@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from tests.helpers.cli import run
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 
 def test_many_bad_lines_give_twenty_warnings_and_a_count(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run
-from tests.sessionkit import SessionBuilder, simple_session
+from tests.helpers.sessions import SessionBuilder, simple_session
 
 NEXT = re.compile(r"next(?: page)?: (picompact .*)$", re.M)
 

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from tests.helpers.cli import run
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 FLAGS = ("--keep-recent-tokens", "500", "--context-window", "100000")
 ENV = {"PICOMPACT_FIXED_TIME": "2026-02-03T04:05:06.000Z", "PICOMPACT_ID_SEED": "t"}

@@ -16,7 +16,7 @@ from pi_compact.search import build_context_view
 from pi_compact.session.load import load_session
 from tests.helpers.cli import picompact_exe, run
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from tests.helpers.cli import run
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 
 def project_dir(agent: Path, cwd: Path) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import picompact_exe
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full"),

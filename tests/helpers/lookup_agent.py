@@ -16,7 +16,7 @@ from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
 from pi_compact.llm import ModelRef, resolve_model
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 OPENAI_KEY = "sk-test-lookup-openai-0123456789"
 ANTHROPIC_KEY = "sk-ant-test-lookup-0123456789"

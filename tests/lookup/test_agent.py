@@ -202,7 +202,7 @@ def test_an_output_that_looks_like_another_entry_keeps_its_own_attribution(
 
 
 def test_show_entry_pages_are_free(tmp_path, scripted: ScriptedModel) -> None:  # type: ignore[no-untyped-def]
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
 
     sb = SessionBuilder()
     sb.user("Dump the log")
@@ -271,7 +271,7 @@ def test_a_page_too_big_for_the_model_is_shortened_and_its_cursor_still_exact(
 ) -> None:  # type: ignore[no-untyped-def]
     """Short lines with wide context: the page fits grep's limits but not MAX_RESULT_CHARS once prefixed."""
     from pi_compact.lookup.agent import MAX_RESULT_CHARS
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
 
     sb = SessionBuilder()
     sb.user("Print the markers")
@@ -292,7 +292,7 @@ def test_a_page_too_big_for_the_model_is_shortened_and_its_cursor_still_exact(
 
 
 def test_results_past_the_conversation_limit_end_the_search(tmp_path, scripted: ScriptedModel) -> None:  # type: ignore[no-untyped-def]
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
 
     sb = SessionBuilder()
     sb.user("Show me both logs")

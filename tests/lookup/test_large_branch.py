@@ -14,7 +14,7 @@ from pi_compact.lookup.agent import fit_to_window, run_lookup
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session
 from tests.helpers.lookup_agent import ScriptedModel
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 
 def _big_branch(path: Path, turns: int = 150) -> Path:

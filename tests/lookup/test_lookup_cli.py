@@ -228,7 +228,7 @@ def test_without_a_session_argument_the_directorys_latest_session_is_searched(
 
 
 def test_leaf_picks_the_branch_searched(tmp_path: Path, scripted: ScriptedModel) -> None:
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
 
     sb = SessionBuilder()
     root = sb.user("Which database?")

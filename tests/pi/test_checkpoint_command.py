@@ -9,7 +9,7 @@ from pathlib import Path
 from pytest_httpserver import HTTPServer
 
 from tests.helpers.cli import run
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 from tests.summary.conftest import GOOD_SUMMARY, OPENAI_PATH, bodies, openai_reply, settle, system_text, user_text
 
 

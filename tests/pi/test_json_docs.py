@@ -7,7 +7,7 @@ from pathlib import Path
 from pi_compact.cli.env import SCHEMA_VERSION
 from pi_compact.cli.schema import DOCUMENTS, keys
 from tests.helpers.cli import run
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 
 def _keys(result: object) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from tests.helpers.cli import run
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 FLAGS = ["--mode", "verbatim", "--dry-run", "--json", "--context-window", "32000", "--keep-recent-tokens", "400"]
 

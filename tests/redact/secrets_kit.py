@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 # kind -> a realistic secret of that format (all made up; none is a live credential).
 PLANTED: dict[str, str] = {

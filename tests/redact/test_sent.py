@@ -166,7 +166,7 @@ def test_lookup_no_redact(server: HTTPServer, tmp_path: Path, keys: dict[str, st
 
 def test_one_secret_has_one_placeholder_in_every_request_of_a_run(server: HTTPServer, tmp_path: Path) -> None:
     """A split turn sends two requests at once; a secret in both is masked alike, a second secret differently."""
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
     from tests.summary.conftest import GOOD_PREFIX
 
     token, other = PLANTED["github-token"], "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9z0"

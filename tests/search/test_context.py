@@ -10,7 +10,7 @@ from pi_compact.search import build_context_view
 from pi_compact.session.load import load_session
 from pi_compact.session.tree import get_branch
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 EXPECTED = sorted((PI_FIXTURES / "expected").glob("*.json"))
 

@@ -10,7 +10,7 @@ import pytest
 from pi_compact.search.pages import grep, grep_stream
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 
 @pytest.fixture

@@ -71,7 +71,7 @@ def test_a_slow_but_sound_pattern_on_a_huge_entry_falls_back_to_single_lines() -
 
     from pi_compact.search import DEFAULT_LIMITS, grep
     from pi_compact.session.load import load_session_bytes
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
 
     lines = ["lorem ipsum dolor sit amet consectetur adipiscing elit sed do"] * 100_000
     lines[60_000] = "found abcdefghij7 here"

@@ -19,7 +19,7 @@ from pi_compact.search import grep
 from pi_compact.search.prefilter import CASE_EXTRA, build_raw_filter, required_literals, take_census
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 
 @pytest.mark.parametrize(

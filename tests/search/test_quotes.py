@@ -124,7 +124,7 @@ def test_citations(story: tuple[History, Transcript]) -> None:
 
 
 def test_an_id_off_the_branch_is_not_a_citation_of_it(tmp_path: Path) -> None:
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
 
     sb = SessionBuilder()
     root = sb.user("start")

@@ -86,7 +86,7 @@ def test_grep_through_a_small_window_matches_in_memory_bytes(
 
 def test_rare_literal_across_window_edges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A literal that straddles a window edge, raw or escaped, is still found in its entry."""
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
 
     monkeypatch.setattr(rawfile, "WINDOW", 7)
     sb = SessionBuilder()
@@ -107,7 +107,7 @@ def test_rare_literal_across_window_edges(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_changed_file_is_not_searched_raw(tmp_path: Path) -> None:
     """A file appended to after loading is not prefiltered (its bytes are not the ones loaded)."""
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
 
     sb = SessionBuilder()
     sb.user("needle one")

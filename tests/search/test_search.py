@@ -15,7 +15,7 @@ from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
 from pi_compact.session.tree import children, get_branch
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 
 
 def busy_session() -> SessionBuilder:

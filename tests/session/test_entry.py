@@ -22,7 +22,7 @@ from pi_compact.checkpoint.verbatim import REORIENTATION_CUSTOM_TYPE
 from pi_compact.session import get_branch, load_session_bytes
 from pi_compact.session.entries import Session
 from tests.helpers.fixtures import PI_COMPACTION_KEYS
-from tests.sessionkit import SessionBuilder, simple_session
+from tests.helpers.sessions import SessionBuilder, simple_session
 
 COMPACTION_KEYS = [*PI_COMPACTION_KEYS, "systemMessage"]
 # Pi's appendCustomMessageEntry writes its keys in this order.

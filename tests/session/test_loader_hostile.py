@@ -19,8 +19,8 @@ from pi_compact.session import get_branch, load_session
 from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, parse_iterative, parse_line
 from pi_compact.session.load import js_number
 from pi_compact.session.write import migrated_lines
+from tests.helpers.sessions import SessionBuilder, simple_session
 from tests.oracle import NODE22, ORACLE
-from tests.sessionkit import SessionBuilder, simple_session
 
 ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
 needs_oracle = pytest.mark.skipif(

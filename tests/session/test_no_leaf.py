@@ -12,8 +12,8 @@ import pytest
 
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
+from tests.helpers.sessions import simple_session
 from tests.oracle import NODE22, ORACLE
-from tests.sessionkit import simple_session
 
 ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
 WINDOW = ("--context-window", "100000")

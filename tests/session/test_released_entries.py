@@ -13,7 +13,7 @@ from pi_compact.check import CheckOptions, analyze
 from pi_compact.errors import SessionError
 from pi_compact.forecast import GROWTH_WINDOW
 from pi_compact.session.load import load_session, load_session_bytes
-from tests.sessionkit import SessionBuilder, simple_session
+from tests.helpers.sessions import SessionBuilder, simple_session
 
 PI_FIXTURES = Path(__file__).parents[1] / "fixtures" / "pi"
 

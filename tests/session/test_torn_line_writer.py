@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import picompact_exe
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 pytestmark = pytest.mark.process  # these run picompact as real processes, alongside other writers
 

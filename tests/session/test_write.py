@@ -22,7 +22,7 @@ from pi_compact.session.write import (
     write_copy,
 )
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 NEW = [
     '{"type":"label","id":"feed0001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","targetId":"x","label":"a"}\n',

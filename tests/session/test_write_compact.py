@@ -20,8 +20,7 @@ from pi_compact.plan import CompactionPlan
 from pi_compact.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.helpers.sessions import side_branch_session
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import side_branch_session, simple_session
 
 WHEN = "2026-02-03T04:05:06.007Z"
 

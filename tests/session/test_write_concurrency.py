@@ -17,7 +17,7 @@ from pi_compact.session import load_session
 from pi_compact.session.write import migrated_lines
 from tests.helpers.cli import picompact_exe
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.sessionkit import simple_session
+from tests.helpers.sessions import simple_session
 
 pytestmark = pytest.mark.process  # these run picompact as real processes, alongside other writers
 

@@ -16,7 +16,7 @@ from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
 from pi_compact.checkpoint.mode import CheckpointMode
 from pi_compact.compact import CompactOptions, CompactResult, compact_session
 from tests.helpers.providers import set_provider_keys
-from tests.sessionkit import SessionBuilder, simple_session
+from tests.helpers.sessions import SessionBuilder, simple_session
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-test-0123456789abcdef"

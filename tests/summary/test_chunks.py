@@ -23,8 +23,8 @@ from pi_compact.checkpoint.summary import UPDATE_INSTRUCTIONS, request_input_tok
 from pi_compact.render.serialize import serialize_messages
 from pi_compact.session import load_session
 from tests.helpers.cli import run
+from tests.helpers.sessions import SessionBuilder
 from tests.oracle import NODE22, ORACLE
-from tests.sessionkit import SessionBuilder
 from tests.summary.conftest import ANTHROPIC_KEY, GOOD_PREFIX, GOOD_SUMMARY, OPENAI_KEY, OPENAI_PATH, openai_reply
 
 ENV = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 from tests.summary.conftest import OPENAI_KEY, split_turn_session
 
 SEEDS = {"PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z", "PICOMPACT_ID_SEED": "dry"}

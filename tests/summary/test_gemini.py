@@ -12,7 +12,7 @@ from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
 from tests.helpers.cli import run
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 from tests.summary.conftest import GOOD_SUMMARY
 
 KEY = "AIza-test-gemini-0000000000000000000000"

@@ -94,7 +94,7 @@ def test_no_history_request_when_the_split_turn_is_all_there_is(tmp_path: Path) 
 
 
 def test_include_thinking_reaches_the_prompt(tmp_path: Path) -> None:
-    from tests.sessionkit import SessionBuilder
+    from tests.helpers.sessions import SessionBuilder
 
     sb = SessionBuilder()
     sb.user("start " + "s" * 800)

@@ -9,7 +9,7 @@ from pathlib import Path
 from pytest_httpserver import HTTPServer
 
 from tests.helpers.cli import run
-from tests.sessionkit import SessionBuilder
+from tests.helpers.sessions import SessionBuilder
 from tests.summary.conftest import ANTHROPIC_KEY, GOOD_SUMMARY, OPENAI_KEY, anthropic_reply, bodies
 
 ENV = {
