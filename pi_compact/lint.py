@@ -12,6 +12,7 @@ order of the paths, so memory stays bounded however many files there are.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -496,12 +497,9 @@ def lint_session(session: Session, leaf_id: str | None = None) -> list[Finding]:
     by_line = {e.line: e for e in session.entries}
     findings = [from_diagnostic(d, by_line) for d in session.diagnostics]
     branch_lines: set[int] = set()
-    try:
-        branch = get_branch(session, leaf_id)
-    except CycleError:
-        pass  # every cycle is reported below, the leaf's one included
-    else:
-        for diag in branch.diagnostics:
+    # A cycle on the leaf's path has no branch; every cycle is reported below, the leaf's one included.
+    with contextlib.suppress(CycleError):
+        for diag in get_branch(session, leaf_id).diagnostics:
             findings.append(from_diagnostic(diag, by_line))
             if diag.line is not None:
                 branch_lines.add(diag.line)

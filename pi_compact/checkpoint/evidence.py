@@ -198,7 +198,7 @@ def _parent_group(call_positions: dict[str, list[int]], call_id: Any, position: 
 
 
 # What the raw line of an entry with a mutating call must hold: the tool's name or the nestedCalls key as a JSON
-# string, unless the writer escaped a character of it as \uXXXX.
+# string, unless the writer wrote a character of it as a \u escape.
 _MUTATION_HINTS = (*(f'"{name}"'.encode() for name in sorted(MUTATING_TOOLS)), b"\\u")
 _NESTED_HINTS = (b'"nestedCalls"', b"\\u")
 

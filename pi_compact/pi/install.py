@@ -12,6 +12,7 @@ user changed (left alone without ``force``) from one picompact wrote (replaced o
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -234,11 +235,9 @@ def uninstall(
     if not result.kept:
         (directory / MANIFEST_FILE).unlink(missing_ok=True)
         result.removed.append(directory / MANIFEST_FILE)
-        try:
+        with contextlib.suppress(OSError):  # other files live there: not ours to remove
             directory.rmdir()
             result.removed_directory = True
-        except OSError:
-            pass  # other files live there: not ours to remove
     return result
 
 

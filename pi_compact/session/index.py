@@ -289,17 +289,17 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
     import tempfile  # only a run that writes an index needs it
 
     tmp = None
-    try:
-        target = index_path(path, state.decorated is not None)
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".idx")
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, target)
-        tmp = None
-    except (OSError, RuntimeError):
-        pass  # a cache that cannot be written is only a slower next run
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    # A cache that cannot be written is only a slower next run.
+    with contextlib.suppress(OSError, RuntimeError):
+        try:
+            target = index_path(path, state.decorated is not None)
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".idx")
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            os.replace(tmp, target)
+            tmp = None
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    pass
-
+from typing import Literal
 
 # ---------------------------------------------------------------------------------------------------------------
 # The format and the prompts
