@@ -81,6 +81,14 @@ class Result:
     def ok(self) -> bool:
         return self.seconds is not None
 
+    def add(self, run: Result) -> None:
+        """Take one more measured run of the same command: its time, the best CPU, the highest memory."""
+        self.runs.append(run.seconds or 0.0)
+        if run.cpu is not None:
+            self.cpu = min(self.cpu if self.cpu is not None else run.cpu, run.cpu)
+        self.exit_code = run.exit_code
+        self.rss_mib = max(self.rss_mib or 0.0, run.rss_mib or 0.0)
+
     def cell(self) -> str:
         if not self.ok:
             return f"n/a (exit {self.exit_code})" if self.exit_code is not None else f"n/a ({self.error})"
@@ -296,11 +304,7 @@ def measure_append(runner: Runner, pc: list[str], path: Path, work: Path, grep: 
         after = runner.measure(cmd, repeat=1)
         if not after.ok:
             return after
-        res.runs.append(after.seconds or 0.0)
-        if after.cpu is not None:
-            res.cpu = min(res.cpu if res.cpu is not None else after.cpu, after.cpu)
-        res.exit_code = after.exit_code
-        res.rss_mib = max(res.rss_mib or 0.0, after.rss_mib or 0.0)
+        res.add(after)
     res.seconds = min(res.runs)
     copy.unlink()
     return res
@@ -315,11 +319,7 @@ def measure_first_run(runner: Runner, pc: list[str], path: Path, cache: Path) ->
         once = runner.measure(cmd, repeat=1)
         if not once.ok:
             return once
-        res.runs.append(once.seconds or 0.0)
-        if once.cpu is not None:
-            res.cpu = min(res.cpu if res.cpu is not None else once.cpu, once.cpu)
-        res.exit_code = once.exit_code
-        res.rss_mib = max(res.rss_mib or 0.0, once.rss_mib or 0.0)
+        res.add(once)
     res.seconds = min(res.runs)
     shutil.rmtree(cache, ignore_errors=True)
     return res
