@@ -10,7 +10,7 @@ from werkzeug import Response as WResponse
 
 from pi_compact.llm import model_available
 from tests.helpers.cli import run
-from tests.lookup.conftest import BUILD_ERROR, History, ScriptedModel, tool_names, tool_results, user_texts
+from tests.helpers.lookup_agent import BUILD_ERROR, History, ScriptedModel, tool_names, tool_results, user_texts
 
 
 def lookup(scripted: ScriptedModel, history: History, *extra: str, question: str = "What failed?") -> object:
@@ -211,7 +211,7 @@ def test_without_a_session_argument_the_directorys_latest_session_is_searched(
     tmp_path: Path, scripted: ScriptedModel
 ) -> None:
     from pi_compact.session.discovery import session_dir_for_cwd
-    from tests.lookup.conftest import build_history
+    from tests.helpers.lookup_agent import build_history
 
     project = tmp_path / "project"
     project.mkdir()
