@@ -22,7 +22,7 @@ from pi_compact.messages import current_system_message, entry_messages
 from pi_compact.projection import apply_edit, assistant_usage, build_projection, calculate_usage_tokens
 from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch
-from pi_compact.tokens import estimate_tokens
+from pi_compact.tokens import count_cl100k, estimate_tokens, message_chars
 
 DEFAULT_TOP = 5
 
@@ -307,8 +307,6 @@ class _Counter:
         pi = estimate_tokens(message)
         cl = 0
         if self.cl100k:
-            from pi_compact.tokens import count_cl100k
-
             cl = count_cl100k(message)
         self._cache[id(message)] = (pi, cl, message)
         return pi, cl
@@ -424,18 +422,13 @@ def _marker(entry: Entry, position: int, after_reply: int, before: int, after: i
 
 def _drift_entry(entry: Entry, context: _Context) -> DriftEntry:
     messages = context.parts.get(id(entry), [])
-    chars = 0
-    for m in messages:
-        from pi_compact.tokens import message_chars
-
-        chars += message_chars(m)
     return DriftEntry(
         entry_id=entry.id,
         line=entry.line,
         kind=entry.kind,
         estimate=context.sums.get(id(entry), (0, 0))[0],
         images=sum(_images(m) for m in messages),
-        chars=chars,
+        chars=sum(message_chars(m) for m in messages),
     )
 
 
