@@ -438,6 +438,17 @@ class _Tools:
             budget = max(1_000, budget // 2)
 
 
+def call_tool(transcript: Transcript, tool: str, arguments: Mapping[str, Any], limits: Limits = DEFAULT_LIMITS) -> str:
+    """One call of ``list_entries``, ``grep`` or ``show_entry`` outside a lookup (no budget): the result text, with
+    the same argument checks, limits and text the model gets; arguments it would be told are wrong raise
+    UsageError."""
+    try:
+        params, cursor = _parse(ToolCall("direct", tool, dict(arguments)), limits)
+    except _BadArguments as exc:
+        raise UsageError(str(exc)) from None
+    return _Tools(transcript, limits).run(tool, params, cursor)[0]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The loop
 
@@ -741,6 +752,7 @@ __all__ = [
     "LookupOptions",
     "LookupResult",
     "ToolRecord",
+    "call_tool",
     "format_grep",
     "format_list",
     "format_show",

@@ -124,15 +124,9 @@ def run_tool(session: Path, leaf: str | None, tool: str, arguments: Mapping[str,
 def run_search_tool(transcript: Transcript, tool: str, arguments: Mapping[str, Any], *, name: str = "") -> str:
     """One call of the lookup model's ``list_entries``, ``grep`` or ``show_entry``, with the same argument checks,
     limits and result text; ``name`` is the tool's name as the agent knows it, for the "call … again" hint."""
-    from pi_compact.llm.types import ToolCall
-    from pi_compact.lookup.agent import _BadArguments, _parse, _Tools
-    from pi_compact.search.pages import DEFAULT_LIMITS
+    from pi_compact.lookup.agent import call_tool
 
-    try:
-        params, cursor = _parse(ToolCall("direct", tool, dict(arguments)), DEFAULT_LIMITS)
-    except _BadArguments as exc:
-        raise UsageError(str(exc)) from None
-    text, _ = _Tools(transcript, DEFAULT_LIMITS).run(tool, params, cursor)
+    text = call_tool(transcript, tool, arguments)
     if name and name != tool:
         head, sep, last = text.rpartition("\n")
         prefix = f"(more: call {tool} again"
