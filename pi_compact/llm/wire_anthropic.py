@@ -99,10 +99,8 @@ def _tool_call(block: dict[str, Any]) -> ToolCall:
 
 
 def error_message(data: Any) -> str | None:
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
-        if isinstance(data.get("message"), str):
-            return data["message"]
+    if (message := wire_common.error_field(data)) is not None:
+        return message
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return data["message"]
     return None

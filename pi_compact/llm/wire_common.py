@@ -1,4 +1,4 @@
-"""Response parsing shared by both wire protocols: lenient counts, stop reasons, the final shape."""
+"""Response parsing shared by the wire protocols: lenient counts, stop reasons, error text, the final shape."""
 
 from __future__ import annotations
 
@@ -24,8 +24,16 @@ def require_object(data: Any) -> dict[str, Any]:
     return data
 
 
-def stop_reason(raw: str | None, table: Mapping[str, StopReason]) -> StopReason:
-    return table.get(raw, "other") if raw is not None else "other"
+def stop_reason(raw: str | None, table: Mapping[str, StopReason], *, tool_calls: bool = False) -> StopReason:
+    """The normalised stop reason; a "stop" beside tool calls (Gemini, several local servers) reads as tool calls."""
+    reason = table.get(raw, "other") if raw is not None else "other"
+    return "tool_calls" if tool_calls and reason == "stop" else reason
+
+
+def error_field(data: Any) -> str | None:
+    """The ``{"error": {"message": ...}}`` text every protocol's error bodies carry, when present."""
+    error = data.get("error") if isinstance(data, dict) else None
+    return error["message"] if isinstance(error, dict) and isinstance(error.get("message"), str) else None
 
 
 def text_or_none(value: Any) -> str | None:

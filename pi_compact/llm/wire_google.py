@@ -112,9 +112,7 @@ def parse_response(data: Any, requested_model: str) -> Response:
                 )
             )
     raw_reason = wire_common.text_or_none(candidate.get("finishReason"))
-    reason: StopReason = wire_common.stop_reason(raw_reason, _STOP)
-    if calls and reason == "stop":
-        reason = "tool_calls"
+    reason = wire_common.stop_reason(raw_reason, _STOP, tool_calls=bool(calls))
     usage = wire_common.json_object(data.get("usageMetadata"))
     cached = wire_common.count(usage.get("cachedContentTokenCount"))
     return wire_common.build_response(
@@ -136,8 +134,4 @@ def parse_response(data: Any, requested_model: str) -> Response:
 def error_message(data: Any) -> str | None:
     if isinstance(data, list) and data:  # some Google endpoints wrap the error in a list
         data = data[0]
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
-    return None
+    return wire_common.error_field(data)

@@ -104,9 +104,7 @@ def parse_response(data: Any, requested_model: str) -> Response:
         raise ValueError("tool_calls is not a list")
     calls = tuple(_tool_call(raw, i) for i, raw in enumerate(raw_calls))
     raw_reason = wire_common.text_or_none(choice.get("finish_reason"))
-    reason = wire_common.stop_reason(raw_reason, _STOP)
-    if calls and reason == "stop":  # several local servers report "stop" alongside tool calls
-        reason = "tool_calls"
+    reason = wire_common.stop_reason(raw_reason, _STOP, tool_calls=bool(calls))
     usage = wire_common.json_object(data.get("usage"))
     cached = wire_common.count(wire_common.json_object(usage.get("prompt_tokens_details")).get("cached_tokens"))
     return wire_common.build_response(
@@ -126,10 +124,10 @@ def parse_response(data: Any, requested_model: str) -> Response:
 
 def error_message(data: Any) -> str | None:
     """The provider's own error text from an error body, when it has one."""
+    if (message := wire_common.error_field(data)) is not None:
+        return message
     if isinstance(data, dict):
         error = data.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
         if isinstance(error, str):
             return error
         if isinstance(data.get("message"), str):
