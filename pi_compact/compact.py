@@ -29,6 +29,7 @@ from pi_compact.checkpoint.entry import (
     build_compaction_entries,
     entries_as_session_entries,
     random_id,
+    reorientation_type,
     serialize_entries,
     system_clock,
 )
@@ -274,8 +275,6 @@ def gain_warnings(stats: CompactStats, keep_recent_tokens: int) -> list[str]:
 
 def stale_reminders(plan: CompactionPlan) -> list[str]:
     """Earlier re-orientation messages still visible in the kept tail: the new checkpoint replaces them."""
-    from pi_compact.checkpoint.entry import reorientation_type
-
     kind = reorientation_type()
     return [
         pe.entry.id
