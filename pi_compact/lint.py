@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pi_compact.errors import CycleError, PiCompactError, UsageError
+from pi_compact.errors import CycleError, NotFoundError, PiCompactError, UsageError
 from pi_compact.session.entries import Diagnostic, Entry, Session
 
 Severity = Literal["error", "warning", "info"]
@@ -569,8 +569,6 @@ def iter_session_files(roots: Iterable[str | os.PathLike[str]]) -> Iterator[Path
             yield top
             continue
         if not top.is_dir():
-            from pi_compact.errors import NotFoundError
-
             raise NotFoundError("no such file or directory", path=str(top))
         for directory, dirs, files in os.walk(top):
             dirs.sort()
