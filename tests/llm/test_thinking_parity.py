@@ -5,6 +5,7 @@ model, level and prompt must carry the same thinking fields and output limit."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +75,7 @@ USER = "<conversation>\n[User]: fix the build\n</conversation>\n\nSummarise."
 def _ours(provider: str, model_id: str, level: str) -> dict[str, Any]:
     ref = resolve_model((provider, model_id))
     model = resolve_summary_model(ref)
-    request = fit_request("history", USER, model, level)
-    request = type(request)(
-        request.kind, SYSTEM, USER, request.max_tokens, request.input_tokens, request.thinking, request.thinking_budget
-    )
+    request = replace(fit_request("history", USER, model, level), system=SYSTEM, user=USER)
     return orjson.loads(_body(request.to_request(), ref))
 
 
