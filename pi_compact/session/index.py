@@ -42,6 +42,7 @@ from typing import Any
 import orjson
 
 from pi_compact import __version__
+from pi_compact.session.source import read_at
 
 NO_CACHE_ENV = "PICOMPACT_NO_CACHE"
 MAGIC = b"picompact-index\n"
@@ -120,31 +121,19 @@ def fingerprint(fd: int, length: int) -> str:
     """A hash of the first ``length`` bytes of the open file (see the module's doc for what it reads)."""
     digest = _Digest(str(length).encode())
     if length <= FULL_HASH_BYTES:
-        digest.update(_pread(fd, length, 0))
+        digest.update(read_at(fd, length, 0))
         return digest.hexdigest()
-    digest.update(_pread(fd, EDGE_BYTES, 0))
-    digest.update(_pread(fd, EDGE_BYTES, length - EDGE_BYTES))
+    digest.update(read_at(fd, EDGE_BYTES, 0))
+    digest.update(read_at(fd, EDGE_BYTES, length - EDGE_BYTES))
     span = length - EDGE_BYTES * 2 - SAMPLE_BYTES
     for k in range(SAMPLES):
-        digest.update(_pread(fd, SAMPLE_BYTES, EDGE_BYTES + span * k // (SAMPLES - 1)))
+        digest.update(read_at(fd, SAMPLE_BYTES, EDGE_BYTES + span * k // (SAMPLES - 1)))
     return digest.hexdigest()
 
 
 def seal(body: bytes) -> bytes:
     """An index file holding ``body``: the magic, the format version and the body's checksums, then the body."""
     return MAGIC + _HEAD.pack(FORMAT, zlib.crc32(body), zlib.adler32(body)) + body
-
-
-def _pread(fd: int, length: int, offset: int) -> bytes:
-    chunks: list[bytes] = []
-    while length > 0:
-        chunk = os.pread(fd, length, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-        length -= len(chunk)
-    return b"".join(chunks)
 
 
 def _keys(path: Path, st: os.stat_result) -> dict[str, Any]:

@@ -11,6 +11,7 @@ never a silently different answer.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import weakref
@@ -62,6 +63,25 @@ def read_lines(stream: Any, chunk: int = READ_CHUNK) -> Iterator[bytes]:
         view.release()
 
 
+def read_at(fd: int, length: int, offset: int, lock: threading.Lock | None = None) -> bytes:
+    """``length`` bytes of the open file ``fd`` at ``offset`` (fewer at the end of the file); ``lock`` guards the
+    seek and read used where there is no pread, if other threads read the same descriptor."""
+    chunks: list[bytes] = []
+    while length > 0:
+        if hasattr(os, "pread"):
+            chunk = os.pread(fd, length, offset)
+        else:  # pragma: no cover - Windows
+            with lock if lock is not None else contextlib.nullcontext():
+                os.lseek(fd, offset, os.SEEK_SET)
+                chunk = os.read(fd, length)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
+
+
 class FileSource:
     """An open session file that released entries are parsed again from (closed when no entry needs it)."""
 
@@ -84,20 +104,7 @@ class FileSource:
 
     def read(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset`` (fewer at the end of the file)."""
-        chunks: list[bytes] = []
-        while length > 0:
-            if hasattr(os, "pread"):
-                chunk = os.pread(self._fd, length, offset)
-            else:  # pragma: no cover - Windows
-                with self._lock:
-                    os.lseek(self._fd, offset, os.SEEK_SET)
-                    chunk = os.read(self._fd, length)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-            length -= len(chunk)
-        return b"".join(chunks)
+        return read_at(self._fd, length, offset, self._lock)
 
     def contains(self, entry: Entry, needles: tuple[bytes, ...]) -> bool:
         """Whether the entry's line holds any of these bytes (a cheap test before parsing it again)."""
