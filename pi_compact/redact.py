@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9-]+:\d+\]")
@@ -278,17 +278,10 @@ class Redactor:
         parts.append(text[at:])
         return "".join(parts)
 
-    def redact_all(self, texts: Iterable[str]) -> list[str]:
-        return [self.redact(t) for t in texts]
-
     @property
     def counts(self) -> dict[str, int]:
         """Distinct secrets masked so far, by kind (never the secrets themselves)."""
         return dict(sorted(self._per_kind.items()))
-
-    @property
-    def total(self) -> int:
-        return sum(self._per_kind.values())
 
 
 def describe_counts(counts: dict[str, int]) -> str:
