@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_compact.errors import OptionError, SettingsError
+from pi_compact.messages import current_system_message
 from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
 from pi_compact.projection import ProjectedEntry, build_projection
 from pi_compact.session import Branch, Session, get_branch, load_session
 from pi_compact.session.entries import Diagnostic
 from pi_compact.session.tree import no_leaf_reason
+from pi_compact.tokens import count_cl100k
 
 if TYPE_CHECKING:
     from pi_compact.checkpoint.mode import ModeContext
@@ -181,9 +183,6 @@ def settings_cwd(session: Session) -> str:
 
 def cl100k_context_tokens(plan: CompactionPlan) -> int:
     """Context tokens counted with cl100k_base over the projected messages (system replayed once)."""
-    from pi_compact.messages import current_system_message
-    from pi_compact.tokens import count_cl100k
-
     messages = plan.projection.messages
     system = current_system_message(messages)
     total = count_cl100k(system) if system is not None else 0
