@@ -15,13 +15,13 @@ from pi_compact.checkpoint.summary import (
     SPLIT_TURN_SEPARATOR,
     SYSTEM_PROMPT,
     SummaryOptions,
-    build_requests,
     clean_reply,
     combine_usage,
     history_prompt,
     merge_summary,
     output_limit,
     pi_usage,
+    plan_requests,
     reply_problem,
     request_input_tokens,
     resolve_summary_model,
@@ -41,7 +41,7 @@ def _model(check, model: str = OPENAI_MODEL):
 
 def test_first_summary_wraps_the_conversation_and_asks_for_the_six_sections(tmp_path: Path) -> None:
     check = _check(history_session(tmp_path))
-    [request] = build_requests(check.plan, _model(check), SummaryOptions())
+    [request] = plan_requests(check.plan, _model(check), SummaryOptions()).first
     conversation = serialize_messages(check.plan.messages_to_summarize)
     assert request.kind == "history"
     assert request.system == SYSTEM_PROMPT
@@ -69,7 +69,7 @@ def test_an_update_carries_the_previous_summary_and_the_update_rules() -> None:
 def test_focus_text_comes_last_in_every_request(tmp_path: Path) -> None:
     check = _check(split_turn_session(tmp_path))
     focus = "focus on the failing tests in tests/api"
-    requests = build_requests(check.plan, _model(check), SummaryOptions(instructions=focus))
+    requests = plan_requests(check.plan, _model(check), SummaryOptions(instructions=focus)).first
     assert [r.kind for r in requests] == ["history", "turn_prefix"]
     for request in requests:
         assert request.user.endswith(focus)
@@ -77,7 +77,7 @@ def test_focus_text_comes_last_in_every_request(tmp_path: Path) -> None:
 
 def test_a_split_turn_asks_for_the_turn_prefix_separately(tmp_path: Path) -> None:
     check = _check(split_turn_session(tmp_path))
-    history, prefix = build_requests(check.plan, _model(check), SummaryOptions())
+    history, prefix = plan_requests(check.plan, _model(check), SummaryOptions()).first
     assert serialize_messages(check.plan.messages_to_summarize) in history.user
     prefix_text = serialize_messages(check.plan.turn_prefix_messages)
     assert prefix.user.startswith(f"# Conversation\n{prefix_text}\n\n# Instructions\n")
@@ -89,7 +89,7 @@ def test_a_split_turn_asks_for_the_turn_prefix_separately(tmp_path: Path) -> Non
 def test_no_history_request_when_the_split_turn_is_all_there_is(tmp_path: Path) -> None:
     check = _check(split_turn_session(tmp_path, earlier_turns=0))
     assert check.plan.cut.is_split_turn and not check.plan.messages_to_summarize
-    [request] = build_requests(check.plan, _model(check), SummaryOptions())
+    [request] = plan_requests(check.plan, _model(check), SummaryOptions()).first
     assert request.kind == "turn_prefix"
 
 
@@ -103,8 +103,8 @@ def test_include_thinking_reaches_the_prompt(tmp_path: Path) -> None:
     sb.assistant("second answer " + "m" * 2000)
     check = _check(sb.write(tmp_path / "t.jsonl"))
     model = _model(check)
-    plain = "".join(r.user for r in build_requests(check.plan, model, SummaryOptions()))
-    thinking = "".join(r.user for r in build_requests(check.plan, model, SummaryOptions(include_thinking=True)))
+    plain = "".join(r.user for r in plan_requests(check.plan, model, SummaryOptions()).first)
+    thinking = "".join(r.user for r in plan_requests(check.plan, model, SummaryOptions(include_thinking=True)).first)
     assert "a private chain of thought" not in plain
     assert "[Assistant thinking]: a private chain of thought" in thinking
 
@@ -115,7 +115,7 @@ def test_output_limit_is_the_models_own_when_the_window_is_large(tmp_path: Path)
     info = find_model("openai", "gpt-4.1-mini")
     assert info is not None
     assert (model.context_window, model.max_tokens) == (info.context_window, info.max_tokens)
-    [request] = build_requests(check.plan, model, SummaryOptions())
+    [request] = plan_requests(check.plan, model, SummaryOptions()).first
     assert request.max_tokens == info.max_tokens
     assert request.input_tokens == math.ceil(len(SYSTEM_PROMPT) / 3.5) + math.ceil(len(request.user) / 3.5)
 

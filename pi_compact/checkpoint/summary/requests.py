@@ -194,20 +194,6 @@ def _masker(redactor: Redactor | None) -> Callable[[str | None], Any]:
     return mask
 
 
-def build_requests(
-    plan: CompactionPlan,
-    model: SummaryModel,
-    options: SummaryOptions,
-    redactor: Redactor | None = None,
-    thinking: str = "off",
-) -> list[SummaryRequest]:
-    """The requests Pi would send for this plan: the history (unless a split turn has none), then the turn prefix.
-
-    With a redactor, every text that goes into a request (conversation, previous summary, focus) is masked first.
-    """
-    return list(plan_requests(plan, model, options, redactor, thinking).first)
-
-
 @dataclass(frozen=True)
 class RequestPlan:
     """What summary mode sends: ``first`` side by side (the history or its first chunk, and the turn prefix), then
