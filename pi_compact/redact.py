@@ -211,10 +211,7 @@ RULES: tuple[Rule, ...] = (
         _url_password_ok,
         boundary=False,
     ),
-    *(
-        Rule("bearer-token", re.compile(rf"{word}[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{{20,}}=*)"))
-        for word in ("Bearer", "bearer")
-    ),
+    Rule("bearer-token", re.compile(r"[Bb]earer[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)")),
 )
 
 
