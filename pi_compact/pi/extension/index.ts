@@ -446,72 +446,74 @@ export default function picompact(pi: ExtensionAPI) {
 		description: "Only entries of these roles or entry types: user, assistant, toolResult, bashExecution, custom, ...",
 	};
 
+	/** One of the tools that run `picompact pi tool NAME` (the search tools of the lookup model). */
+	function registerSearchTool(
+		name: string,
+		label: string,
+		description: string,
+		properties: Record<string, unknown>,
+		required?: string[],
+	) {
+		pi.registerTool({
+			name,
+			label,
+			description,
+			parameters: {
+				type: "object",
+				properties,
+				...(required ? { required } : {}),
+				additionalProperties: false,
+			} as never,
+			execute: (toolCallId, params, signal, _onUpdate, ctx) =>
+				runTool(name, params as Record<string, unknown>, toolCallId, signal, ctx),
+		});
+	}
+
 	function registerTools(lookup: boolean) {
 		if (toolsRegistered) return;
 		toolsRegistered = true;
-		pi.registerTool({
-			name: "context_list_entries",
-			label: "List session entries",
-			description:
-				"List the entries of this session's full recorded history (the current branch, including what compaction " +
+		registerSearchTool(
+			"context_list_entries",
+			"List session entries",
+			"List the entries of this session's full recorded history (the current branch, including what compaction " +
 				"removed from your context): id, role, timestamp, size and a one-line preview, 50 per page. Use it to find " +
 				"the entry id of an earlier step, then context_show_entry to read it.",
-			parameters: {
-				type: "object",
-				properties: {
-					role: roleParam,
-					since: { type: "string", description: "Only entries at or after this ISO time." },
-					limit: { type: "integer", minimum: 1, maximum: 50, description: "Entries per page (at most 50)." },
-					cursor: cursorParam,
-				},
-				additionalProperties: false,
-			} as never,
-			execute: (toolCallId, params, signal, _onUpdate, ctx) =>
-				runTool("context_list_entries", params as Record<string, unknown>, toolCallId, signal, ctx),
-		});
-		pi.registerTool({
-			name: "context_grep",
-			label: "Search session history",
-			description:
-				"Search this session's full recorded history (every tool output, thinking and argument, also what " +
+			{
+				role: roleParam,
+				since: { type: "string", description: "Only entries at or after this ISO time." },
+				limit: { type: "integer", minimum: 1, maximum: 50, description: "Entries per page (at most 50)." },
+				cursor: cursorParam,
+			},
+		);
+		registerSearchTool(
+			"context_grep",
+			"Search session history",
+			"Search this session's full recorded history (every tool output, thinking and argument, also what " +
 				"compaction removed from your context) with a regular expression. Each matching line comes back as " +
 				"`<entry id>:<section>:<line>:<text>`. Use it to recover an exact earlier error or output, or where a " +
 				"finding came from, instead of redoing slow work; re-read project files for their current contents.",
-			parameters: {
-				type: "object",
-				properties: {
-					pattern: { type: "string", description: "The regular expression (or text, with fixed)." },
-					ignore_case: { type: "boolean", description: "Match regardless of case." },
-					fixed: { type: "boolean", description: "Treat the pattern as literal text." },
-					context: { type: "integer", minimum: 0, maximum: 20, description: "Lines of context around each match." },
-					role: roleParam,
-					max_count: { type: "integer", minimum: 1, maximum: 50, description: "Matches per page (at most 50)." },
-					cursor: cursorParam,
-				},
-				required: ["pattern"],
-				additionalProperties: false,
-			} as never,
-			execute: (toolCallId, params, signal, _onUpdate, ctx) =>
-				runTool("context_grep", params as Record<string, unknown>, toolCallId, signal, ctx),
-		});
-		pi.registerTool({
-			name: "context_show_entry",
-			label: "Show session entry",
-			description:
-				"Show one entry of this session's recorded history in full (thinking, tool arguments and outputs " +
+			{
+				pattern: { type: "string", description: "The regular expression (or text, with fixed)." },
+				ignore_case: { type: "boolean", description: "Match regardless of case." },
+				fixed: { type: "boolean", description: "Treat the pattern as literal text." },
+				context: { type: "integer", minimum: 0, maximum: 20, description: "Lines of context around each match." },
+				role: roleParam,
+				max_count: { type: "integer", minimum: 1, maximum: 50, description: "Matches per page (at most 50)." },
+				cursor: cursorParam,
+			},
+			["pattern"],
+		);
+		registerSearchTool(
+			"context_show_entry",
+			"Show session entry",
+			"Show one entry of this session's recorded history in full (thinking, tool arguments and outputs " +
 				"included), paged. Ids are the ones context_grep, context_list_entries or the checkpoint show.",
-			parameters: {
-				type: "object",
-				properties: {
-					id: { type: "string", description: "The entry id (a unique prefix of 4+ characters works)." },
-					cursor: cursorParam,
-				},
-				required: ["id"],
-				additionalProperties: false,
-			} as never,
-			execute: (toolCallId, params, signal, _onUpdate, ctx) =>
-				runTool("context_show_entry", params as Record<string, unknown>, toolCallId, signal, ctx),
-		});
+			{
+				id: { type: "string", description: "The entry id (a unique prefix of 4+ characters works)." },
+				cursor: cursorParam,
+			},
+			["id"],
+		);
 		if (!lookup) return;
 		pi.registerTool({
 			name: "context_lookup",
