@@ -74,7 +74,7 @@ def parse_response(data: Any, requested_model: str) -> Response:
     raw_reason = wire_common.text_or_none(data.get("stop_reason"))
     usage = wire_common.json_object(data.get("usage"))
     return wire_common.build_response(
-        data,
+        data.get("model"),
         requested_model,
         text="".join(texts),
         tool_calls=tuple(calls),

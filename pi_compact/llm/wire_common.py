@@ -41,7 +41,7 @@ def text_or_none(value: Any) -> str | None:
 
 
 def build_response(
-    data: dict[str, Any],
+    model: Any,
     requested_model: str,
     *,
     text: str,
@@ -50,8 +50,7 @@ def build_response(
     raw_stop_reason: str | None,
     usage: Usage,
 ) -> Response:
-    """The normalised response; the model falls back to the requested one when the body names none."""
-    model = data.get("model")
+    """The normalised response; ``model`` (the body's) falls back to the requested one when it names none."""
     return Response(
         text=text,
         tool_calls=tool_calls,

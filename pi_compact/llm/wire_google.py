@@ -116,7 +116,7 @@ def parse_response(data: Any, requested_model: str) -> Response:
     usage = wire_common.json_object(data.get("usageMetadata"))
     cached = wire_common.count(usage.get("cachedContentTokenCount"))
     return wire_common.build_response(
-        {"model": data.get("modelVersion")},
+        data.get("modelVersion"),
         requested_model,
         text="".join(texts),
         tool_calls=tuple(calls),

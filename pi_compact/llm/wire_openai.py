@@ -108,7 +108,7 @@ def parse_response(data: Any, requested_model: str) -> Response:
     usage = wire_common.json_object(data.get("usage"))
     cached = wire_common.count(wire_common.json_object(usage.get("prompt_tokens_details")).get("cached_tokens"))
     return wire_common.build_response(
-        data,
+        data.get("model"),
         requested_model,
         text=_text(message.get("content")),
         tool_calls=calls,
