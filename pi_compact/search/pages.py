@@ -436,17 +436,8 @@ def grep(
     cursor: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> GrepPage:
-    """Lines of the rendered transcript matching ``pattern``, each with its entry, section and context lines.
-
-    Matching is per line (a match never spans lines). Context lines stay within the match's entry and are not
-    repeated between adjacent matches on a page. A page holds at most ``max_count`` matches and about
-    ``max_chars`` characters (always at least one match); ``next_cursor`` resumes at the first match not shown.
-
-    ``pattern`` may be several patterns (a line matches when any does); ``word`` matches whole words only;
-    ``invert`` selects the lines that do not match. picompact's own lines (entry headers, section markers) are
-    selected only when ``sections`` names ``header`` or ``meta`` (see ``search.selection``).
-    ``grep_stream`` gives the same page a match at a time.
-    """
+    """Lines of the rendered transcript matching ``pattern``, each with its entry, section and context lines:
+    ``grep_stream``'s page (the same arguments, checks and matches; see its doc) collected into a GrepPage."""
     stream = grep_stream(
         source,
         pattern,
@@ -492,7 +483,8 @@ def grep_stream(
     cursor: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> GrepStream:
-    """``grep``'s page as a stream: arguments are checked (and errors raised) here, matches come as found.
+    """Lines of the rendered transcript matching ``pattern``, each with its entry, section and context lines, as a
+    stream: arguments are checked (and errors raised) here, matches come as found (``grep`` collects them).
 
     Matching is per line (a match never spans lines). Context lines stay within the match's entry and are not
     repeated between adjacent matches on a page. A page holds at most ``max_count`` matches and about
