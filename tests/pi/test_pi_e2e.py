@@ -42,7 +42,18 @@ def _install_command(extra: str = "") -> str:
     return command + extra
 
 
-def _drive(out: Path, name: str, *args: str, setup: str | None = None) -> dict[str, Any]:
+@contextlib.contextmanager
+def _drive(
+    factory: pytest.TempPathFactory,
+    name: str,
+    *args: str,
+    seed: int,
+    prompts: int,
+    context_window: int,
+    setup: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """One Pi session driven by the scripted model; its sandbox (kept with --keep for the tests) is removed after."""
+    out = factory.mktemp(name)
     proc = subprocess.run(
         [
             sys.executable,
@@ -50,6 +61,12 @@ def _drive(out: Path, name: str, *args: str, setup: str | None = None) -> dict[s
             "session",
             "--name",
             name,
+            "--seed",
+            str(seed),
+            "--prompts",
+            str(prompts),
+            "--context-window",
+            str(context_window),
             *args,
             "--reserve-tokens",
             "4096",
@@ -68,67 +85,46 @@ def _drive(out: Path, name: str, *args: str, setup: str | None = None) -> dict[s
     )
     manifest = out / f"{name}.manifest.json"
     assert manifest.exists(), proc.stderr.decode("utf-8", "replace")[-2000:]
-    return orjson.loads(manifest.read_bytes())
+    data = orjson.loads(manifest.read_bytes())
+    try:
+        yield data
+    finally:
+        shutil.rmtree(data["tempDir"], ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def midrun(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Threshold compactions between tool results and the next request, and a context overflow with retry."""
-    manifest = _drive(
-        tmp_path_factory.mktemp("midrun"),
-        "midrun",
-        "--seed",
-        "3",
-        "--prompts",
-        "14",
-        "--context-window",
-        "32000",
-        "--overflow-early",
-    )
-    yield manifest
-    shutil.rmtree(manifest["tempDir"], ignore_errors=True)  # the sandbox kept (--keep) for the tests
+    with _drive(tmp_path_factory, "midrun", "--overflow-early", seed=3, prompts=14, context_window=32000) as manifest:
+        yield manifest
 
 
 @pytest.fixture(scope="module")
 def idle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Compactions after a run and by hand (RPC compact), and the model calling the recovery tools."""
-    manifest = _drive(
-        tmp_path_factory.mktemp("idle"),
+    with _drive(
+        tmp_path_factory,
         "idle",
-        "--seed",
-        "7",
-        "--prompts",
-        "16",
-        "--context-window",
-        "24000",
         "--overflow-early",
         "--post-run",
         "2",
         "--manual-compact-at",
         "4",
         "--context-tools",
-    )
-    yield manifest
-    shutil.rmtree(manifest["tempDir"], ignore_errors=True)  # the sandbox kept (--keep) for the tests
+        seed=7,
+        prompts=16,
+        context_window=24000,
+    ) as manifest:
+        yield manifest
 
 
 @pytest.fixture(scope="module")
 def prerun(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A threshold compaction before a prompt: the user raises reserveTokens in settings.json between prompts."""
-    manifest = _drive(
-        tmp_path_factory.mktemp("prerun"),
-        "prerun",
-        "--seed",
-        "5",
-        "--prompts",
-        "12",
-        "--context-window",
-        "24000",
-        "--raise-reserve-to",
-        "9000",
-    )
-    yield manifest
-    shutil.rmtree(manifest["tempDir"], ignore_errors=True)  # the sandbox kept (--keep) for the tests
+    with _drive(
+        tmp_path_factory, "prerun", "--raise-reserve-to", "9000", seed=5, prompts=12, context_window=24000
+    ) as manifest:
+        yield manifest
 
 
 def test_a_compaction_before_a_prompt_puts_the_reminder_before_it(prerun: dict[str, Any]) -> None:
@@ -165,19 +161,10 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         "json.dump(d, open(p, 'w'))"
     )
     fix = f" && {shlex.quote(sys.executable)} -c {shlex.quote(code)}"
-    manifest = _drive(
-        tmp_path_factory.mktemp("broken"),
-        "broken",
-        "--seed",
-        "7",
-        "--prompts",
-        "8",
-        "--context-window",
-        "24000",
-        setup=_install_command(fix),
-    )
-    yield manifest
-    shutil.rmtree(manifest["tempDir"], ignore_errors=True)  # the sandbox kept (--keep) for the tests
+    with _drive(
+        tmp_path_factory, "broken", seed=7, prompts=8, context_window=24000, setup=_install_command(fix)
+    ) as manifest:
+        yield manifest
 
 
 def test_a_broken_picompact_falls_back_to_pis_own_compaction(broken: dict[str, Any]) -> None:
