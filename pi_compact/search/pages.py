@@ -20,32 +20,8 @@ from pi_compact.search.matching import Candidates, Searcher, matching_lines
 from pi_compact.search.render import SECTIONS, RenderedEntry, entry_label, preview, safe_text
 from pi_compact.search.selection import LineSelector, compose_pattern, inverted_lines
 from pi_compact.search.transcript import Transcript, as_transcript
-from pi_compact.session.entries import Entry, JsonDict, Session
+from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Entry, JsonDict, Session
 from pi_compact.session.tree import Branch, find_entry, not_found
-
-MESSAGE_ROLES = (
-    "user",
-    "assistant",
-    "toolResult",
-    "bashExecution",
-    "custom",
-    "branchSummary",
-    "compactionSummary",
-    "system",
-)
-ENTRY_TYPES = (
-    "message",
-    "model_change",
-    "thinking_level_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-    "usage",
-    "context_edit",
-)
 
 Source = Transcript | Branch | Session
 

@@ -11,6 +11,31 @@ if TYPE_CHECKING:
 
 JsonDict = dict[str, Any]
 
+# The message roles and entry types picompact knows (others are kept and passed on untouched).
+MESSAGE_ROLES = (
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "custom",
+    "branchSummary",
+    "compactionSummary",
+    "system",
+)
+ENTRY_TYPES = (
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+    "usage",
+    "context_edit",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
