@@ -42,6 +42,28 @@ def _install_command(extra: str = "") -> str:
     return command + extra
 
 
+def _pi(*args: str) -> list[str]:
+    """Pi's CLI with ``args``, on the scripted ``fake`` model and with nothing of the user's loaded."""
+    return [
+        str(NODE22),
+        str(PACKAGE / "dist" / "bundle" / "cli.js"),
+        *args,
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+        "--thinking",
+        "off",
+        "--no-skills",
+        "--no-prompt-templates",
+        "--no-themes",
+        "--no-context-files",
+        "--no-mcp",
+        "--no-approve",
+        "--offline",
+    ]
+
+
 @contextlib.contextmanager
 def _drive(
     factory: pytest.TempPathFactory,
@@ -258,26 +280,7 @@ def _rpc(env: dict[str, str], cwd: Path, commands: list[dict[str, Any]]) -> list
     import threading
 
     proc = subprocess.Popen(
-        [
-            str(NODE22),
-            str(PACKAGE / "dist" / "bundle" / "cli.js"),
-            "--mode",
-            "rpc",
-            "--no-session",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--thinking",
-            "off",
-            "--no-skills",
-            "--no-prompt-templates",
-            "--no-themes",
-            "--no-context-files",
-            "--no-mcp",
-            "--no-approve",
-            "--offline",
-        ],
+        _pi("--mode", "rpc", "--no-session"),
         cwd=cwd,
         env=env,
         stdin=subprocess.PIPE,
@@ -505,28 +508,7 @@ class TestIdle(_EverySession):
         node_dir = NODE22.parent
         proc = subprocess.run(
             [
-                str(NODE22),
-                str(PACKAGE / "dist" / "bundle" / "cli.js"),
-                "-p",
-                "--mode",
-                "json",
-                "--session",
-                str(copy),
-                "--session-dir",
-                str(temp / "sessions"),
-                "--provider",
-                "fake",
-                "--model",
-                "fake-model",
-                "--thinking",
-                "off",
-                "--no-skills",
-                "--no-prompt-templates",
-                "--no-themes",
-                "--no-context-files",
-                "--no-mcp",
-                "--no-approve",
-                "--offline",
+                *_pi("-p", "--mode", "json", "--session", str(copy), "--session-dir", str(temp / "sessions")),
                 "--",
                 "/picompact compact",
             ],
