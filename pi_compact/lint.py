@@ -23,30 +23,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pi_compact.errors import CycleError, NotFoundError, PiCompactError, UsageError
-from pi_compact.session.entries import Diagnostic, Entry, Session
+from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Diagnostic, Entry, Session
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
 
-KNOWN_TYPES = frozenset(
-    {
-        "message",
-        "model_change",
-        "thinking_level_change",
-        "compaction",
-        "branch_summary",
-        "custom",
-        "custom_message",
-        "label",
-        "session_info",
-        "usage",
-        "context_edit",
-    }
-)
-KNOWN_ROLES = frozenset(
-    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary", "system"}
-)
+KNOWN_TYPES = frozenset(ENTRY_TYPES)
+KNOWN_ROLES = frozenset(MESSAGE_ROLES)
 # Messages after which Pi's provider layer closes the tool calls still open (transform-messages).
 _TURN_BREAKING_ROLES = frozenset({"user", "custom", "bashExecution", "branchSummary", "compactionSummary"})
 _TURN_BREAKING_TYPES = frozenset({"custom_message", "branch_summary", "compaction"})
