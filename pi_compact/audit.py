@@ -22,7 +22,7 @@ from pi_compact.messages import current_system_message, entry_messages
 from pi_compact.projection import apply_edit, assistant_usage, build_projection, calculate_usage_tokens
 from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch
-from pi_compact.tokens import count_cl100k, estimate_tokens, message_chars
+from pi_compact.tokens import count_cl100k, count_images, estimate_tokens, message_chars
 
 DEFAULT_TOP = 5
 
@@ -394,13 +394,6 @@ class _Context:
             self.by_id[entry.id] = entry
 
 
-def _images(message: JsonDict) -> int:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return 0
-    return sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image")
-
-
 def _marker(entry: Entry, position: int, after_reply: int, before: int, after: int) -> Marker:
     target = entry.raw.get("targetId") if entry.type == "context_edit" else None
     tokens_before = entry.raw.get("tokensBefore") if entry.type == "compaction" else None
@@ -427,7 +420,7 @@ def _drift_entry(entry: Entry, context: _Context) -> DriftEntry:
         line=entry.line,
         kind=entry.kind,
         estimate=context.sums.get(id(entry), (0, 0))[0],
-        images=sum(_images(m) for m in messages),
+        images=sum(count_images(m) for m in messages),
         chars=sum(message_chars(m) for m in messages),
     )
 

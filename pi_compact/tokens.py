@@ -236,13 +236,17 @@ def message_text_for_count(message: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def count_images(message: dict[str, Any]) -> int:
+    """The image blocks in a message's content."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image")
+
+
 def count_cl100k(message: dict[str, Any]) -> int:
     """Tokens by OpenAI's cl100k_base encoding, plus Pi's 1,200 per image. An extra view, not Pi's rule."""
     enc = _cl100k()
-    images = 0
-    content = message.get("content")
-    if isinstance(content, list):
-        images = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image")
-    return len(enc.encode(message_text_for_count(message), disallowed_special=())) + images * (
+    return len(enc.encode(message_text_for_count(message), disallowed_special=())) + count_images(message) * (
         ESTIMATED_IMAGE_CHARS // 4
     )
