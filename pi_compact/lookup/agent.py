@@ -316,25 +316,26 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def format_list(page: EntryPage) -> str:
-    """A list page as the model reads it: ``list``'s plain lines between a count and the way on."""
+def format_list(page: EntryPage, name: str = "list_entries") -> str:
+    """A list page as the model reads it: ``list``'s plain lines between a count and the way on (``name``: the
+    tool's name as the model knows it, for the way on; the same in the two other formats)."""
     head = f"list_entries: {_plural(len(page.entries), 'entry', 'entries')} on this page, {page.total} in all"
-    return "\n".join([head, *(_line(line) for line in page.text_lines()), _more("list_entries", page.next_cursor)])
+    return "\n".join([head, *(_line(line) for line in page.text_lines()), _more(name, page.next_cursor)])
 
 
-def format_grep(page: GrepPage) -> str:
+def format_grep(page: GrepPage, name: str = "grep") -> str:
     """A grep page as the model reads it: ``grep``'s plain lines (each names its entry) between a count and the
     way on."""
     if not page.matches:
-        return f"grep: no matches ({page.entries_searched} entries searched)\n{_more('grep', page.next_cursor)}"
+        return f"grep: no matches ({page.entries_searched} entries searched)\n{_more(name, page.next_cursor)}"
     count = _plural(len(page.matches), "match", "matches")
     entries = _plural(len({m.entry_id for m in page.matches}), "entry", "entries")
     lines = [f"grep: {count} in {entries} on this page", *(_line(line) for line in page.text_lines())]
-    lines.append(_more("grep", page.next_cursor))
+    lines.append(_more(name, page.next_cursor))
     return "\n".join(lines)
 
 
-def format_show(page: ShowPage) -> str:
+def format_show(page: ShowPage, name: str = "show_entry") -> str:
     info = page.entry
     lines = [
         f"show_entry {info.id} ({info.role or info.type}, {info.timestamp or 'no timestamp'}): page {page.page} "
@@ -348,7 +349,7 @@ def format_show(page: ShowPage) -> str:
         if line.offset + len(line.text) < line.length:
             text += "… (continues on the next page)"
         lines.append(f"{line.number}:{line.section}:{text}")
-    lines.append(_more("show_entry", page.next_cursor, f' (id="{info.id}")'))
+    lines.append(_more(name, page.next_cursor, f' (id="{info.id}")'))
     return "\n".join(lines)
 
 
@@ -363,12 +364,22 @@ def _cut(text: str, limit: int) -> str:
 class _Tools:
     """The three tools over one transcript, with the budget bookkeeping for continuation pages."""
 
-    def __init__(self, transcript: Transcript, limits: Limits, result_chars: int = MAX_RESULT_CHARS) -> None:
+    def __init__(
+        self,
+        transcript: Transcript,
+        limits: Limits,
+        result_chars: int = MAX_RESULT_CHARS,
+        names: Mapping[str, str] | None = None,
+    ) -> None:
         self.transcript = transcript
+        self.names = names or {}  # a tool's name as the model knows it, where that differs
         self.limits = limits
         self.result_chars = result_chars  # one result at most (less than MAX_RESULT_CHARS for small windows)
         self.issued: dict[str, bytes] = {}  # cursor -> signature of the call whose result returned it
         self.used: set[str] = set()
+
+    def name(self, tool: str) -> str:
+        return self.names.get(tool, tool)
 
     def classify(self, tool: str, params: Mapping[str, Any], cursor: str | None) -> str:
         """A continuation for the unused cursor that the same call's result returned; anything else is a search."""
@@ -389,7 +400,7 @@ class _Tools:
                 cursor=cursor,
                 limits=self.limits,
             )
-            text, next_cursor = _cut(format_list(page), self.result_chars), page.next_cursor
+            text, next_cursor = _cut(format_list(page, self.name(tool)), self.result_chars), page.next_cursor
         elif tool == "grep":
             text, next_cursor = self._grep(params, cursor)
         else:
@@ -413,7 +424,7 @@ class _Tools:
                 cursor=cursor,
                 limits=self.limits,
             )
-            text = format_grep(page)
+            text = format_grep(page, self.name("grep"))
             if len(text) <= self.result_chars or len(page.matches) <= 1:
                 return _cut(text, self.result_chars), page.next_cursor
             # Fewer matches per page, so the page fits and its cursor still resumes at the first one not shown.
@@ -432,21 +443,28 @@ class _Tools:
                         f"entry {entry_id} is not on the branch being searched; only the current branch is searched"
                     ) from None
                 raise NotFoundError(exc.message) from None
-            text = format_show(page)
+            text = format_show(page, self.name("show_entry"))
             if len(text) <= self.result_chars or budget <= 1_000:
                 return _cut(text, self.result_chars), page.next_cursor
             budget = max(1_000, budget // 2)
 
 
-def call_tool(transcript: Transcript, tool: str, arguments: Mapping[str, Any], limits: Limits = DEFAULT_LIMITS) -> str:
+def call_tool(
+    transcript: Transcript,
+    tool: str,
+    arguments: Mapping[str, Any],
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    name: str | None = None,
+) -> str:
     """One call of ``list_entries``, ``grep`` or ``show_entry`` outside a lookup (no budget): the result text, with
-    the same argument checks, limits and text the model gets; arguments it would be told are wrong raise
-    UsageError."""
+    the same argument checks, limits and text the model gets (``name``: the tool's name as the caller's model knows
+    it, for the "call … again" hint); arguments it would be told are wrong raise UsageError."""
     try:
         params, cursor = _parse(ToolCall("direct", tool, dict(arguments)), limits)
     except _BadArguments as exc:
         raise UsageError(str(exc)) from None
-    return _Tools(transcript, limits).run(tool, params, cursor)[0]
+    return _Tools(transcript, limits, names={tool: name} if name else None).run(tool, params, cursor)[0]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -126,13 +126,7 @@ def run_search_tool(transcript: Transcript, tool: str, arguments: Mapping[str, A
     limits and result text; ``name`` is the tool's name as the agent knows it, for the "call … again" hint."""
     from pi_compact.lookup.agent import call_tool
 
-    text = call_tool(transcript, tool, arguments)
-    if name and name != tool:
-        head, sep, last = text.rpartition("\n")
-        prefix = f"(more: call {tool} again"
-        if last.startswith(prefix):
-            text = head + sep + f"(more: call {name} again" + last[len(prefix) :]
-    return text
+    return call_tool(transcript, tool, arguments, name=name or None)
 
 
 def effective_config(

@@ -32,3 +32,16 @@ def test_pi_documents_have_the_declared_keys(agent: Path, tmp_path: Path) -> Non
         assert result.code == 0, (name, result.stderr)
         assert _keys(result) == keys(DOCUMENTS[name]), name
     assert {n for n in DOCUMENTS if n.startswith("pi ")} == set(printed)
+
+
+def test_pi_tool_names_the_extension_tool_in_its_way_on(tmp_path: Path) -> None:
+    """The model inside Pi knows the tools as context_*; a page's "call … again" must name the tool it called."""
+    path = simple_session(turns=6, size=400).write(tmp_path / "s.jsonl")
+    for tool, args in [
+        ("context_grep", '{"pattern": "Turn", "max_count": 1}'),
+        ("context_list_entries", '{"limit": 1}'),
+    ]:
+        result = run("pi", "tool", tool, path, "--args", args)
+        assert result.code == 0, result.stderr
+        last = result.json["text"].rsplit("\n", 1)[-1]  # type: ignore[attr-defined]
+        assert last.startswith(f"(more: call {tool} again with the same arguments"), last
