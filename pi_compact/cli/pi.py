@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import typer
@@ -14,6 +14,9 @@ from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import check_nonneg
 from pi_compact.cli.options import JsonOpt
 from pi_compact.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from pi_compact.pi.install import InstallStatus
 
 pi_app = typer.Typer(
     name="pi",
@@ -155,13 +158,13 @@ def status_command(ctx: typer.Context, json_output: bool = JsonOpt) -> ExitCode:
     return ExitCode.OK if working else ExitCode.NO
 
 
-def _status_text(s: Any, version: str) -> str:
+def _status_text(s: InstallStatus, version: str) -> str:
     head = f"{s.scope}: {s.directory}"
     if s.error:
         return f"{head}\n  broken: {s.error}"
-    if not s.installed:
-        return f"{head}\n  not installed"
     m = s.manifest
+    if not s.installed or m is None:
+        return f"{head}\n  not installed"
     lines = [head]
     entry = {
         "current": "the extension of this picompact",
