@@ -211,7 +211,8 @@ RULES: tuple[Rule, ...] = (
         _url_password_ok,
         boundary=False,
     ),
-    Rule("bearer-token", re.compile(r"[Bb]earer[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)")),
+    # The auth scheme is case-insensitive (RFC 9110): HTTP/2 tools print "authorization: bearer …".
+    Rule("bearer-token", re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)")),
 )
 
 

@@ -86,6 +86,17 @@ def test_quoted_and_env_style_assignments_are_masked() -> None:
         assert [f.kind for f in find_secrets(text)] == [kind], text
 
 
+def test_a_bearer_token_is_masked_whatever_the_scheme_case() -> None:
+    token = "tok_9Hq2Wm4Xn6Kp8Rt0Yv2Zc4Lf6Jd8Ga"
+    for text in (
+        f"Authorization: Bearer {token}",
+        f"authorization: bearer {token}",
+        f"AUTHORIZATION: BEARER\t{token}",
+    ):
+        masked = Redactor().redact(text)
+        assert token not in masked and "[REDACTED:bearer-token:1]" in masked, text
+
+
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300))
 def test_redaction_never_raises_and_keeps_text_without_findings(text: str) -> None:
     masked = Redactor().redact(text)
