@@ -73,6 +73,9 @@ class ModelCatalog:
     models: dict[tuple[str, str], ModelInfo]
     errors: tuple[str, ...]
     models_json: ModelsJson
+    # The models.json provider entries Pi applies (those that composed): where requests go and how they
+    # authenticate (``baseUrl``, ``apiKey``, ``headers``, ``authHeader``) for ``llm.providers``.
+    provider_configs: dict[str, dict[str, Any]]
 
 
 # --------------------------------------------------------------------------- bundled table
@@ -471,6 +474,7 @@ def _catalog_for(
         merged.update((m.id, m) for m in stored)
         by_provider[pid] = list(merged.values())
     models = {(m.provider, m.id): m for infos in by_provider.values() for m in infos}
+    configs: dict[str, dict[str, Any]] = {}
     for pid, config in models_json.providers.items():
         base = by_provider.get(pid, [])
         try:
@@ -482,7 +486,8 @@ def _catalog_for(
             models.pop((pid, info.id), None)
         for info in composed:
             models[(pid, info.id)] = info
-    return ModelCatalog(models, tuple(errors), models_json)
+        configs[pid] = config
+    return ModelCatalog(models, tuple(errors), models_json, configs)
 
 
 def model_catalog(agent_dir: str | os.PathLike[str] | None = None) -> ModelCatalog:
@@ -504,6 +509,13 @@ def find_model(provider: str, model_id: str, *, agent_dir: str | os.PathLike[str
     if _only_builtin(agent_dir):
         return builtin_model(provider, model_id)
     return model_catalog(agent_dir).models.get((provider, model_id))
+
+
+def provider_config(provider: str, *, agent_dir: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
+    """The provider's entry in ``models.json`` as Pi applies it, or None (no entry, or one Pi ignores)."""
+    if _only_builtin(agent_dir):
+        return None
+    return model_catalog(agent_dir).provider_configs.get(provider)
 
 
 def resolve_context_window(

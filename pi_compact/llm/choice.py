@@ -2,7 +2,8 @@
 
 The model: ``--model``, else the session's model when picompact speaks to its provider and a key for it is
 available (or none is needed), else ``PICOMPACT_MODEL``. The key (``llm.keys``): ``PICOMPACT_API_KEY``, then Pi's
-``auth.json``, then the provider's variable; the ``Secret`` says where it came from.
+``auth.json``, then the ``apiKey`` of the provider's ``models.json`` entry, then the provider's variable; the
+``Secret`` says where it came from.
 """
 
 from __future__ import annotations
@@ -10,19 +11,32 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from pi_compact.catalog import models_json_path
 from pi_compact.errors import PiCompactError, UsageError
-from pi_compact.llm.keys import Secret, auth_file, key_for_the_run, key_from_auth_file, key_from_env
+from pi_compact.llm.keys import (
+    Secret,
+    auth_file,
+    config_value_env_names,
+    key_for_the_run,
+    key_from_auth_file,
+    key_from_env,
+    resolve_config_value,
+)
 from pi_compact.llm.providers import MODEL_ENV_VAR, ModelRef, resolve_model
 
 
 def _search(model: ModelRef, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
-    """The key in Pi's order (PICOMPACT_API_KEY, auth.json, the provider's variable), and the kind of credential
-    auth.json holds for the provider when it is not a usable key (for the message)."""
+    """The key in Pi's order (PICOMPACT_API_KEY, auth.json, models.json's ``apiKey``, the provider's variable), and
+    the kind of credential auth.json holds for the provider when it is not a usable key (for the message)."""
     if (run_key := key_for_the_run(env)) is not None:
         return run_key, None
     key, other = key_from_auth_file(model.provider, env)
     if key is not None:
         return key, None
+    if model.config_key is not None:
+        # Pi reads no environment variable once models.json sets the provider's apiKey.
+        value = resolve_config_value(model.config_key, env)
+        return (Secret(value, f"the apiKey of {model.provider} in {models_json_path()}") if value else None), other
     return key_from_env(model, env), other
 
 
@@ -55,6 +69,19 @@ def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Se
         hint = f" (the {model.provider} entry in {path} did not resolve to a key)"
     elif other:
         hint = f" ({path} holds a {other!r} credential for {model.provider}, which picompact cannot use)"
+    if model.config_key is not None:
+        missing = [name for name in config_value_env_names(model.config_key) if not env.get(name)]
+        how = (
+            f"its command {model.config_key[1:]!r} gave no key"
+            if model.config_key.startswith("!")
+            else f"set {' and '.join(missing)}"
+            if missing
+            else "it is empty"
+        )
+        raise UsageError(
+            f"no API key for {model.provider}: looked in {path}, then the apiKey of {model.provider} in "
+            f"{models_json_path()}, which did not resolve ({how}){hint}"
+        )
     names = " or ".join(model.key_env) or "an API key"
     raise UsageError(
         f"no API key for {model.provider}: looked in {path}, then {names}; store an API key for it there or set "

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pi_compact.errors import ProviderError, UsageError
 from pi_compact.llm import wire_anthropic, wire_google, wire_openai
 from pi_compact.llm.choice import require_api_key
-from pi_compact.llm.keys import Secret, describe_source, redact
+from pi_compact.llm.keys import Secret, config_value_env_names, describe_source, redact, resolve_config_value
 from pi_compact.llm.providers import ModelRef
 from pi_compact.llm.types import Request, Response
 
@@ -101,6 +101,26 @@ def _where(url: str) -> str:
     return f"{parsed.scheme}://{parsed.host}{port}"
 
 
+def _configured_headers(model: ModelRef, api_key: Secret | None) -> dict[str, str]:
+    """The headers models.json sets for the provider and model, resolved as Pi resolves them (each must resolve),
+    and the key as a Bearer token when the entry sets ``authHeader``."""
+    import os
+
+    headers: dict[str, str] = {}
+    for name, raw in model.config_headers:
+        value = resolve_config_value(raw, os.environ)
+        if value is None:
+            missing = config_value_env_names(raw)
+            how = f"from the command {raw[1:]!r}" if raw.startswith("!") else f"({', '.join(missing)} not set)"
+            raise UsageError(f'cannot resolve header "{name}" of provider {model.provider!r} in models.json {how}')
+        headers[name] = value
+    if model.auth_header:
+        if not api_key:
+            raise UsageError(f"provider {model.provider!r} sets authHeader in models.json, but no API key resolved")
+        headers["Authorization"] = f"Bearer {api_key.reveal()}"
+    return headers
+
+
 def _client(model: ModelRef, api_key: Secret | None, timeout: float) -> httpx.Client:
     """A client carrying the auth headers, so no caller frame holds the key in a plain local."""
     import httpx
@@ -115,7 +135,10 @@ def _client(model: ModelRef, api_key: Secret | None, timeout: float) -> httpx.Cl
             headers["x-goog-api-key"] = api_key.reveal()
     elif api_key:
         headers["authorization"] = f"Bearer {api_key.reveal()}"
-    return httpx.Client(headers=headers, timeout=httpx.Timeout(timeout), follow_redirects=False)
+    merged = httpx.Headers(headers)
+    for name, value in _configured_headers(model, api_key).items():
+        merged[name] = value  # replaces a header of the same name, whatever its case
+    return httpx.Client(headers=merged, timeout=httpx.Timeout(timeout), follow_redirects=False)
 
 
 def _body(request: Request, model: ModelRef) -> bytes:

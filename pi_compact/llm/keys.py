@@ -1,5 +1,6 @@
 """Where API keys come from: a key for the run (PICOMPACT_API_KEY, as Pi's --api-key), Pi's auth.json, the
-provider's environment variable. The order they are tried in is ``llm.choice``'s (``find_api_key``).
+``apiKey`` of the provider's entry in models.json, the provider's environment variable. The order they are tried
+in is ``llm.choice``'s (``find_api_key``).
 
 Keys travel wrapped in `Secret` so that printing, logging or a traceback shows a mask,
 never the key; a Secret also says where it came from (``source``), for messages.
@@ -145,6 +146,22 @@ def _run_command(command: str) -> str | None:
     return _command_cache[command]
 
 
+def resolve_config_value(value: str, env: Mapping[str, str], extra: Mapping[str, str] | None = None) -> str | None:
+    """A value in Pi's config syntax (auth.json keys, models.json ``apiKey`` and header values): "!command" runs the
+    command, else "$VAR"/"${VAR}" are read from ``extra`` then the environment; None when it does not resolve."""
+    if value.startswith("!"):
+        return _run_command(value[1:])
+    return _expand(value, env, extra or {}) or None
+
+
+def config_value_env_names(value: str) -> list[str]:
+    """The environment variables a config value reads (none for a "!command")."""
+    if value.startswith("!"):
+        return []
+    names = [m.group(2) or m.group(3) for m in _TEMPLATE.finditer(value) if m.group(1) not in ("$", "!")]
+    return list(dict.fromkeys(names))
+
+
 def key_from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
     """The provider's key from auth.json, and the credential type found when it is not a usable key."""
     entry = _load_auth(auth_file(env)).get(provider)
@@ -155,11 +172,8 @@ def key_from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | 
     key = entry.get("key")
     if not isinstance(key, str) or not key:
         return None, "api_key"
-    if key.startswith("!"):
-        value = _run_command(key[1:])
-    else:
-        extra: dict[str, Any] = entry["env"] if isinstance(entry.get("env"), dict) else {}
-        value = _expand(key, env, {k: v for k, v in extra.items() if isinstance(v, str)})
+    extra: dict[str, Any] = entry["env"] if isinstance(entry.get("env"), dict) else {}
+    value = resolve_config_value(key, env, {k: v for k, v in extra.items() if isinstance(v, str)})
     return (Secret(value, str(auth_file(env))), None) if value else (None, "api_key")
 
 

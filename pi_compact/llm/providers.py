@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from pi_compact.catalog import ModelInfo, find_model, parse_model_ref, provider_models
+from pi_compact.catalog import (
+    ModelInfo,
+    find_model,
+    models_json_path,
+    parse_model_ref,
+    provider_config,
+    provider_models,
+)
 from pi_compact.errors import UsageError
 
 Protocol = Literal["openai", "anthropic", "google"]
@@ -88,6 +95,14 @@ _TABLE_KEY_ENV: dict[str, str] = {
     "xiaomi-token-plan-sgp": "XIAOMI_TOKEN_PLAN_SGP_API_KEY",
 }
 _TABLE_APIS: dict[str, Protocol] = {"openai-completions": "openai", "anthropic-messages": "anthropic"}
+# The APIs a models.json provider can name that picompact speaks (the Responses API through Chat Completions, as
+# picompact speaks to OpenAI itself).
+_CONFIG_APIS: dict[str, Protocol] = {
+    "openai-completions": "openai",
+    "openai-responses": "openai",
+    "anthropic-messages": "anthropic",
+    "google-generative-ai": "google",
+}
 
 
 @dataclass(frozen=True)
@@ -102,6 +117,11 @@ class ModelRef:
     key_required: bool = True
     max_tokens_field: str = "max_tokens"
     info: ModelInfo | None = field(default=None, compare=False)  # from the model catalogue (pi_compact.catalog)
+    # From the provider's models.json entry, in Pi's config syntax ("$VAR", "!command", literal), resolved when
+    # used: its ``apiKey``, its ``headers`` and the model's, and ``authHeader`` (send the key as a Bearer token).
+    config_key: str | None = None
+    config_headers: tuple[tuple[str, str], ...] = ()
+    auth_header: bool = False
     # Where the choice came from ("--model", "session", PICOMPACT_MODEL), for messages only.
     source: str = field(default="", compare=False)
 
@@ -141,6 +161,38 @@ def _unknown_provider(provider: str) -> UsageError:
     )
 
 
+def _config_spec(provider: str, model_id: str, config: dict[str, Any]) -> ProviderSpec:
+    """A provider that only models.json defines: its endpoint and API from the model's definition (or the
+    provider's), its key from the entry's ``apiKey`` (Pi reads no environment variable for it)."""
+    info = find_model(provider, model_id)
+    api = info.api if info is not None else config.get("api")
+    url = info.base_url if info is not None else config.get("baseUrl")
+    where = models_json_path()
+    if not url or not api:
+        raise UsageError(
+            f"model {provider}/{model_id} is not defined in {where} (provider {provider!r} lists "
+            f"{', '.join(m.id for m in provider_models(provider)) or 'no models'})"
+        )
+    protocol = _CONFIG_APIS.get(str(api))
+    if protocol is None:
+        raise UsageError(
+            f"{provider}/{model_id} uses the {api!r} API ({where}); picompact speaks {', '.join(sorted(_CONFIG_APIS))}"
+        )
+    return ProviderSpec(provider, protocol, url, ())
+
+
+def _config_headers(model_id: str, config: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The headers Pi sends for a models.json provider's model: the provider's, then the model's override, then
+    the model's definition (later wins)."""
+    headers: dict[str, str] = {}
+    override = (config.get("modelOverrides") or {}).get(model_id) or {}
+    definition = next((d for d in config.get("models") or [] if d.get("id") == model_id), None) or {}
+    for source in (config.get("headers"), override.get("headers"), definition.get("headers")):
+        if isinstance(source, dict):
+            headers.update((k, v) for k, v in source.items() if isinstance(v, str))
+    return tuple(headers.items())
+
+
 def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, source: str = "") -> ModelRef:
     """Turn "provider/model-id" (and an optional user --base-url) into a `ModelRef`.
 
@@ -150,7 +202,15 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
     provider, model_id = parse_model_ref(model) if isinstance(model, str) else model
     if not provider or not model_id:
         raise UsageError("a model needs both a provider and a model id (provider/model-id)")
+    config = provider_config(provider)
     spec = PROVIDERS.get(provider) or _table_spec(provider, model_id)
+    if spec is None and config is not None:
+        spec = _config_spec(provider, model_id, config)
+    elif spec is not None and config is not None and isinstance(config.get("baseUrl"), str) and config["baseUrl"]:
+        # models.json routes a built-in provider elsewhere (a proxy); its models and keys stay the same.
+        spec = ProviderSpec(
+            spec.name, spec.protocol, config["baseUrl"], spec.key_env, spec.key_required, spec.max_tokens_field
+        )
     user_url = base_url.strip() if base_url and base_url.strip() else None
     if spec is None:
         if user_url is None:
@@ -158,6 +218,8 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
         spec = ProviderSpec(provider, "openai", None, _default_key_env(provider), key_required=False)
     if user_url is not None:
         protocol: Protocol = "anthropic" if provider == "anthropic" else "google" if provider == "google" else "openai"
+        if provider not in PROVIDERS and config is not None:
+            protocol = spec.protocol  # a models.json provider keeps the API it names
         url = user_url
         field_name = spec.max_tokens_field if protocol == spec.protocol else "max_tokens"
     elif spec.base_url is None:
@@ -176,4 +238,7 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
         max_tokens_field=field_name,
         info=find_model(provider, model_id),
         source=source,
+        config_key=config["apiKey"] if config is not None and isinstance(config.get("apiKey"), str) else None,
+        config_headers=_config_headers(model_id, config) if config is not None else (),
+        auth_header=config.get("authHeader") is True if config is not None else False,
     )
