@@ -16,9 +16,8 @@ The rule (documented in the README):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, NamedTuple
 
 from pi_compact.projection import assistant_usage, calculate_usage_tokens
 from pi_compact.session.tree import Branch
@@ -35,8 +34,7 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-@dataclass(frozen=True, slots=True)
-class Growth:
+class Growth(NamedTuple):
     """The context's recent growth per assistant reply."""
 
     per_turn: float | None  # the median; None when there is nothing to measure it with
@@ -105,8 +103,7 @@ def turns_until(tokens: int, threshold: int, growth: Growth) -> int | None:
     return math.floor((threshold - tokens) / growth.per_turn)
 
 
-@dataclass(frozen=True, slots=True)
-class Forecast:
+class Forecast(NamedTuple):
     """Turns left from ``tokens`` before the threshold, at the measured growth."""
 
     growth: Growth

@@ -5,7 +5,7 @@ Mirrors Pi 1.6's findProjectedCutPoint and prepareCompaction on the projected co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pi_compact.messages import entry_messages
 from pi_compact.projection import ContextTokens, ProjectedEntry, Projection, build_projection, context_tokens
@@ -16,8 +16,7 @@ CUT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSu
 TURN_START_ROLES = frozenset({"user", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 
 
-@dataclass(frozen=True, slots=True)
-class CutPoint:
+class CutPoint(NamedTuple):
     first_kept_index: int  # index into the projected entries
     turn_start_index: int  # -1 unless the cut splits a turn
     is_split_turn: bool
@@ -86,11 +85,17 @@ def find_cut_point(entries: list[ProjectedEntry], start: int, end: int, keep_rec
     return CutPoint(cut, turn_start, turn_start != -1)
 
 
-@dataclass(slots=True)
 class FileOps:
-    read: set[str] = field(default_factory=set)
-    written: set[str] = field(default_factory=set)
-    edited: set[str] = field(default_factory=set)
+    """The paths that messages read, wrote and edited, collected as Pi collects them."""
+
+    __slots__ = ("edited", "read", "written")
+
+    def __init__(
+        self, read: set[str] | None = None, written: set[str] | None = None, edited: set[str] | None = None
+    ) -> None:
+        self.read: set[str] = set() if read is None else read
+        self.written: set[str] = set() if written is None else written
+        self.edited: set[str] = set() if edited is None else edited
 
     def add(self, tool: object, args: object) -> None:
         path = args.get("path") if isinstance(args, dict) else None
@@ -141,8 +146,7 @@ def _compaction_messages(pe: ProjectedEntry) -> list[JsonDict]:
     return [m for m in pe.messages if m.get("role") != "system"]
 
 
-@dataclass(slots=True)
-class CompactionPlan:
+class CompactionPlan(NamedTuple):
     """Everything Pi's prepareCompaction decides, plus the positions picompact reports."""
 
     projection: Projection

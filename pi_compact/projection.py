@@ -5,8 +5,7 @@ Mirrors Pi 1.6's buildContextEntries / buildSessionProjection / estimateProjecte
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pi_compact.messages import current_system_message, entry_messages
 from pi_compact.session.entries import Entry, JsonDict
@@ -16,14 +15,16 @@ from pi_compact.tokens import estimate_tokens
 EDITABLE_ROLES = ("user", "assistant", "toolResult", "custom")
 
 
-@dataclass(slots=True, eq=False)
 class ProjectedEntry:
     """One context entry with the messages it contributes after its latest context edit."""
 
-    entry: Entry
-    messages: list[JsonDict]
-    edit: Entry | None = None
-    _tokens: int | None = None
+    __slots__ = ("_tokens", "edit", "entry", "messages")
+
+    def __init__(self, entry: Entry, messages: list[JsonDict], edit: Entry | None = None) -> None:
+        self.entry = entry
+        self.messages = messages
+        self.edit = edit
+        self._tokens: int | None = None
 
     @property
     def tokens(self) -> int:
@@ -40,8 +41,7 @@ class ProjectedEntry:
         return self.edit is not None and self.edit.raw.get("replacement") is not None
 
 
-@dataclass(slots=True)
-class Projection:
+class Projection(NamedTuple):
     """The context entries in Pi's order: latest compaction, its kept range, then everything after it."""
 
     branch: Branch
@@ -49,7 +49,7 @@ class Projection:
     compaction: Entry | None
     model: tuple[str, str] | None
     thinking_level: str
-    edits: dict[str, Entry] = field(default_factory=dict)
+    edits: dict[str, Entry]  # entry id -> its latest context edit
 
     @property
     def messages(self) -> list[JsonDict]:
@@ -190,8 +190,7 @@ def assistant_usage(message: JsonDict) -> JsonDict | None:
 Method = Literal["usage+estimate", "estimate", "stale-usage"]
 
 
-@dataclass(frozen=True, slots=True)
-class ContextTokens:
+class ContextTokens(NamedTuple):
     """Context tokens and how they were obtained."""
 
     tokens: int
