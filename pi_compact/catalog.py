@@ -18,10 +18,9 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -32,8 +31,7 @@ CUSTOM_CONTEXT_WINDOW = 128000
 CUSTOM_MAX_TOKENS = 16384
 
 
-@dataclass(frozen=True)
-class ModelInfo:
+class ModelInfo(NamedTuple):
     """One model as Pi sees it. Costs are USD per million tokens."""
 
     provider: str
@@ -57,8 +55,7 @@ class ModelInfo:
         return f"{self.provider}/{self.id}"
 
 
-@dataclass(frozen=True)
-class ModelsJson:
+class ModelsJson(NamedTuple):
     """The user's ``models.json``: its provider entries, or why Pi would ignore the file."""
 
     path: Path
@@ -66,8 +63,7 @@ class ModelsJson:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class ModelCatalog:
+class ModelCatalog(NamedTuple):
     """Every known model keyed by ``(provider, id)``, with the problems Pi would report about ``models.json``."""
 
     models: dict[tuple[str, str], ModelInfo]
@@ -363,7 +359,7 @@ def _apply_override(model: ModelInfo, override: dict[str, Any]) -> ModelInfo:
     if "contextWindow" in override:
         changes["context_window"] = _window(override["contextWindow"])
         changes["source"] = "models.json"
-    return replace(model, **changes)
+    return model._replace(**changes)
 
 
 _CONFIG_KEYS = ("baseUrl", "headers", "compat", "apiKey", "oauth")
@@ -382,7 +378,7 @@ def _compose(pid: str, base: list[ModelInfo], config: dict[str, Any]) -> list[Mo
     ):
         raise ValueError('must specify "baseUrl", "headers", "compat", "modelOverrides", or "models"')
     url = config.get("baseUrl") if config.get("oauth") != "radius" else None
-    models = [replace(m, base_url=url) if url else m for m in base]
+    models = [m._replace(base_url=url) if url else m for m in base]
     for definition in config.get("models") or []:
         defaults = _defaults_for(models, definition["id"], definition.get("api") or config.get("api"))
         model = _custom_model(pid, definition, config, defaults)

@@ -16,9 +16,8 @@ import math
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 from urllib.parse import unquote, urlparse
 
 from pi_compact.errors import SettingsError
@@ -38,19 +37,17 @@ _DEFAULTS = {"reserveTokens": DEFAULT_RESERVE_TOKENS, "keepRecentTokens": DEFAUL
 _FLAGS = {"reserveTokens": "--reserve-tokens", "keepRecentTokens": "--keep-recent-tokens"}
 
 
-@dataclass(frozen=True)
-class CompactionSettings:
+class CompactionSettings(NamedTuple):
     """The effective compaction settings, and where each value came from (for ``--json`` and ``--verbose``)."""
 
     enabled: bool
     reserve_tokens: int
     keep_recent_tokens: int
-    sources: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str]
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class SettingsLayer:
+class SettingsLayer(NamedTuple):
     """One settings file as parsed (an empty mapping when it is absent, unreadable or ignored)."""
 
     scope: str  # "global" or "project"
@@ -58,8 +55,7 @@ class SettingsLayer:
     data: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class LoadedSettings:
+class LoadedSettings(NamedTuple):
     """Both settings files, merged the way Pi merges them."""
 
     merged: dict[str, Any]
