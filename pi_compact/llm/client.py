@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pi_compact.errors import ProviderError, UsageError
-from pi_compact.llm import wire_anthropic, wire_google, wire_openai
+from pi_compact.llm import wire_anthropic, wire_google, wire_openai, wire_openai_responses
 from pi_compact.llm.choice import require_api_key
 from pi_compact.llm.keys import Secret, config_value_env_names, describe_source, redact, resolve_config_value
 from pi_compact.llm.providers import ModelRef
@@ -86,6 +86,8 @@ def _endpoint(model: ModelRef, base_url: str | None) -> str:
         return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
     if model.protocol == "google":
         return f"{base}/models/{model.model_id}:generateContent"
+    if model.protocol == "openai-responses":
+        return f"{base}/responses"
     return f"{base}/chat/completions"
 
 
@@ -154,6 +156,10 @@ def _body(request: Request, model: ModelRef) -> bytes:
     elif model.protocol == "google":
         config = thinking.google_thinking_config(model, request.reasoning) if request.reasoning is not None else None
         body = wire_google.build_body(request, limit, config, call_ids=wire_google.requires_call_ids(model.model_id))
+    elif model.protocol == "openai-responses":
+        body = wire_openai_responses.build_body(request, model.model_id, limit, reasoning_model=thinking.reasons(model))
+        if request.reasoning is not None:
+            body.update(thinking.responses_fields(model, request.reasoning))
     else:
         body = wire_openai.build_body(request, model.model_id, limit, model.max_tokens_field)
         if request.reasoning is not None:
@@ -167,7 +173,8 @@ def _shorten(text: str) -> str:
 
 
 def _wire(model: ModelRef) -> ModuleType:
-    return {"anthropic": wire_anthropic, "google": wire_google}.get(model.protocol, wire_openai)
+    wires = {"anthropic": wire_anthropic, "google": wire_google, "openai-responses": wire_openai_responses}
+    return wires.get(model.protocol, wire_openai)
 
 
 def _json(response: httpx.Response) -> Any:
@@ -194,7 +201,7 @@ def _hint(status: int, model: ModelRef, api_key: Secret | None = None) -> str:
         where = f", {describe_source(api_key)}" if describe_source(api_key) else ""
         return f" (check the API key for {model.provider}{where})"
     if status == 404:
-        if model.protocol == "openai":
+        if model.protocol in ("openai", "openai-responses"):
             return " (check the model id and the base URL; OpenAI-compatible servers usually end in /v1)"
         return " (check the model id and the base URL)"
     return ""

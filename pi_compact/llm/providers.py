@@ -1,7 +1,9 @@
 """Which endpoint, wire protocol and key a "provider/model-id" reference means.
 
-picompact speaks three protocols: OpenAI Chat Completions ("openai"), Anthropic Messages ("anthropic") and
-the Gemini API ("google"). Every provider below maps to one of them.
+picompact speaks four protocols: OpenAI Chat Completions ("openai"), OpenAI's Responses API ("openai-responses",
+for the models Pi's table sends through it when no --base-url is given), Anthropic Messages ("anthropic") and the
+Gemini API ("google"). Every provider below maps to one of them; a provider in the user's models.json to the one
+its ``api`` names.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pi_compact.catalog import (
 )
 from pi_compact.errors import UsageError
 
-Protocol = Literal["openai", "anthropic", "google"]
+# "openai" is Chat Completions, "openai-responses" the Responses API (OpenAI's own models, as Pi speaks to them).
+Protocol = Literal["openai", "openai-responses", "anthropic", "google"]
 
 MODEL_ENV_VAR = "PICOMPACT_MODEL"
 
@@ -95,11 +98,10 @@ _TABLE_KEY_ENV: dict[str, str] = {
     "xiaomi-token-plan-sgp": "XIAOMI_TOKEN_PLAN_SGP_API_KEY",
 }
 _TABLE_APIS: dict[str, Protocol] = {"openai-completions": "openai", "anthropic-messages": "anthropic"}
-# The APIs a models.json provider can name that picompact speaks (the Responses API through Chat Completions, as
-# picompact speaks to OpenAI itself).
+# The APIs a models.json provider can name that picompact speaks.
 _CONFIG_APIS: dict[str, Protocol] = {
     "openai-completions": "openai",
-    "openai-responses": "openai",
+    "openai-responses": "openai-responses",
     "anthropic-messages": "anthropic",
     "google-generative-ai": "google",
 }
@@ -228,6 +230,9 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
         )
     else:
         protocol, url, field_name = spec.protocol, spec.base_url, spec.max_tokens_field
+        info = find_model(provider, model_id)
+        if protocol == "openai" and info is not None and info.api == "openai-responses":
+            protocol = "openai-responses"  # as Pi sends it: OpenAI's own models, a few of xAI's
     return ModelRef(
         provider=provider,
         model_id=model_id,

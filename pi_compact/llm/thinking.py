@@ -201,6 +201,25 @@ def openai_fields(model: ModelRef, level: str) -> dict[str, Any]:
     return {"reasoning_effort": off} if isinstance(off, str) else {}
 
 
+def responses_fields(model: ModelRef, level: str) -> dict[str, Any]:
+    """pi-ai's reasoning fields for the Responses API: an effort with a reasoning summary and the encrypted
+    reasoning, or the model's "off" effort (none unless its map says otherwise or has no off)."""
+    if not reasons(model):
+        return {}
+    if level != "off":
+        return {
+            "reasoning": {"effort": _mapped(model, level), "summary": "auto"},
+            "include": ["reasoning.encrypted_content"],
+        }
+    mapping = level_map(model)
+    fields: dict[str, Any] = {}
+    if model.provider != "github-copilot" and not ("off" in mapping and mapping["off"] is None):
+        fields["reasoning"] = {"effort": mapping.get("off") or "none"}
+    if model.provider == "xai":
+        fields["include"] = ["reasoning.encrypted_content"]
+    return fields
+
+
 _GOOGLE_LEVEL = re.compile(r"gemini-3(?:\.\d+)?-(?:pro|flash)|gemini-(?:[4-9]|[1-9]\d)|gemma-?4")
 _GOOGLE_BUDGETS = {
     "2.5-pro": {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +39,22 @@ def error_field(data: Any) -> str | None:
 
 def text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def tool_call(call_id: str, name: str, arguments: Any) -> ToolCall:
+    """A call whose arguments came as a JSON string (or an object): arguments that are not a JSON object are kept
+    raw, so the caller can answer with an error result."""
+    if isinstance(arguments, dict):
+        return ToolCall(call_id, name, arguments)
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return ToolCall(call_id, name, {})
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return ToolCall(call_id, name, parsed)
+    return ToolCall(call_id, name, {}, raw_arguments=str(arguments))
 
 
 def build_response(

@@ -76,18 +76,7 @@ def _tool_call(raw: Any, index: int) -> ToolCall:
         raise ValueError("a tool call has no name")
     raw_id = raw.get("id")
     call_id = raw_id if isinstance(raw_id, str) and raw_id else f"call_{index}"
-    arguments = function.get("arguments")
-    if isinstance(arguments, dict):
-        return ToolCall(call_id, name, arguments)
-    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-        return ToolCall(call_id, name, {})
-    try:
-        parsed = json.loads(arguments) if isinstance(arguments, str) else None
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        return ToolCall(call_id, name, parsed)
-    return ToolCall(call_id, name, {}, raw_arguments=str(arguments))
+    return wire_common.tool_call(call_id, name, function.get("arguments"))
 
 
 def parse_response(data: Any, requested_model: str) -> Response:

@@ -31,7 +31,7 @@ for (const job of JSON.parse(readFileSync(jobsFile, "utf8"))) {
   const user = { role: "user", content: [{ type: "text", text: job.user }], timestamp: 0 };
   const context = { systemPrompt: job.system, messages: [user] };
   let payload = null;
-  const options = { apiKey: "k", cacheRetention: "none", reasoning: job.level === "off" ? undefined : job.level,
+  const options = { apiKey: "sk-k", cacheRetention: "none", reasoning: job.level === "off" ? undefined : job.level,
     onPayload: (p) => { payload = p; throw new Error("captured"); } };
   try {
     for await (const e of mod.streamSimple(model, context, options)) if (e.type === "error" || e.type === "done") break;
@@ -41,8 +41,18 @@ for (const job of JSON.parse(readFileSync(jobsFile, "utf8"))) {
 console.log(JSON.stringify(out));
 """
 
-FIELDS = ("thinking", "output_config", "reasoning_effort", "reasoning", "max_tokens", "max_completion_tokens")
-# (provider, id, level, pi's api for a Chat Completions body where the table says Responses)
+FIELDS = (
+    "thinking",
+    "output_config",
+    "reasoning_effort",
+    "reasoning",
+    "include",
+    "max_tokens",
+    "max_completion_tokens",
+    "max_output_tokens",
+)
+# (provider, id, level, pi's api for a Chat Completions body where the table says Responses: picompact sends Chat
+# Completions to OpenAI's models when given a --base-url)
 CASES = [
     ("anthropic", "claude-sonnet-4-5", "medium", None),
     ("anthropic", "claude-sonnet-4-5", "high", None),
@@ -59,6 +69,12 @@ CASES = [
     ("openai", "gpt-5.1", "off", "openai-completions"),
     ("openai", "gpt-5-mini", "medium", "openai-completions"),
     ("openai", "gpt-4.1-mini", "high", "openai-completions"),
+    ("openai", "gpt-5.1", "minimal", None),
+    ("openai", "gpt-5.1", "high", None),
+    ("openai", "gpt-5.1", "off", None),
+    ("openai", "gpt-5-mini", "medium", None),
+    ("openai", "gpt-5-mini", "off", None),
+    ("openai", "gpt-4.1-mini", "high", None),
     ("google", "gemini-2.5-flash", "medium", None),
     ("google", "gemini-2.5-flash", "off", None),
     ("google", "gemini-2.5-pro", "high", None),
@@ -72,8 +88,10 @@ SYSTEM = "You write context checkpoints."
 USER = "<conversation>\n[User]: fix the build\n</conversation>\n\nSummarise."
 
 
-def _ours(provider: str, model_id: str, level: str) -> dict[str, Any]:
-    ref = resolve_model((provider, model_id))
+def _ours(provider: str, model_id: str, level: str, api: str | None = None) -> dict[str, Any]:
+    base_url = "https://api.openai.com/v1" if api == "openai-completions" else None
+    ref = resolve_model((provider, model_id), base_url=base_url)
+    assert ref.protocol == {"openai-completions": "openai", None: ref.protocol}[api]
     model = resolve_summary_model(ref)
     request = replace(fit_request("history", USER, model, level), system=SYSTEM, user=USER)
     return orjson.loads(_body(request.to_request(), ref))
@@ -94,8 +112,8 @@ def test_reasoning_fields_match_pi(tmp_path: Path) -> None:
     theirs = run_pi_script(tmp_path, "payload.mjs", SCRIPT, "package.json", jobs, "pi-ai's request builder")
     assert all(body is not None for body in theirs), "Pi 1.6 knows every model of CASES"
     mismatches = []
-    for (provider, model_id, level, _), pi_body in zip(CASES, theirs, strict=True):
-        mine = _pick(_ours(provider, model_id, level))
+    for (provider, model_id, level, api), pi_body in zip(CASES, theirs, strict=True):
+        mine = _pick(_ours(provider, model_id, level, api))
         if mine != _pick(pi_body):
             mismatches.append((provider, model_id, level, mine, _pick(pi_body)))
     assert mismatches == []
