@@ -1,11 +1,12 @@
 """The extension inside the real Pi 1.6 CLI, as a user runs it: `picompact pi install` in Pi's agent dir, then many
 prompts against a scripted model on 127.0.0.1 (the oracle's ``e2e/pi_drive.py``), Pi compacting by itself.
 
-A few Pi sessions are shared by the tests here (module fixtures): one with threshold compactions mid-run and an
-overflow with retry (``TestMidRun``); one with post-run and manual (RPC ``compact``) compactions and the model calling
-the ``context_*`` tools (``TestIdle``); one with a compaction before a prompt; one whose install points at a picompact
-that does not exist. Each class is its own unit for ``pytest -n --dist loadscope``, so the sessions run in parallel.
-Skips cleanly without Pi.
+A few Pi sessions are shared by the tests here (module fixtures): one with a threshold compaction mid-run, an
+overflow with retry and a compaction before a prompt (``TestMidRun``); one with post-run and manual (RPC ``compact``)
+compactions and the model calling the ``context_*`` tools (``TestIdle``); one whose install points at a picompact
+that does not exist. Each session runs only as many prompts as it takes to reach what its tests look at (the scripted
+model's plan for a seed does not depend on the number of prompts, except that the recall comes last). Each class is
+its own unit for ``pytest -n --dist loadscope``, so the sessions run in parallel. Skips cleanly without Pi.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.helpers.cli import picompact_exe
+from tests.helpers.cli import picompact_exe, run
 from tests.oracle import NODE22, ORACLE, PACKAGE
 
 DRIVE = ORACLE / "e2e" / "pi_drive.py"
@@ -116,14 +117,26 @@ def _drive(
 
 @pytest.fixture(scope="module")
 def midrun(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Threshold compactions between tool results and the next request, and a context overflow with retry."""
-    with _drive(tmp_path_factory, "midrun", "--overflow-early", seed=3, prompts=14, context_window=32000) as manifest:
+    """A threshold compaction between tool results and the next request (prompt 3), a context overflow with retry
+    (prompt 4), and one before a prompt: the user raises reserveTokens in settings.json before prompt 5."""
+    with _drive(
+        tmp_path_factory,
+        "midrun",
+        "--overflow-early",
+        "--raise-reserve-to",
+        "12000",
+        seed=3,
+        prompts=5,
+        context_window=32000,
+    ) as manifest:
         yield manifest
 
 
 @pytest.fixture(scope="module")
 def idle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Compactions after a run and by hand (RPC compact), and the model calling the recovery tools."""
+    """A compaction after a run (prompt 4), one by hand (RPC compact, before prompt 5) and threshold compactions
+    later, and the model calling the recovery tools (prompt 2 leaves the error they look for, the last one calls
+    them)."""
     with _drive(
         tmp_path_factory,
         "idle",
@@ -134,30 +147,10 @@ def idle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "4",
         "--context-tools",
         seed=7,
-        prompts=16,
+        prompts=9,
         context_window=24000,
     ) as manifest:
         yield manifest
-
-
-@pytest.fixture(scope="module")
-def prerun(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A threshold compaction before a prompt: the user raises reserveTokens in settings.json between prompts."""
-    with _drive(
-        tmp_path_factory, "prerun", "--raise-reserve-to", "9000", seed=5, prompts=12, context_window=24000
-    ) as manifest:
-        yield manifest
-
-
-def test_a_compaction_before_a_prompt_puts_the_reminder_before_it(prerun: dict[str, Any]) -> None:
-    assert all(run["ok"] for run in prerun["runs"])
-    contexts = [(c, x) for c, x in _contexts(prerun) if c["site"] == "pre-run"]
-    assert contexts, [c["site"] for c in prerun["compactions"]]
-    for compaction, context in contexts:
-        assert compaction["fromHook"] is True and context["summarizationRequests"] == []
-        order = context["firstRequestAfter"]["order"]
-        assert order[:2] == ["system", "summary"] and order[-2:] == [REMINDER, "prompt"], order
-        assert all(label.startswith("kept") for label in order[2:-2]), order
 
 
 def _entries(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -183,8 +176,8 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         "json.dump(d, open(p, 'w'))"
     )
     fix = f" && {shlex.quote(sys.executable)} -c {shlex.quote(code)}"
-    with _drive(
-        tmp_path_factory, "broken", seed=7, prompts=8, context_window=24000, setup=_install_command(fix)
+    with _drive(  # Pi compacts at prompt 3
+        tmp_path_factory, "broken", seed=7, prompts=3, context_window=24000, setup=_install_command(fix)
     ) as manifest:
         yield manifest
 
@@ -369,37 +362,35 @@ class _EverySession:
         later = [c["firstRequestAfter"]["order"] for _, c in _contexts(session)[1:] if c.get("firstRequestAfter")]
         assert later and all(order.count(REMINDER) == 1 for order in later)
 
-    def test_checkpoint_is_byte_identical_to_the_dry_run(self, session: dict[str, Any]) -> None:
+    def test_checkpoint_is_byte_identical_to_the_dry_run(
+        self, session: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """The same prefix, settings and environment give the same checkpoint from `picompact compact --dry-run`."""
         entries = _entries(session)
         path = Path(session["tempDir"]) / "sessions" / Path(session["session"]).name
         window = str(session["model"]["contextWindow"])
-        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | _sandbox_env(session)
+        for key in [k for k in os.environ if k.endswith("_API_KEY")]:  # Pi ran with none
+            monkeypatch.delenv(key)
         for compaction in (e for e in entries if e["type"] == "compaction"):
-            proc = subprocess.run(
-                [
-                    *picompact_exe(),
-                    "compact",
-                    str(path),
-                    "--mode",
-                    "verbatim",
-                    "--dry-run",
-                    "--json",
-                    "--leaf",
-                    compaction["parentId"],
-                    "--context-window",
-                    window,
-                    "--reserve-tokens",
-                    "4096",
-                    "--keep-recent-tokens",
-                    "4000",
-                ],
-                capture_output=True,
-                env=env,
-                check=False,
+            result = run(
+                "compact",
+                path,
+                "--mode",
+                "verbatim",
+                "--dry-run",
+                "--json",
+                "--leaf",
+                compaction["parentId"],
+                "--context-window",
+                window,
+                "--reserve-tokens",
+                "4096",
+                "--keep-recent-tokens",
+                "4000",
+                env=_sandbox_env(session),
             )
-            assert proc.returncode == 0, proc.stderr
-            dry = orjson.loads(proc.stdout)["entries"][0]
+            assert result.code == 0, result.stderr
+            dry = result.json["entries"][0]
             assert dry["summary"].encode() == compaction["summary"].encode()
             assert dry["details"] == compaction["details"]
             assert (dry["firstKeptEntryId"], dry["tokensBefore"]) == (
@@ -432,6 +423,16 @@ class TestMidRun(_EverySession):
         seen = {(c["reason"], c["site"]) for c in session["compactions"]}
         assert ("threshold", "mid-run") in seen
         assert any(reason == "overflow" for reason, _ in seen)
+
+    def test_a_compaction_before_a_prompt_puts_the_reminder_before_it(self, session: dict[str, Any]) -> None:
+        assert all(run["ok"] for run in session["runs"])
+        contexts = [(c, x) for c, x in _contexts(session) if c["site"] == "pre-run"]
+        assert contexts, [c["site"] for c in session["compactions"]]
+        for compaction, context in contexts:
+            assert compaction["fromHook"] is True and context["summarizationRequests"] == []
+            order = context["firstRequestAfter"]["order"]
+            assert order[:2] == ["system", "summary"] and order[-2:] == [REMINDER, "prompt"], order
+            assert all(label.startswith("kept") for label in order[2:-2]), order
 
 
 class TestIdle(_EverySession):
@@ -487,12 +488,8 @@ class TestIdle(_EverySession):
         """A tool call with bad arguments comes back as the tool's error text (here: an unknown entry id)."""
         entries = _entries(session)
         path = Path(session["tempDir"]) / "sessions" / Path(session["session"]).name
-        proc = subprocess.run(
-            [*picompact_exe(), "pi", "tool", "context_show_entry", str(path), "--args", '{"id": "zzzzzzzz"}'],
-            capture_output=True,
-            check=False,
-        )
-        assert proc.returncode == 2 and b"zzzzzzzz" in proc.stderr
+        result = run("pi", "tool", "context_show_entry", path, "--args", '{"id": "zzzzzzzz"}')
+        assert result.code == 2 and "zzzzzzzz" in result.stderr
         assert entries  # the session is untouched by searching
 
     def test_picompact_compact_command_compacts_now(self, session: dict[str, Any], tmp_path: Path) -> None:
