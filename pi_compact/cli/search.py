@@ -248,7 +248,7 @@ def grep(
     ),
 ) -> ExitCode:
     from pi_compact.search.matching import regex_timeout as check_timeout
-    from pi_compact.search.pages import DEFAULT_LIMITS, grep_counts, grep_stream
+    from pi_compact.search.pages import DEFAULT_LIMITS, grep_counts, grep_stream, grep_wants_decorated
 
     env = env_of(ctx)
     if color not in ("auto", "always", "never"):
@@ -275,7 +275,10 @@ def grep(
     limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout)
     # A spinner on a terminal when the search takes more than a second, gone before anything is printed.
     with Progress(env, f"searching {session if session is not None else 'the session'}") as progress:
-        transcript = _load(env, session, leaf, all_branches, decorated=True, cache=not no_cache)
+        decorated = grep_wants_decorated(
+            patterns, ignore_case=ignore_case, fixed=fixed, word=word, invert=invert, sections=section
+        )
+        transcript = _load(env, session, leaf, all_branches, decorated=decorated, cache=not no_cache)
         if summary_only:
             counts = grep_counts(
                 transcript,

@@ -20,6 +20,7 @@ from itertools import accumulate
 from typing import Any
 
 from pi_compact.errors import PatternError, UsageError
+from pi_compact.search import rawregex
 from pi_compact.search.prefilter import RawFilter, build_raw_filter, required_literals, take_census
 from pi_compact.search.render import RenderedEntry, render_entry
 from pi_compact.search.transcript import Transcript
@@ -40,6 +41,13 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False, fixed: bool = Fa
         raise PatternError(f"invalid regular expression {pattern!r}{where}: {exc.msg}") from None
     except (OverflowError, RecursionError, ValueError) as exc:
         raise PatternError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def relaxed_search(tree: rawregex.Node) -> Callable[[str], Any]:
+    """``search`` of a parsed pattern with its anchors and lookarounds dropped (``rawregex.relaxed_source``)."""
+    import regex
+
+    return regex.compile(rawregex.relaxed_source(tree), regex.VERSION0).search  # type: ignore[no-any-return]
 
 
 _NOT_JOINABLE = re.compile(r"\\[AZzG]|\(\?|[*+?}]\+")
@@ -135,31 +143,51 @@ _UNRELIABLE_RAW = frozenset({"invalid-utf8", "deep-nesting"})
 
 
 class Candidates:
-    """Which entries can match: a raw-bytes prefilter plus a check of the others' decorated lines.
+    """Which entries can match: a raw-bytes prefilter plus, where needed, a check of the others' decorated lines.
 
-    An entry whose raw line lacks every required literal can still match in a decorated line (a header, a
-    marker, ``key: value``); those are rendered alone, a block of entries at a time, and searched together."""
+    The raw bytes are searched for a literal every match needs (``prefilter``) or, for other patterns, with an
+    over-approximation of the pattern on the JSON encoding (``rawregex``, RE2). An entry whose raw line has no hit
+    can still match in a decorated line (``path: value``, a header or a marker when those are selected) unless
+    ``rawregex.decorated_safe`` proves otherwise; when it cannot, those lines are rendered alone, a block of entries
+    at a time, and searched together."""
 
-    def __init__(self, transcript: Transcript, searcher: Searcher, pattern: str, ignore_case: bool, fixed: bool):
+    def __init__(
+        self,
+        transcript: Transcript,
+        searcher: Searcher,
+        pattern: str,
+        ignore_case: bool,
+        fixed: bool,
+        synthetic: bool = True,
+    ):
         self.transcript = transcript
         self.searcher = searcher
         self.data: bytes | FileBytes | None = None
         self.filter: RawFilter | None = None
+        self.decorated = True  # entries without a raw hit have their decorated lines checked
         self.next_hit = -1
         self.last_start = 0
         self.blocks: dict[int, set[int]] = {}
         # Lines read with replacement characters or cut at depth: their raw bytes are not what is rendered.
         self.unreliable = {d.line for d in transcript.session.diagnostics if d.code in _UNRELIABLE_RAW}
         literals = required_literals(pattern, fixed=fixed)
-        if literals is None:
+        tree = rawregex.parse(pattern, fixed=fixed, ignore_case=ignore_case)
+        if literals is None and tree is None:
             return
         data = transcript.raw_bytes()
         if data is None:
             return
         census = transcript.census if transcript.census is not None else take_census(data)
         transcript.census = census
-        self.filter = build_raw_filter(literals, data, ignore_case=ignore_case, census=census)
+        if literals is not None:
+            self.filter = build_raw_filter(literals, data, ignore_case=ignore_case, census=census)
+        if self.filter is None and tree is not None:
+            program = rawregex.compile_raw(rawregex.raw_pattern(tree, census.escaped_ascii, census.escaped_slash))
+            if program is not None:
+                self.filter = RawFilter((), program, 0)
         self.data = data if self.filter is not None else None
+        if self.filter is not None and tree is not None and not synthetic and not census.unusual_escapes:
+            self.decorated = not rawregex.decorated_safe(tree, relaxed_search(tree))
 
     @property
     def active(self) -> bool:
@@ -185,6 +213,8 @@ class Candidates:
         """False only when no rendered line of the entry can match."""
         if not self.active or self.raw_hit(entry):
             return True
+        if not self.decorated:
+            return False
         block = pos // _BLOCK
         if block not in self.blocks:
             self.blocks[block] = self._decorated_matches(

@@ -15,8 +15,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pi_compact.errors import CursorError, NotFoundError, PatternError, SessionError, UsageError
+from pi_compact.search import rawregex
 from pi_compact.search.cursor import Cursor, decode_cursor, query_digest
-from pi_compact.search.matching import Candidates, Searcher, matching_lines
+from pi_compact.search.matching import Candidates, Searcher, matching_lines, relaxed_search
 from pi_compact.search.render import SECTIONS, RenderedEntry, entry_label, preview, safe_text
 from pi_compact.search.selection import LineSelector, compose_pattern, inverted_lines
 from pi_compact.search.transcript import Transcript, as_transcript
@@ -500,14 +501,16 @@ def grep_stream(
             raise PatternError("malformed grep cursor")  # pragma: no cover - decode checks the shape
         start_entry, start_line = position
 
-    candidates = Candidates(transcript, searcher, composed, ignore_case, composed_fixed)
+    candidates = (
+        None if invert else Candidates(transcript, searcher, composed, ignore_case, composed_fixed, keep.synthetic)
+    )
     shown = patterns[0] if len(patterns) == 1 else composed
     stream = GrepStream(
         shown,
         tuple(patterns),
         context,
         invert,
-        candidates.active and not invert,
+        candidates is not None and candidates.active,
         lambda position: Cursor("grep", query, fingerprint, position).encode(),
     )
     stream._matches = _grep_matches(
@@ -531,7 +534,7 @@ def grep_stream(
 def _grep_matches(
     stream: GrepStream,
     transcript: Transcript,
-    candidates: Candidates,
+    candidates: Candidates | None,
     searcher: Searcher,
     keep: LineSelector,
     wanted: frozenset[str] | None,
@@ -555,7 +558,7 @@ def _grep_matches(
         if not _role_ok(entry, wanted):
             continue
         searched += 1
-        if not invert and not candidates.may_match(pos, entry):
+        if candidates is not None and not candidates.may_match(pos, entry):
             continue
         rendered = transcript.render(entry)
         first_line = start_line if pos == start_entry else 0
@@ -648,14 +651,16 @@ def grep_counts(
     patterns = [pattern] if isinstance(pattern, str) else list(pattern)
     composed, composed_fixed = compose_pattern(patterns, fixed=fixed, word=word, ignore_case=ignore_case)
     searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout)
-    candidates = Candidates(transcript, searcher, composed, ignore_case, composed_fixed)
+    candidates = (
+        None if invert else Candidates(transcript, searcher, composed, ignore_case, composed_fixed, keep.synthetic)
+    )
     out: list[EntryCount] = []
     searched = 0
     for pos, entry in enumerate(transcript.entries):
         if not _role_ok(entry, wanted):
             continue
         searched += 1
-        if not invert and not candidates.may_match(pos, entry):
+        if candidates is not None and not candidates.may_match(pos, entry):
             continue
         rendered = transcript.render(entry)
         lines = inverted_lines if invert else matching_lines
@@ -664,6 +669,46 @@ def grep_counts(
             out.append(EntryCount(entry_info(transcript, entry), count))
     shown = patterns[0] if len(patterns) == 1 else composed
     return GrepCounts(shown, tuple(patterns), invert, tuple(out), searched)
+
+
+# A typical line of a session file: a pattern whose raw form matches it has a raw hit in nearly every entry.
+_TYPICAL_LINE = (
+    b'{"type":"message","id":"0a1b2c3d","parentId":"4e5f6a7b","timestamp":"2025-01-01T00:00:00.000Z",'
+    b'"message":{"role":"user","content":[{"type":"text","text":""}],"timestamp":1735689600000}}'
+)
+
+
+def grep_wants_decorated(
+    pattern: str | Sequence[str],
+    *,
+    ignore_case: bool = False,
+    fixed: bool = False,
+    word: bool = False,
+    invert: bool = False,
+    sections: Iterable[str] | None = None,
+) -> bool:
+    """Whether a grep with these options will check the decorated lines of entries whose raw line has no hit, so
+    the loader should keep them for the bodies it drops (``load_session(decorate=...)``).
+
+    Only a question of speed: without them grep renders those lines itself (reading such a body back), with them
+    the load renders every dropped body's decorated lines. No when the raw search alone decides
+    (``rawregex.decorated_safe``), for -v (which renders every entry), and when the pattern's raw form matches a
+    typical line (every entry will be rendered anyway)."""
+    if invert:
+        return False
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+    try:
+        composed, composed_fixed = compose_pattern(patterns, fixed=fixed, word=word, ignore_case=ignore_case)
+        synthetic = LineSelector(_check_sections(sections)).synthetic
+    except (PatternError, UsageError):
+        return True  # reported by grep itself, after the session's own problems
+    tree = rawregex.parse(composed, fixed=composed_fixed, ignore_case=ignore_case)
+    if tree is None:
+        return True
+    if not synthetic and rawregex.decorated_safe(tree, relaxed_search(tree)):
+        return False
+    program = rawregex.compile_raw(rawregex.raw_pattern(tree, frozenset(), False))
+    return program is None or program.search(_TYPICAL_LINE) is None
 
 
 def _check_sections(sections: Iterable[str] | None) -> frozenset[str] | None:

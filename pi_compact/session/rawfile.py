@@ -25,6 +25,8 @@ class FileBytes:
         self.window = max(window if window is not None else WINDOW, 1)
         self._at = -1  # start of the cached window
         self._data = b""
+        self._lines_at = -1  # start of the cached block of whole lines (search_lines)
+        self._lines = b""
 
     def __len__(self) -> int:
         return self.size
@@ -80,6 +82,35 @@ class FileBytes:
 
         return self._scan(start, max(longest - 1, 0), probe)
 
+    def search_lines(self, pattern: Any, start: int) -> int:
+        """Start of the first match of a compiled bytes pattern at or after ``start``, or -1, for a pattern whose
+        matches never hold b"\\n" (however long they are): searched a block of whole lines at a time."""
+        start = max(start, 0)
+        while start < self.size:
+            if not (self._lines_at <= start < self._lines_at + len(self._lines)):
+                self._lines_at, self._lines = start, self._read_lines(start)
+            found = pattern.search(self._lines, start - self._lines_at)
+            if found is not None:
+                return self._lines_at + found.start()
+            start = self._lines_at + len(self._lines)
+        return -1
+
+    def _read_lines(self, start: int) -> bytes:
+        """From ``start`` to the end of the line that holds byte ``start + window`` (or to the end of the file)."""
+        block = self.read(start, start + self.window)
+        parts = [block]
+        at = start + len(block)
+        while at < self.size and b"\n" not in parts[-1]:
+            more = self.read(at, at + self.window)
+            if not more:
+                break
+            parts.append(more)
+            at += len(more)
+        cut = parts[-1].rfind(b"\n") if at < self.size else -1
+        if cut >= 0:
+            parts[-1] = parts[-1][: cut + 1]
+        return b"".join(parts)
+
     def findall(self, pattern: Any, longest: int) -> set[bytes]:
         """The distinct matches of a compiled bytes pattern whose matches are at most ``longest`` bytes long."""
         out: set[bytes] = set()
@@ -94,5 +125,13 @@ def raw_search(data: bytes | FileBytes, pattern: Any, start: int, longest: int) 
     """Start of the first match at or after ``start`` in file bytes held either way, or -1."""
     if isinstance(data, FileBytes):
         return data.search(pattern, start, longest)
+    found = pattern.search(data, start)
+    return found.start() if found else -1
+
+
+def raw_search_lines(data: bytes | FileBytes, pattern: Any, start: int) -> int:
+    """``raw_search`` for a pattern whose matches never hold b"\\n", however long they are."""
+    if isinstance(data, FileBytes):
+        return data.search_lines(pattern, start)
     found = pattern.search(data, start)
     return found.start() if found else -1

@@ -176,7 +176,8 @@ def test_prefilter_is_used_for_plain_literals(tmp_path: Path) -> None:
     assert page.prefiltered and len(page.matches) == 1
     assert grep(transcript, "NEEDLE", ignore_case=True).prefiltered
     assert grep(transcript, r"\w+dle").prefiltered  # "dle" is required
-    assert not grep(transcript, r"\w+").prefiltered  # nothing literal to look for
+    assert grep(transcript, r"\w+").prefiltered  # no literal: the raw search runs the pattern itself (rawregex)
+    assert not grep(transcript, r"(\w)\1").prefiltered  # a backreference: nothing to search the raw bytes for
 
 
 def test_escaped_ascii_is_found(tmp_path: Path) -> None:
