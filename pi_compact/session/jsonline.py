@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from gc import get_referents
+from itertools import compress
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
@@ -52,7 +54,7 @@ def parse_line(line: bytes) -> ParsedLine:
         value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         return _parse_slow(line, deep="depth limit" in str(exc))
-    if _may_be_deep(line):
+    if may_nest_deeper(line, value):
         value, cut = cut_depth(value)
         return ParsedLine(value, depth_cut=cut)
     return ParsedLine(value)
@@ -73,15 +75,40 @@ def _parse_slow(line: bytes, *, deep: bool) -> ParsedLine:
             value = json.loads(text, parse_constant=_reject_constant)
         except RecursionError:
             value = parse_iterative(text)
-    if deep or _may_be_deep(line):
+    if deep or may_nest_deeper(line, value):
         value, cut = cut_depth(value)
         return ParsedLine(value, replaced, cut)
     return ParsedLine(value, replaced)
 
 
-def _may_be_deep(line: bytes) -> bool:
-    """A cheap upper bound: a value cannot nest deeper than its count of opening brackets."""
-    return len(line) > MAX_DEPTH and line.count(b"[") + line.count(b"{") > MAX_DEPTH
+COUNT_BELOW = 4096  # lines up to this long are bounded by counting brackets; longer ones by walking the value
+_IS_CONTAINER = frozenset((dict, list)).__contains__
+
+
+def may_nest_deeper(line: bytes, value: Any) -> bool:
+    """False when ``value``, parsed from ``line``, surely holds no container deeper than MAX_DEPTH levels (then
+    ``cut_depth`` would change nothing); True when it may (``cut_depth`` decides).
+
+    A value cannot nest deeper than its line's count of opening brackets; counting reads every byte twice, which
+    on a long line (mostly string contents: file bodies, base64 images) costs more than walking the parsed
+    value's containers level by level, in C (``gc.get_referents`` visits every item of a dict or list).
+    """
+    if len(line) <= COUNT_BELOW:
+        return len(line) > MAX_DEPTH and line.count(b"[") + line.count(b"{") > MAX_DEPTH
+    return nests_deeper(value)
+
+
+def nests_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether any dict or list lies more than ``limit`` levels deep (``value`` itself at level 1)."""
+    if not _IS_CONTAINER(type(value)):
+        return False
+    level = [value]
+    for _ in range(limit):
+        items = get_referents(*level)
+        level = list(compress(items, map(_IS_CONTAINER, map(type, items))))
+        if not level:
+            return False
+    return True
 
 
 def cut_depth(value: Any) -> tuple[Any, bool]:

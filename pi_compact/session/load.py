@@ -13,7 +13,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ import orjson
 
 from pi_compact.errors import NotFoundError, SessionError
 from pi_compact.session.entries import Diagnostic, Entry, JsonDict, Session
-from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, cut_depth, parse_line
+from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, cut_depth, may_nest_deeper, parse_line
 from pi_compact.session.source import FileSource, read_lines
 
 if TYPE_CHECKING:
@@ -45,17 +45,6 @@ def _is_falsy(value: Any) -> bool:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value == 0 or (isinstance(value, float) and math.isnan(value))
     return isinstance(value, str) and value == ""
-
-
-def _iter_lines(stream: Iterable[bytes], line: int = 0, offset: int = 0) -> Iterator[tuple[int, int, bytes, bool]]:
-    """Yield (line number, byte offset, line, terminated) splitting on b"\\n" only, the stream starting after
-    ``line`` lines and ``offset`` bytes.
-
-    The line keeps its "\\n": JSON allows trailing whitespace, and not slicing it off saves a copy of every line.
-    """
-    for number, chunk in enumerate(stream, start=line + 1):
-        yield number, offset, chunk, chunk.endswith(b"\n")
-        offset += len(chunk)
 
 
 def synthetic_id(session_id: str, line: int, taken: set[str]) -> str:
@@ -305,6 +294,15 @@ def _note_lossy(replaced: bool, cut: bool, body: bytes, number: int, diagnostics
         )
 
 
+def _not_a_header(where: str, number: int) -> SessionError:
+    return SessionError(
+        'not a Pi session: the first JSON line is not a session header ({"type":"session","id":...})',
+        path=where,
+        line=number,
+        code="missing-header",
+    )
+
+
 def _bom_error(where: str) -> SessionError:
     return SessionError(
         "starts with a UTF-8 byte-order mark; Pi 1.6 refuses such a file (remove the first 3 bytes to repair it)",
@@ -482,8 +480,14 @@ def _parse_session(
         if decorate is not None and resume.decorated is not None:
             decorated = {i: tuple(lines) for i, lines in enumerate(resume.decorated)}
     at: tuple[Any, ...] | None = None  # the state before an unterminated last line, for ``snapshot``
-    offset, body = start_offset, b""
-    for number, offset, body, terminated in _iter_lines(stream, start_line, start_offset):
+    number, offset, body = start_line, start_offset, b""
+    next_offset = start_offset
+    loads, decode_error, new_entry = orjson.loads, orjson.JSONDecodeError, Entry.parsed
+    for body in stream:  # split on b"\n" only, each line with its "\n" (JSON allows trailing whitespace)
+        number += 1
+        offset = next_offset
+        next_offset += len(body)
+        terminated = body.endswith(b"\n")
         if not terminated and snapshot is not None and release:
             at = (
                 number - 1,
@@ -498,7 +502,6 @@ def _parse_session(
                 prev_chunk,
                 last_chunk,
             )
-        last_line_no = number
         last_terminated = terminated
         prev_chunk, last_chunk = last_chunk, body
         if number == 1 and body.startswith(BOM):
@@ -507,8 +510,8 @@ def _parse_session(
             last_parsed_ok = True
             continue
         try:
-            value = orjson.loads(body)  # the fast path: valid UTF-8, at most 1,024 levels
-        except orjson.JSONDecodeError:
+            value = loads(body)  # the fast path: valid UTF-8, at most 1,024 levels
+        except decode_error:
             try:
                 parsed = parse_line(body)  # what orjson refuses and JSON.parse reads (see ``jsonline``)
             except ValueError:
@@ -521,43 +524,22 @@ def _parse_session(
             if parsed.replaced_utf8 or parsed.depth_cut:
                 _note_lossy(parsed.replaced_utf8, parsed.depth_cut, body, number, diagnostics)
         else:
-            if len(body) > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+            if len(body) > MAX_DEPTH and may_nest_deeper(body, value):
                 value, cut = cut_depth(value)
                 if cut:
                     _note_lossy(False, True, body, number, diagnostics)
         last_parsed_ok = True
-        if _is_falsy(value):
-            diagnostics.append(
-                Diagnostic("warning", "null-line", "line is JSON null/false: skipped, as Pi does", number)
-            )
-            continue
-        if header is None:
-            if not (isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)):
+        if type(value) is not dict:  # JSON.parse gives exact objects; an object is never falsy
+            if _is_falsy(value):
+                diagnostics.append(
+                    Diagnostic("warning", "null-line", "line is JSON null/false: skipped, as Pi does", number)
+                )
+                continue
+            if header is None:
                 if first_line_bom:
                     raise _bom_error(where)
-                raise SessionError(
-                    'not a Pi session: the first JSON line is not a session header ({"type":"session","id":...})',
-                    path=where,
-                    line=number,
-                    code="missing-header",
-                )
-            header = value
-            header_line = number
-            release = source is not None and _releasable(header)
-            continue
-        if isinstance(value, dict) and value.get("type") == "session":
-            diagnostics.append(
-                Diagnostic(
-                    "warning",
-                    "extra-header",
-                    "another session header after the first: Pi leaves it out of the tree (no entry, never the leaf), "
-                    "and so does picompact",
-                    number,
-                )
-            )
-            continue
-        last_value = (value, number)
-        if not isinstance(value, dict):
+                raise _not_a_header(where, number)
+            last_value = (value, number)
             non_objects.append((number, value))
             diagnostics.append(
                 Diagnostic(
@@ -569,13 +551,46 @@ def _parse_session(
                 )
             )
             continue
+        kind = value.get("type")
+        if header is None:
+            if not (kind == "session" and isinstance(value.get("id"), str)):
+                if first_line_bom:
+                    raise _bom_error(where)
+                raise _not_a_header(where, number)
+            header = value
+            header_line = number
+            release = source is not None and _releasable(header)
+            continue
+        if kind == "session":
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "extra-header",
+                    "another session header after the first: Pi leaves it out of the tree (no entry, never the leaf), "
+                    "and so does picompact",
+                    number,
+                )
+            )
+            continue
+        last_value = (value, number)
         length = len(body) - (1 if terminated else 0)
         if length >= BIG_LINE_BYTES:
             diagnostics.append(
                 Diagnostic("info", "big-line", f"line is {length / 1e6:.1f} MB (loaded in full)", number)
             )
-        entry = Entry(value, number, len(entries), offset, length)
-        if entry.type == "session_info" and not isinstance(value.get("name", ""), (str, type(None))):
+        # The head fields, read as ``Entry.refresh`` reads them
+        entry_id = value.get("id")
+        parent = value.get("parentId")
+        role = None
+        if type(kind) is not str:
+            kind = ""
+        elif kind == "message":
+            msg = value.get("message")
+            if type(msg) is dict:
+                role = msg.get("role")
+                if type(role) is not str:
+                    role = None
+        elif kind == "session_info" and not isinstance(value.get("name", ""), (str, type(None))):
             diagnostics.append(
                 Diagnostic(
                     "warning",
@@ -585,16 +600,28 @@ def _parse_session(
                     number,
                 )
             )
-        entries.append(entry)
-        if release and source is not None and entry.type == "compaction":
+        head = (
+            entry_id if type(entry_id) is str else None,
+            parent if type(parent) is str and parent else None,
+            kind,
+            role,
+        )
+        entries.append(new_entry(value, head, number, len(entries), offset, length))
+        if release and kind == "compaction":
             released_to = _release_before(
-                entries, value.get("firstKeptEntryId"), released_to, source, decorate, decorated
+                entries,
+                value.get("firstKeptEntryId"),
+                released_to,
+                source,  # type: ignore[arg-type]
+                decorate,
+                decorated,
             )
+    last_line_no = number
 
     if snapshot is not None and release and header is not None:
         if at is None and last_terminated and last_line_no > 0:
             counts = (len(entries), len(diagnostics), len(malformed))
-            at = (last_line_no, offset + len(body), *counts, header, header_line, last_value, released_to)
+            at = (last_line_no, next_offset, *counts, header, header_line, last_value, released_to)
             at = (*at, prev_chunk, last_chunk)
         if at is not None and at[1] > 0 and at[0] >= header_line:
             snapshot.append(_snapshot(at, entries, diagnostics, malformed, decorate, decorated))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from pi_compact.errors import CycleError, NotFoundError
 from pi_compact.session.entries import Diagnostic, Entry, Session
+
+_ID = attrgetter("id")
 
 
 @dataclass(slots=True)
@@ -26,10 +29,9 @@ class Branch:
     def position(self, entry_id: str) -> int:
         """0-based position of an entry on the branch (the first with that id), or -1."""
         if self._positions is None:
-            positions: dict[str, int] = {}
-            for i, entry in enumerate(self.entries):
-                positions.setdefault(entry.id, i)
-            self._positions = positions
+            ids = list(map(_ID, self.entries))
+            ids.reverse()  # the first of a repeated id is written last, and wins
+            self._positions = dict(zip(ids, range(len(ids) - 1, -1, -1), strict=True))
         return self._positions.get(entry_id, -1)
 
     def __len__(self) -> int:
@@ -135,36 +137,50 @@ def get_branch(session: Session, leaf_id: str | None = None) -> Branch:
 
 def _walk(session: Session, start: Entry, where: str) -> Branch:
     path: list[Entry] = []
-    seen: set[int] = set()
+    append = path.append
+    get = session.by_id.get
+    bound = len(session.entries)  # a walk longer than the file has entries has met an entry twice: a cycle
     current: Entry | None = start
-    diagnostics: list[Diagnostic] = []
     while current is not None:
-        if id(current) in seen:
-            raise CycleError(
-                f"parentId cycle through entry {current.id} (Pi would hang on this file)", path=where, line=current.line
-            )
-        seen.add(id(current))
-        path.append(current)
+        append(current)
         parent = current.parent_id
         if parent is None:
             break
-        nxt = session.by_id.get(parent)
-        if nxt is None:
-            earlier = sum(1 for e in session.entries if e.index < current.index and id(e) not in seen)
-            diagnostics.append(
-                Diagnostic(
-                    "warning",
-                    "orphaned-branch",
-                    f"entry {current.id} points to parent {parent}, which is not in the file (a malformed line?): "
-                    f"the branch starts here, as in Pi, and {earlier} earlier entries are not on it",
-                    current.line,
-                )
-            )
-        current = nxt
+        current = get(parent)  # None: the parent is missing, and the branch starts here (reported below)
+        if len(path) > bound:
+            _refuse_cycle(path, where)
     path.reverse()
+    diagnostics: list[Diagnostic] = []
+    if path and path[0].parent_id is not None:
+        diagnostics.append(_orphan_diagnostic(session, path))
     _check_first_kept(path, diagnostics)
     _check_message_objects(path, diagnostics)
     return Branch(session, path, diagnostics)
+
+
+def _orphan_diagnostic(session: Session, path: list[Entry]) -> Diagnostic:
+    first = path[0]
+    on_path = {id(e) for e in path}
+    earlier = sum(1 for e in session.entries if e.index < first.index and id(e) not in on_path)
+    return Diagnostic(
+        "warning",
+        "orphaned-branch",
+        f"entry {first.id} points to parent {first.parent_id}, which is not in the file (a malformed line?): "
+        f"the branch starts here, as in Pi, and {earlier} earlier entries are not on it",
+        first.line,
+    )
+
+
+def _refuse_cycle(path: list[Entry], where: str) -> None:
+    """CycleError naming the first entry the walk meets a second time, as a walk keeping every entry seen would."""
+    seen: set[int] = set()
+    for entry in path:
+        if id(entry) in seen:
+            raise CycleError(
+                f"parentId cycle through entry {entry.id} (Pi would hang on this file)", path=where, line=entry.line
+            )
+        seen.add(id(entry))
+    raise AssertionError("a walk longer than the file repeats an entry")  # pragma: no cover
 
 
 def _check_message_objects(path: list[Entry], diagnostics: list[Diagnostic]) -> None:
@@ -192,7 +208,7 @@ def _check_first_kept(path: list[Entry], diagnostics: list[Diagnostic]) -> None:
         return
     compaction = path[at]
     first_kept = compaction.raw.get("firstKeptEntryId")
-    if first_kept == compaction.id or any(path[i].id == first_kept for i in range(at)):
+    if first_kept == compaction.id or first_kept in map(_ID, path[:at]):
         return
     shown = first_kept if isinstance(first_kept, str) else "(missing)"
     diagnostics.append(

@@ -13,10 +13,20 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pi_compact.errors import NotFoundError, PiCompactError, SessionError
 from pi_compact.session import get_branch, load_session
-from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, parse_iterative, parse_line
+from pi_compact.session.jsonline import (
+    COUNT_BELOW,
+    DEEP_MARKER,
+    MAX_DEPTH,
+    cut_depth,
+    nests_deeper,
+    parse_iterative,
+    parse_line,
+)
 from pi_compact.session.load import js_number
 from pi_compact.session.write import migrated_lines
 from tests.helpers.sessions import SessionBuilder, simple_session
@@ -227,6 +237,53 @@ def test_deep_line_is_loaded_with_the_deep_part_marked(tmp_path: Path) -> None:
 def test_parse_line_marks_orjson_depth_values_too() -> None:
     parsed = parse_line(b'{"a":' + deep_value(600) + b"}")
     assert parsed.depth_cut
+
+
+def _exact_depth(value: Any) -> int:
+    """Levels of dicts and lists, ``value`` itself at level 1 (0 for a scalar)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_exact_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_exact_depth, value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2, 600])
+@pytest.mark.parametrize("padding", [0, COUNT_BELOW * 2])
+def test_deep_lines_long_and_short_are_cut_alike(tmp_path: Path, depth: int, padding: int) -> None:
+    """Long lines are bounded by walking the parsed value, short ones by counting brackets: the same lines are cut."""
+    sb = simple_session(turns=1)
+    nested = b"[" * (depth - 1) + b'["' + b"x" * padding + b'"]' + b"]" * (depth - 1)
+    line = b'{"type":"custom","id":"deep0002","parentId":"' + sb.leaf.encode() + b'","data":' + nested + b"}\n"  # type: ignore[union-attr]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(sb.to_bytes() + line)
+    session = load_session(path)
+    cut = [d.line for d in session.diagnostics if d.code == "deep-nesting"]
+    expected = cut_depth(orjson.loads(line))
+    assert bool(cut) == expected[1] == (depth + 1 > MAX_DEPTH)  # the entry object is one more level
+    assert session.entries[-1].raw == expected[0]
+
+
+def test_brackets_inside_long_strings_are_not_nesting(tmp_path: Path) -> None:
+    sb = simple_session(turns=1)
+    sb.user("[{" * COUNT_BELOW)  # thousands of brackets, all inside one string
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(sb.to_bytes())
+    session = load_session(path)
+    assert not [d for d in session.diagnostics if d.code == "deep-nesting"]
+    assert session.entries[-1].message["content"] == "[{" * COUNT_BELOW  # type: ignore[index]
+
+
+nested_json = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=2), children, max_size=3),
+    max_leaves=40,
+)
+
+
+@given(nested_json, st.integers(min_value=1, max_value=8))
+def test_nests_deeper_agrees_with_the_exact_depth(value: Any, limit: int) -> None:
+    assert nests_deeper(value, limit) == (_exact_depth(value) > limit)
 
 
 # --------------------------------------------------------------------------- things that are not regular files
