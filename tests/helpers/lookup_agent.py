@@ -1,13 +1,13 @@
-"""For the lookup tests: a scripted model served by the HTTP server on 127.0.0.1 (OpenAI tools or Anthropic
-tool_use), a small session with a build error, paged warnings and an output that pretends to be another entry, and
-readers of what the server received."""
+"""For the lookup tests: a scripted model served by the HTTP server on 127.0.0.1 (OpenAI Chat Completions tools,
+OpenAI Responses function calls or Anthropic tool_use), a small session with a build error, paged warnings and an
+output that pretends to be another entry, and readers of what the server received."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +71,15 @@ class ScriptedModel:
         self.script: list[Reply] = []
         self.bodies: list[Body] = []
         self._calls = 0
-        path = "/v1/messages" if protocol == "anthropic" else "/v1/chat/completions"
+        path = {"anthropic": "/v1/messages", "openai-responses": "/v1/responses"}.get(protocol, "/v1/chat/completions")
         server.expect_request(path, method="POST").respond_with_handler(self._handle)
 
     # -- the model as the code sees it ------------------------------------------------------------------------
 
     @property
     def model_arg(self) -> str:
-        return "anthropic/claude-sonnet-4-5" if self.protocol == "anthropic" else "openai/gpt-4.1-mini"
+        models = {"anthropic": "anthropic/claude-sonnet-4-5", "openai-responses": "openai/gpt-5.1"}
+        return models.get(self.protocol, "openai/gpt-4.1-mini")
 
     @property
     def base_url(self) -> str:
@@ -87,6 +88,8 @@ class ScriptedModel:
 
     @property
     def ref(self) -> ModelRef:
+        if self.protocol == "openai-responses":  # a --base-url would mean Chat Completions
+            return replace(resolve_model(self.model_arg), base_url=self.base_url)
         return resolve_model(self.model_arg, base_url=self.base_url)
 
     @property
@@ -144,6 +147,13 @@ class ScriptedModel:
             content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
             content += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]
             return self._anthropic(content, "tool_use")
+        if self.protocol == "openai-responses":
+            items = [_responses_text(text)] if text else []
+            items += [
+                {"type": "function_call", "id": f"fc_{i}", "call_id": i, "name": n, "arguments": json.dumps(a)}
+                for i, n, a in calls
+            ]
+            return self._responses(items, "completed")
         message = {
             "role": "assistant",
             "content": text or None,
@@ -156,6 +166,8 @@ class ScriptedModel:
     def _text_reply(self, text: str, stop: str | None) -> WResponse:
         if self.protocol == "anthropic":
             return self._anthropic([{"type": "text", "text": text}], stop or "end_turn")
+        if self.protocol == "openai-responses":
+            return self._responses([_responses_text(text)], "incomplete" if stop == "length" else "completed")
         return self._openai({"role": "assistant", "content": text}, stop or "stop")
 
     def _anthropic(self, content: list[dict[str, Any]], stop: str) -> WResponse:
@@ -179,6 +191,18 @@ class ScriptedModel:
         }
         return WResponse(json.dumps(body), content_type="application/json")
 
+    def _responses(self, output: list[dict[str, Any]], status: str) -> WResponse:
+        body = {
+            "id": "resp_test",
+            "object": "response",
+            "status": status,
+            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+            "model": "gpt-5.1",
+            "output": output,
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        }
+        return WResponse(json.dumps(body), content_type="application/json")
+
     def _error(self, status: int, message: str) -> WResponse:
         return WResponse(
             json.dumps({"error": {"type": "invalid_request_error", "message": message}}),
@@ -187,8 +211,33 @@ class ScriptedModel:
         )
 
 
+def _responses_text(text: str) -> dict[str, Any]:
+    content = [{"type": "output_text", "text": text, "annotations": []}]
+    return {"type": "message", "id": "msg_test", "role": "assistant", "status": "completed", "content": content}
+
+
 # ---------------------------------------------------------------------------------------------------------------
-# Reading what the server received, either protocol
+# Reading what the server received, any protocol
+
+
+def _messages(body: Body) -> list[dict[str, Any]]:
+    """The conversation of a request: Chat Completions and Anthropic ``messages``, the Responses API's ``input``
+    items (a tool result there is a ``function_call_output`` item, a call a ``function_call`` item)."""
+    if "input" not in body:
+        return list(body["messages"])
+    out: list[dict[str, Any]] = []
+    for item in body["input"]:
+        kind = item.get("type")
+        if kind == "function_call_output":
+            out.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+        elif kind == "function_call":
+            out.append({"role": "assistant", "tool_calls": [{"id": item["call_id"]}]})
+        elif item.get("role") == "user":
+            texts = [{"type": "text", "text": p["text"]} for p in item["content"] if p.get("type") == "input_text"]
+            out.append({"role": "user", "content": texts})
+        elif item.get("role") in ("developer", "system"):
+            out.append({"role": "system", "content": item["content"]})
+    return out
 
 
 def tool_names(body: Body) -> list[str]:
@@ -199,7 +248,7 @@ def tool_names(body: Body) -> list[str]:
 def tool_results(body: Body) -> list[tuple[str, str]]:
     """(tool call id, result text) of every tool result in a request, in order."""
     out: list[tuple[str, str]] = []
-    for message in body["messages"]:
+    for message in _messages(body):
         if message.get("role") == "tool":
             out.append((message["tool_call_id"], message["content"]))
         elif isinstance(message.get("content"), list):
@@ -212,7 +261,7 @@ def tool_results(body: Body) -> list[tuple[str, str]]:
 def tool_call_ids(body: Body) -> list[str]:
     """Ids of the tool calls of every assistant turn in a request, in order."""
     out: list[str] = []
-    for message in body["messages"]:
+    for message in _messages(body):
         if message.get("role") != "assistant":
             continue
         for call in message.get("tool_calls") or []:
@@ -228,7 +277,7 @@ def last_result(body: Body) -> str:
 
 def user_texts(body: Body) -> list[str]:
     out: list[str] = []
-    for message in body["messages"]:
+    for message in _messages(body):
         if message.get("role") != "user":
             continue
         content = message["content"]
@@ -242,7 +291,7 @@ def user_texts(body: Body) -> list[str]:
 def system_of(body: Body) -> str:
     if "system" in body:
         return body["system"]
-    return next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+    return next((m["content"] for m in _messages(body) if m["role"] == "system"), "")
 
 
 _CURSOR = re.compile(r'cursor="([^"]+)"')

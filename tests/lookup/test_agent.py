@@ -1,8 +1,10 @@
-"""The lookup loop against a scripted model over real HTTP, in both protocols: tools, pages, budgets, write-up."""
+"""The lookup loop against a scripted model over real HTTP, in both protocols (and once through OpenAI's Responses
+API): tools, pages, budgets, write-up."""
 
 from __future__ import annotations
 
 import pytest
+from pytest_httpserver import HTTPServer
 
 from pi_compact.cli.lookup import lookup_exit_code
 from pi_compact.errors import ExitCode, ProviderError
@@ -33,6 +35,31 @@ def ask(
     transcript = build_transcript(load_session(history.path))
     options = LookupOptions(max_retries=0, **opts)
     return run_lookup(transcript, question, scripted.ref, api_key=scripted.key, options=options)
+
+
+@pytest.fixture
+def responses(server: HTTPServer, keys: dict[str, str]) -> ScriptedModel:
+    """The scripted model speaking OpenAI's Responses API (what Pi uses for OpenAI's own models)."""
+    return ScriptedModel(server, "openai-responses")
+
+
+def test_a_search_that_pages_then_answers_through_the_responses_api(history: History, responses: ScriptedModel) -> None:
+    out = history.ids["build_output"]
+    responses.tools(("grep", {"pattern": "error TS\\d+"}))
+    responses.tools(("show_entry", {"id": out}))
+    responses.answer(f'The build failed with "{BUILD_ERROR}" (ENTRY {out}).')
+    result = ask(history, responses)
+
+    assert result.complete and result.found and [c.id for c in result.citations] == [out]
+    assert result.searches_used == 2 and result.model_calls == 3
+    first, second, third = responses.bodies
+    assert tool_names(first) == TOOLS and "Not found in this session." in system_of(first)
+    assert "What failed in the build?" in user_texts(first)[0]
+    # Each result goes back as the function_call_output of the call that asked for it, after that call.
+    assert tool_call_ids(third) == ["call_1", "call_2"]
+    assert [call_id for call_id, _ in tool_results(third)] == ["call_1", "call_2"]
+    assert f"{out}:toolResult:4:{BUILD_ERROR}" in tool_results(second)[0][1]
+    assert BUILD_ERROR in tool_results(third)[1][1]
 
 
 def test_a_direct_answer_searches_once_and_cites_the_entry(history: History, scripted: ScriptedModel) -> None:
