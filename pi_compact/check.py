@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pi_compact.errors import OptionError, SettingsError
 from pi_compact.messages import current_system_message
@@ -22,19 +21,28 @@ if TYPE_CHECKING:
 MAX_TOKENS_SETTING = 100_000_000  # a token setting above this is a typo, not a window
 
 
-@dataclass(frozen=True)
 class CheckOptions:
-    """Settings flags shared by ``check`` and ``compact``; None means "as Pi resolves it"."""
+    """Settings flags shared by ``check`` and ``compact``; None means "as Pi resolves it". A value out of range
+    raises ``OptionError`` here, before any file is read."""
 
-    context_window: int | None = None
-    model: str | None = None  # PROVIDER/ID
-    reserve_tokens: int | None = None
-    keep_recent_tokens: int | None = None
-    leaf_id: str | None = None
-    tokenizer: str = "pi"  # or "cl100k"
+    __slots__ = ("context_window", "keep_recent_tokens", "leaf_id", "model", "reserve_tokens", "tokenizer")
 
-    def __post_init__(self) -> None:
-        window = self.context_window
+    def __init__(
+        self,
+        context_window: int | None = None,
+        model: str | None = None,  # PROVIDER/ID
+        reserve_tokens: int | None = None,
+        keep_recent_tokens: int | None = None,
+        leaf_id: str | None = None,
+        tokenizer: str = "pi",  # or "cl100k"
+    ) -> None:
+        self.context_window = context_window
+        self.model = model
+        self.reserve_tokens = reserve_tokens
+        self.keep_recent_tokens = keep_recent_tokens
+        self.leaf_id = leaf_id
+        self.tokenizer = tokenizer
+        window = context_window
         if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
             raise OptionError(("context_window",), f"must be a positive integer, got {window!r}")
         for name in ("context_window", "reserve_tokens", "keep_recent_tokens"):
@@ -47,8 +55,7 @@ class CheckOptions:
             raise OptionError(("tokenizer",), f"must be pi or cl100k (got {self.tokenizer!r})")
 
 
-@dataclass
-class CheckResult:
+class CheckResult(NamedTuple):
     """Everything ``check`` reports; ``to_json`` is the documented, stable document."""
 
     session: Session
@@ -64,10 +71,10 @@ class CheckResult:
     settings_sources: dict[str, str]
     threshold: int
     should_compact: bool
+    warnings: list[str]
+    forecast: Forecast | None = None  # turns left before the threshold
     tokenizer: str = "pi"
     cl100k_tokens: int | None = None
-    warnings: list[str] = field(default_factory=list)
-    forecast: Forecast | None = None  # turns left before the threshold
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -227,7 +234,9 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
             f"reserveTokens ({settings.reserve_tokens}) is not below the context window ({window}): "
             "every non-empty context crosses the threshold"
         )
-    result = CheckResult(
+    from pi_compact.forecast import check_forecast
+
+    return CheckResult(
         session=session,
         branch=branch,
         plan=plan,
@@ -241,15 +250,11 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
         settings_sources=dict(settings.sources),
         threshold=threshold,
         should_compact=should_compact(plan.context.tokens, window, settings.reserve_tokens, settings.enabled),
-        tokenizer=options.tokenizer,
         warnings=warnings,
+        forecast=check_forecast(branch, plan.context.tokens, threshold),
+        tokenizer=options.tokenizer,
+        cl100k_tokens=cl100k_context_tokens(plan) if options.tokenizer == "cl100k" else None,
     )
-    from pi_compact.forecast import check_forecast
-
-    result.forecast = check_forecast(branch, plan.context.tokens, threshold)
-    if options.tokenizer == "cl100k":
-        result.cl100k_tokens = cl100k_context_tokens(plan)
-    return result
 
 
 def check_session(path: str | Path, options: CheckOptions | None = None, *, cache: bool = False) -> CheckResult:
