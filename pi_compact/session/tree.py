@@ -5,12 +5,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import attrgetter
+from itertools import compress, islice, repeat
+from operator import attrgetter, is_
 
 from pi_compact.errors import CycleError, NotFoundError
 from pi_compact.session.entries import Diagnostic, Entry, Session
 
 _ID = attrgetter("id")
+_ROLE = attrgetter("role")
 
 
 @dataclass(slots=True)
@@ -185,9 +187,9 @@ def _refuse_cycle(path: list[Entry], where: str) -> None:
 
 def _check_message_objects(path: list[Entry], diagnostics: list[Diagnostic]) -> None:
     """A message entry on the branch without a message (or with null): Pi reads ``entry.message.role`` and throws."""
-    for entry in path:
-        # entry.role is read at load: an entry with a role has a message, and its body need not be read again
-        if entry.type == "message" and entry.role is None and entry.raw.get("message") is None:
+    # entry.role is read at load: an entry with a role has a message, and its body need not be read again
+    for entry in compress(path, map(is_, map(_ROLE, path), repeat(None))):
+        if entry.type == "message" and entry.raw.get("message") is None:
             diagnostics.append(
                 Diagnostic(
                     "warning",
@@ -208,8 +210,8 @@ def _check_first_kept(path: list[Entry], diagnostics: list[Diagnostic]) -> None:
         return
     compaction = path[at]
     first_kept = compaction.raw.get("firstKeptEntryId")
-    if first_kept == compaction.id or first_kept in map(_ID, path[:at]):
-        return
+    if first_kept == compaction.id or first_kept in map(_ID, islice(reversed(path), len(path) - at, None)):
+        return  # looked for from the compaction back: Pi's compactions keep from shortly before themselves
     shown = first_kept if isinstance(first_kept, str) else "(missing)"
     diagnostics.append(
         Diagnostic(
