@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from pi_compact.session.source import FileSource
@@ -37,8 +37,7 @@ ENTRY_TYPES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):
     """A recoverable problem found while loading; reported, never fatal."""
 
     level: Literal["warning", "info"]
@@ -205,7 +204,7 @@ class Entry:
         return f"message:{role}" if role else self.type
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)  # no field-by-field == or repr of every entry: quicker to define
 class Session:
     """A loaded session file. ``entries`` are in file order; ``by_id`` lets the later duplicate win, as Pi does."""
 
