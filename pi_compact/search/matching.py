@@ -21,7 +21,13 @@ from typing import Any
 
 from pi_compact.errors import PatternError, UsageError
 from pi_compact.search import rawregex
-from pi_compact.search.prefilter import RawFilter, build_raw_filter, required_literals, take_census
+from pi_compact.search.prefilter import (
+    RawFilter,
+    build_raw_filter,
+    plain_literal_filter,
+    required_literals,
+    take_census,
+)
 from pi_compact.search.render import RenderedEntry, render_entry
 from pi_compact.search.transcript import Transcript
 from pi_compact.session.entries import Entry
@@ -177,16 +183,21 @@ class Candidates:
         data = transcript.raw_bytes()
         if data is None:
             return
-        census = transcript.census if transcript.census is not None else take_census(data)
-        transcript.census = census
-        if literals is not None:
-            self.filter = build_raw_filter(literals, data, ignore_case=ignore_case, census=census)
+        unusual = False  # the file escapes a control character unusually: decorated lines are checked
+        if literals is not None and not ignore_case:
+            self.filter = plain_literal_filter(literals)
         if self.filter is None and tree is not None:
-            program = rawregex.compile_raw(rawregex.raw_pattern(tree, census.escaped_ascii, census.escaped_slash))
+            raw = rawregex.raw_pattern(tree, frozenset(), False)
+            program = rawregex.compile_raw(raw)
             if program is not None:
-                self.filter = RawFilter((), program, 0)
+                self.filter = RawFilter((), program, 0, rawregex.alphabet(tree).ascii)
+        if self.filter is None and literals is not None:
+            census = transcript.census if transcript.census is not None else take_census(data)
+            transcript.census = census
+            unusual = census.unusual_escapes
+            self.filter = build_raw_filter(literals, data, ignore_case=ignore_case, census=census)
         self.data = data if self.filter is not None else None
-        if self.filter is not None and tree is not None and not synthetic and not census.unusual_escapes:
+        if self.filter is not None and tree is not None and not synthetic and not unusual:
             self.decorated = not rawregex.decorated_safe(tree, relaxed_search(tree))
 
     @property

@@ -359,6 +359,11 @@ def raw_pattern(node: Node, escaped_ascii: frozenset[str], escaped_slash: bool) 
     return b""
 
 
+def quote(literal: bytes) -> bytes:
+    """A bytes pattern matching exactly ``literal``."""
+    return b"".join(b"\\x%02x" % byte for byte in literal)
+
+
 def compile_raw(pattern: bytes) -> Any | None:
     """The RE2 program for a raw pattern, or None when RE2 is not installed or refuses it (too large)."""
     try:
