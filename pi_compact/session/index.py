@@ -81,6 +81,17 @@ class PrefixState:
     decorated: list[list[str]] | None = None
 
 
+REWRITE_FRACTION = 64  # an index is written again once the part after it is this fraction of what it covers
+
+
+def worth_writing(state: PrefixState | None, size: int) -> bool:
+    """Whether a load of a file of ``size`` bytes that resumed from ``state`` (None: no usable index) should write
+    the index again. Writing costs about what the index covers; a few appended lines cost a re-run next to
+    nothing to parse again, so the index is rewritten only once the part after it has grown to 1/64 of it (or 64
+    KiB, whichever is more)."""
+    return state is None or size - state.prefix_len >= max(state.prefix_len // REWRITE_FRACTION, 64 * 1024)
+
+
 def disabled() -> bool:
     """``PICOMPACT_NO_CACHE`` set to anything but "" or "0" turns the cache off."""
     return os.environ.get(NO_CACHE_ENV, "") not in ("", "0")

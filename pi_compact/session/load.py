@@ -14,12 +14,14 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from pi_compact.errors import NotFoundError, SessionError
+from pi_compact.session.entries import _UNREAD as UNREAD
 from pi_compact.session.entries import Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, cut_depth, may_nest_deeper, parse_line
 from pi_compact.session.source import FileSource, read_lines
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from pi_compact.session.index import PrefixState
 
 CURRENT_VERSION = 3
+_ID = attrgetter("id")
 BIG_LINE_BYTES = 16 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
 TAIL_BYTES = 64
@@ -205,6 +208,34 @@ def _migrate(header: JsonDict, entries: list[Entry], diagnostics: list[Diagnosti
     return version
 
 
+def _index_ids(entries: list[Entry], diagnostics: list[Diagnostic]) -> dict[str, Entry]:
+    """Entries by id, the later of a repeated id winning as in Pi; warnings for entries without an id and for
+    repeated ids."""
+    by_id = dict(zip(map(_ID, entries), entries, strict=True))
+    if len(by_id) == len(entries) and None not in by_id:
+        return by_id  # every id present and distinct, as in every file Pi wrote: nothing to report
+    by_id = {}
+    first_seen: dict[str, int] = {}
+    for entry in entries:
+        entry_id = entry.id
+        if entry_id is None:
+            diagnostics.append(Diagnostic("warning", "missing-id", "entry has no string id", entry.line))
+            continue
+        if entry_id in by_id:
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "duplicate-id",
+                    f"id {entry_id} also used on line {first_seen[entry_id]}; the later entry wins, as in Pi",
+                    entry.line,
+                )
+            )
+        else:
+            first_seen[entry_id] = entry.line
+        by_id[entry_id] = entry
+    return by_id
+
+
 def _pi_finds_no_leaf(value: Any) -> bool:
     """Pi's leaf is the id of the last parsed entry; a non-object has none, and a falsy id ("", 0, null) is none."""
     return not isinstance(value, dict) or _is_falsy(value.get("id"))
@@ -379,19 +410,23 @@ def _releasable(header: JsonDict) -> bool:
 
 
 def _resumed_entries(state: PrefixState, source: FileSource) -> list[Entry]:
-    head_only = Entry.head_only
-    return [
-        head_only(source, head, line, index, offset, length)
-        for index, (head, line, offset, length) in enumerate(
-            zip(
-                zip(state.ids, state.parents, state.types, state.roles, strict=True),
-                state.line,
-                state.offset,
-                state.length,
-                strict=True,
-            )
-        )
-    ]
+    """The prefix's entries, released, built from the index's columns (as ``Entry.head_only`` builds one, without
+    a call per entry: this is most of what a re-run costs)."""
+    new = Entry.__new__
+    entries: list[Entry] = []
+    append = entries.append
+    columns = zip(
+        state.ids, state.parents, state.types, state.roles, state.line, state.offset, state.length, strict=True
+    )
+    for index, (entry_id, parent, kind, role, line, offset, length) in enumerate(columns):
+        entry = new(Entry)
+        entry._raw = None
+        entry._source = source
+        entry._timestamp = UNREAD
+        entry.id, entry.parent_id, entry.type, entry.role = entry_id, parent, kind, role  # type: ignore[assignment]
+        entry.line, entry.index, entry.offset, entry.length = line, index, offset, length
+        append(entry)
+    return entries
 
 
 def _snapshot(
@@ -665,25 +700,7 @@ def _parse_session(
 
     tail = (prev_chunk[-TAIL_BYTES:] + last_chunk)[-TAIL_BYTES:]
     original_version = _migrate(header, entries, diagnostics, header_line)
-    by_id: dict[str, Entry] = {}
-    first_seen: dict[str, int] = {}
-    for entry in entries:
-        entry_id = entry.id
-        if entry_id is None:
-            diagnostics.append(Diagnostic("warning", "missing-id", "entry has no string id", entry.line))
-            continue
-        if entry_id in by_id:
-            diagnostics.append(
-                Diagnostic(
-                    "warning",
-                    "duplicate-id",
-                    f"id {entry_id} also used on line {first_seen[entry_id]}; the later entry wins, as in Pi",
-                    entry.line,
-                )
-            )
-        else:
-            first_seen[entry_id] = entry.line
-        by_id[entry_id] = entry
+    by_id = _index_ids(entries, diagnostics)
     no_leaf = False
     if last_value is not None:
         if original_version < 2:  # Pi's v1 migration gives every object (arrays too) an id, and throws on the rest
@@ -782,7 +799,7 @@ def load_session(
                 state = index.read(p, stream.fileno(), st, decorate is not None) if use_cache else None
                 if state is not None:
                     stream.seek(state.prefix_len)
-                snapshot = [] if use_cache else None
+                snapshot = [] if use_cache and index.worth_writing(state, size) else None
             lines = read_lines(stream)
             session = parse_session(lines, p, size, None if keep_bodies else source, decorate, state, snapshot)
             if snapshot and (state is None or snapshot[0].prefix_len > state.prefix_len):

@@ -359,3 +359,29 @@ def test_grep_and_check_keep_separate_indexes(tmp_path: Path) -> None:
         assert index.read(path, fd, os.fstat(fd)) is not None  # check's index is still there
     finally:
         os.close(fd)
+
+
+def test_small_appends_resume_from_the_index_without_writing_it_again(tmp_path: Path) -> None:
+    """Writing the index costs about what it covers: a few appended lines are parsed again by each run instead, until
+    the part after the index has grown enough to be worth indexing."""
+    path = tmp_path / "s.jsonl"
+    shutil.copyfile(PI_FIXTURES / "gen-multi-compaction-101.jsonl", path)
+    load_session(path, cache=True)
+    written = index.index_path(path).read_bytes()
+    for line in POOL[:3]:
+        with open(path, "ab") as f:
+            f.write(line)
+        assert summary(load_session(path, cache=True)) == summary(load_session(path))
+        assert index.index_path(path).read_bytes() == written  # not written again, and still used:
+        assert index_usable(path)
+    with open(path, "ab") as f:
+        while path.stat().st_size - len(PI_FIXTURES.joinpath("gen-multi-compaction-101.jsonl").read_bytes()) < 70_000:
+            f.write(POOL[-1])
+    assert summary(load_session(path, cache=True)) == summary(load_session(path))
+    assert index.index_path(path).read_bytes() != written
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        state = index.read(path, fd, os.fstat(fd))
+    finally:
+        os.close(fd)
+    assert state is not None and state.prefix_len == path.stat().st_size  # it now covers the whole file
