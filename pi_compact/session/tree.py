@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
 from operator import attrgetter, is_
 
@@ -15,14 +14,16 @@ _ID = attrgetter("id")
 _ROLE = attrgetter("role")
 
 
-@dataclass(slots=True)
 class Branch:
     """Entries root → leaf, plus what the walk noticed (an orphaned start, say)."""
 
-    session: Session
-    entries: list[Entry]
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    _positions: dict[str, int] | None = field(default=None, repr=False)
+    __slots__ = ("_positions", "diagnostics", "entries", "session")
+
+    def __init__(self, session: Session, entries: list[Entry], diagnostics: list[Diagnostic] | None = None) -> None:
+        self.session = session
+        self.entries = entries
+        self.diagnostics: list[Diagnostic] = [] if diagnostics is None else diagnostics
+        self._positions: dict[str, int] | None = None
 
     @property
     def leaf(self) -> Entry | None:
