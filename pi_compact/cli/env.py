@@ -14,7 +14,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
 import orjson
@@ -52,27 +51,40 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
-@dataclass(eq=False)
 class Environment:
     """Streams, terminal and variables of one run of picompact; build one with ``from_process`` or ``captured``."""
 
-    stdin: TextIO
-    stdout: TextIO
-    stderr: TextIO
-    environ: Mapping[str, str]
-    stdin_isatty: bool = False
-    stdout_isatty: bool = False
-    stderr_isatty: bool = False
-    program_name: str = "picompact"
-    argv: list[str] = field(default_factory=list)
-    debug: bool = False
-    # None: human output; "document": one JSON document (errors too); "lines": JSON Lines (errors as a record).
-    json_mode: JsonMode | None = None
-    # What Ctrl-C means at this point of the command (a command that already wrote says so here).
-    interrupted_note: str = INTERRUPTED_NOTE
-    # --color=always|never of a command that offers it (None: auto, the terminal decides).
-    color_choice: bool | None = None
-    _console: Any = field(default=None, repr=False)
+    def __init__(
+        self,
+        stdin: TextIO,
+        stdout: TextIO,
+        stderr: TextIO,
+        environ: Mapping[str, str],
+        *,
+        stdin_isatty: bool = False,
+        stdout_isatty: bool = False,
+        stderr_isatty: bool = False,
+        program_name: str = "picompact",
+        argv: list[str] | None = None,
+        debug: bool = False,
+    ) -> None:
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.environ = environ
+        self.stdin_isatty = stdin_isatty
+        self.stdout_isatty = stdout_isatty
+        self.stderr_isatty = stderr_isatty
+        self.program_name = program_name
+        self.argv: list[str] = [] if argv is None else argv
+        self.debug = debug
+        # None: human output; "document": one JSON document (errors too); "lines": JSON Lines (errors as a record).
+        self.json_mode: JsonMode | None = None
+        # What Ctrl-C means at this point of the command (a command that already wrote says so here).
+        self.interrupted_note = INTERRUPTED_NOTE
+        # --color=always|never of a command that offers it (None: auto, the terminal decides).
+        self.color_choice: bool | None = None
+        self._console: Any = None
 
     # ------------------------------------------------------------------ construction
 
