@@ -33,8 +33,10 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import sys
 import zlib
-from dataclasses import dataclass
+from array import array
+from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -46,7 +48,7 @@ from pi_compact.session.source import read_at
 
 NO_CACHE_ENV = "PICOMPACT_NO_CACHE"
 MAGIC = b"picompact-index\n"
-FORMAT = 1
+FORMAT = 2
 _HEAD = struct.Struct(">HII")  # format version, CRC-32 and Adler-32 of the body
 FULL_HASH_BYTES = 4 * 1024 * 1024
 EDGE_BYTES = 64 * 1024
@@ -54,31 +56,75 @@ SAMPLES = 256
 SAMPLE_BYTES = 4096
 
 
-@dataclass(slots=True)
 class PrefixState:
     """The loader's state after the last complete line of a file's prefix (see ``load._parse_session``)."""
 
-    prefix_len: int  # bytes up to and including the last "\n" read
-    lines: int  # physical lines in the prefix
-    header: dict[str, Any]
-    header_line: int
-    last_value: Any  # the last parsed non-header value: for an object only its "id" is kept
-    last_value_line: int  # 0: none
-    released_to: int
-    malformed: list[int]
-    diagnostics: list[tuple[str, str, str, int | None]]  # (level, code, message, line) found while reading lines
-    prev_tail: bytes
-    last_tail: bytes
-    # Per entry, in file order
-    line: list[int]
-    offset: list[int]
-    length: list[int]
-    ids: list[str | None]
-    parents: list[str | None]
-    types: list[str]
-    roles: list[str | None]
-    # Per entry, its decorated-only rendered lines (grep's index; see ``load_session(decorate=...)``), or None
-    decorated: list[list[str]] | None = None
+    __slots__ = (
+        "decorated",
+        "diagnostics",
+        "header",
+        "header_line",
+        "ids",
+        "last_tail",
+        "last_value",
+        "last_value_line",
+        "length",
+        "line",
+        "lines",
+        "malformed",
+        "offset",
+        "parents",
+        "prefix_len",
+        "prev_tail",
+        "released_to",
+        "roles",
+        "types",
+    )
+
+    def __init__(
+        self,
+        *,
+        prefix_len: int,  # bytes up to and including the last "\n" read
+        lines: int,  # physical lines in the prefix
+        header: dict[str, Any],
+        header_line: int,
+        last_value: Any,  # the last parsed non-header value: for an object only its "id" is kept
+        last_value_line: int,  # 0: none
+        released_to: int,
+        malformed: list[int],
+        diagnostics: list[tuple[str, str, str, int | None]],  # (level, code, message, line) found reading lines
+        prev_tail: bytes,
+        last_tail: bytes,
+        # Per entry, in file order
+        line: Sequence[int],
+        offset: Sequence[int],
+        length: Sequence[int],
+        ids: list[str | None],
+        parents: list[str | None],
+        types: list[str],
+        roles: list[str | None],
+        # Per entry, its decorated-only rendered lines (grep's index; see ``load_session(decorate=...)``), or None
+        decorated: list[list[str]] | None = None,
+    ) -> None:
+        self.prefix_len = prefix_len
+        self.lines = lines
+        self.header = header
+        self.header_line = header_line
+        self.last_value = last_value
+        self.last_value_line = last_value_line
+        self.released_to = released_to
+        self.malformed = malformed
+        self.diagnostics = diagnostics
+        self.prev_tail = prev_tail
+        self.last_tail = last_tail
+        self.line = line
+        self.offset = offset
+        self.length = length
+        self.ids = ids
+        self.parents = parents
+        self.types = types
+        self.roles = roles
+        self.decorated = decorated
 
 
 REWRITE_FRACTION = 64  # an index is written again once the part after it is this fraction of what it covers
@@ -174,8 +220,8 @@ def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState
     body = data[len(MAGIC) + _HEAD.size :]
     if version != FORMAT or zlib.crc32(body) != crc or zlib.adler32(body) != adler:
         return None
-    doc = orjson.loads(body)
-    if not isinstance(doc, dict) or doc.get("picompact") != __version__ or doc.get("keys") != _keys(path, st):
+    doc, columns = unpack(body)
+    if doc.get("picompact") != __version__ or doc.get("keys") != _keys(path, st):
         return None
     prefix_len = doc["prefix_len"]
     if not _is_int(prefix_len) or not 0 < prefix_len <= st.st_size:
@@ -185,6 +231,9 @@ def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState
     if doc["fingerprint"] != fingerprint(fd, prefix_len):
         return None
     cols = doc["entries"]
+    types, roles = _decode_codes(columns["type"], cols["types"]), _decode_codes(columns["role"], cols["roles"])
+    if types is None or roles is None:
+        return None
     state = PrefixState(
         prefix_len=prefix_len,
         lines=doc["lines"],
@@ -197,16 +246,81 @@ def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState
         diagnostics=[tuple(d) for d in doc["diagnostics"]],  # type: ignore[misc]
         prev_tail=doc["prev_tail"].encode("latin-1"),
         last_tail=doc["last_tail"].encode("latin-1"),
-        line=cols["line"],
-        offset=cols["offset"],
-        length=cols["length"],
+        line=columns["line"],
+        offset=columns["offset"],
+        length=columns["length"],
         ids=cols["id"],
         parents=cols["parentId"],
-        types=cols["type"],
-        roles=cols["role"],
+        types=types,  # type: ignore[arg-type]
+        roles=roles,
         decorated=cols.get("decorated"),
     )
     return state if _well_formed(state) else None
+
+
+# The per-entry numbers are kept as machine integers after the JSON part (a JSON list of 70,000 numbers costs more
+# to read than the rest of the index), and types and roles as codes into a list of the distinct values.
+_LENGTH = struct.Struct(">I")
+COLUMNS = ("line", "offset", "length", "type", "role")
+
+
+def _typecode(values: Sequence[int]) -> str:
+    """The narrowest unsigned array type that holds every value (all of them checked below 2**64 by the caller)."""
+    top = max(values, default=0)
+    return "B" if top < 1 << 8 else "I" if top < 1 << 32 and array("I").itemsize == 4 else "Q"
+
+
+def pack(doc: dict[str, Any], columns: dict[str, Sequence[int]]) -> bytes:
+    """The body of an index file: the JSON document, then each of ``COLUMNS`` as an array of machine integers,
+    described in the document (type code, item size, count, byte order) so that a reader on another machine or a
+    damaged file is refused, never misread."""
+    layout, blobs = [], []
+    for name in COLUMNS:
+        values = columns[name]
+        code = _typecode(values)
+        blob = array(code, values).tobytes()
+        layout.append([name, code, array(code).itemsize, len(values)])
+        blobs.append(blob)
+    head = orjson.dumps({**doc, "columns": layout, "byteorder": sys.byteorder})
+    return b"".join([_LENGTH.pack(len(head)), head, *blobs])
+
+
+def unpack(body: bytes) -> tuple[dict[str, Any], dict[str, array[int]]]:
+    """The JSON document and the columns of an index body (see ``pack``); ValueError (or another error the reader
+    ignores) when it is not one."""
+    (size,) = _LENGTH.unpack_from(body)
+    doc = orjson.loads(body[_LENGTH.size : _LENGTH.size + size])
+    if not isinstance(doc, dict) or doc.get("byteorder") != sys.byteorder:
+        raise ValueError("not an index of this machine")
+    view = memoryview(body)
+    at = _LENGTH.size + size
+    columns: dict[str, array[int]] = {}
+    for (name, code, itemsize, count), expected in zip(doc["columns"], COLUMNS, strict=True):
+        if name != expected or code not in ("B", "I", "Q") or array(code).itemsize != itemsize or not _is_int(count):
+            raise ValueError("not an index column")
+        column = array(code)
+        column.frombytes(view[at : at + itemsize * count])
+        if len(column) != count:
+            raise ValueError("a truncated column")
+        columns[name] = column
+        at += itemsize * count
+    if at != len(body):
+        raise ValueError("bytes after the last column")
+    return doc, columns
+
+
+def _decode_codes(codes: array[int], values: Any) -> list[Any] | None:
+    """The values that ``codes`` stand for (None when a code points past the list)."""
+    if not isinstance(values, list) or max(codes, default=-1) >= len(values):
+        return None
+    return list(map(values.__getitem__, codes))
+
+
+def _encode_codes(values: list[Any]) -> tuple[list[int], list[Any]]:
+    """Codes into the list of distinct values, in order of first appearance."""
+    table: dict[Any, int] = {}
+    codes = [table.setdefault(v, len(table)) for v in values]
+    return codes, list(table)
 
 
 def _is_int(value: object) -> bool:
@@ -222,9 +336,9 @@ def _well_formed(s: PrefixState) -> bool:
     ints = (s.lines, s.header_line, s.last_value_line, s.released_to)
     if not all(map(_is_int, ints)) or not isinstance(s.header, dict) or not isinstance(s.malformed, list):
         return False
-    if not all(isinstance(c, list) and len(c) == n for c in (s.offset, s.length, s.ids, s.parents, s.types, s.roles)):
+    if not all(isinstance(c, list) for c in (s.ids, s.parents, s.types, s.roles)):
         return False
-    if not (set(map(type, s.line)) | set(map(type, s.offset)) | set(map(type, s.length))) <= {int}:
+    if not all(len(c) == n for c in (s.offset, s.length, s.ids, s.parents, s.types, s.roles)):
         return False
     if not set(map(type, s.malformed)) <= {int} or not set(map(type, s.types)) <= {str}:
         return False
@@ -250,7 +364,9 @@ def _well_formed(s: PrefixState) -> bool:
 def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
     """Write the index of ``path`` atomically (a temporary file renamed over it); any failure leaves no index."""
     try:
-        body = orjson.dumps(
+        type_codes, type_values = _encode_codes(state.types)
+        role_codes, role_values = _encode_codes(state.roles)
+        body = pack(
             {
                 "picompact": __version__,
                 "keys": _keys(path, st),
@@ -269,18 +385,22 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
                 "prev_tail": state.prev_tail.decode("latin-1"),
                 "last_tail": state.last_tail.decode("latin-1"),
                 "entries": {
-                    "line": state.line,
-                    "offset": state.offset,
-                    "length": state.length,
                     "id": state.ids,
                     "parentId": state.parents,
-                    "type": state.types,
-                    "role": state.roles,
+                    "types": type_values,
+                    "roles": role_values,
                     **({} if state.decorated is None else {"decorated": state.decorated}),
                 },
-            }
+            },
+            {
+                "line": state.line,
+                "offset": state.offset,
+                "length": state.length,
+                "type": type_codes,
+                "role": role_codes,
+            },
         )
-    except (TypeError, ValueError):  # a value orjson cannot write at all (an integer past 64 bits, say)
+    except (TypeError, ValueError, OverflowError):  # a value orjson or array cannot write (past 64 bits, say)
         return
     for value in (state.header, state.last_value, state.ids, state.parents):
         if orjson.loads(orjson.dumps(value)) != value:

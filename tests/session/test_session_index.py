@@ -214,9 +214,28 @@ def _corrupt_flip(data: bytes) -> bytes:
 
 def _foreign_but_well_formed(data: bytes) -> bytes:
     """A valid index whose body claims other entries (its hash made to match): still never trusted blindly."""
-    body = orjson.loads(data[len(index.MAGIC) + index._HEAD.size :])
-    body["entries"]["offset"] = [o + 1 for o in body["entries"]["offset"]]
-    return index.seal(orjson.dumps(body))
+    doc, columns = index.unpack(data[len(index.MAGIC) + index._HEAD.size :])
+    columns["offset"] = [o + 1 for o in columns["offset"]]  # type: ignore[assignment]
+    return index.seal(index.pack(doc, columns))
+
+
+def _column_cut_short(data: bytes) -> bytes:
+    """A valid index one of whose columns lacks its last entry (its hash made to match)."""
+    doc, columns = index.unpack(data[len(index.MAGIC) + index._HEAD.size :])
+    columns["role"] = columns["role"][:-1]
+    return index.seal(index.pack(doc, columns))
+
+
+def _other_byte_order(data: bytes) -> bytes:
+    doc, columns = index.unpack(data[len(index.MAGIC) + index._HEAD.size :])
+    body = index.pack(doc, columns)
+    other = b'"big"' if b'"byteorder":"little"' in body else b'"little"'
+    body = body.replace(b'"byteorder":"little"', b'"byteorder":' + other).replace(
+        b'"byteorder":"big"', b'"byteorder":' + other
+    )
+    size = len(body) - len(index.pack(doc, columns))  # the document grew or shrank by a byte
+    head_len = int.from_bytes(body[:4], "big") + size
+    return index.seal(head_len.to_bytes(4, "big") + body[4:])
 
 
 @pytest.mark.parametrize(
@@ -227,7 +246,12 @@ def _foreign_but_well_formed(data: bytes) -> bytes:
         pytest.param(lambda d: b"\x00" * 64, id="zeros"),
         pytest.param(lambda d: b"", id="empty"),
         pytest.param(lambda d: orjson.dumps({"entries": []}), id="foreign-json"),
-        pytest.param(lambda d: d.replace(index.MAGIC + b"\x00\x01", index.MAGIC + b"\x00\x09", 1), id="other-version"),
+        pytest.param(
+            lambda d: d.replace(index.MAGIC + index.FORMAT.to_bytes(2, "big"), index.MAGIC + b"\x00\x09", 1),
+            id="other-version",
+        ),
+        pytest.param(_column_cut_short, id="column-cut-short"),
+        pytest.param(_other_byte_order, id="other-byte-order"),
         pytest.param(lambda d: b"\x80\x04\x95" + d, id="pickle-like"),
     ],
 )
