@@ -75,7 +75,7 @@ def load_session_arg(env: Environment, session: Path | None, *, decorated: bool 
             return render_entry(entry, decorated_only=True).lines
 
         return load_session(resolve_session_path(session), decorate=decorate, cache=cache), None
-    return load_session(resolve_session_path(session)), None
+    return load_session(resolve_session_path(session), cache=cache), None
 
 
 def _where(loaded: Any) -> str:

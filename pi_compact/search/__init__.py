@@ -11,7 +11,8 @@ for match in page.matches:
 more = grep(transcript, r"TypeError: .*undefined", context=2, cursor=page.next_cursor)
 """
 
-from pi_compact.search.context import ContextMessage, ContextView, build_context_view
+from typing import TYPE_CHECKING, Any
+
 from pi_compact.search.matching import compile_pattern
 from pi_compact.search.pages import (
     DEFAULT_LIMITS,
@@ -31,6 +32,21 @@ from pi_compact.search.pages import (
 )
 from pi_compact.search.render import SECTIONS, RenderedEntry, header_line, preview, render_entry
 from pi_compact.search.transcript import Transcript, TranscriptLine, as_transcript, build_transcript
+
+if TYPE_CHECKING:
+    from pi_compact.search.context import ContextMessage, ContextView, build_context_view
+
+_CONTEXT = frozenset({"ContextMessage", "ContextView", "build_context_view"})
+
+
+def __getattr__(name: str) -> Any:
+    """The context view is imported when first asked for: grep, list and show do not need the projection."""
+    if name in _CONTEXT:
+        from pi_compact.search import context
+
+        return getattr(context, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_LIMITS",

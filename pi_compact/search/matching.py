@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import Any
 
 from pi_compact.errors import PatternError, UsageError
@@ -174,6 +174,9 @@ class Candidates:
         self.next_hit = -1
         self.last_start = 0
         self.blocks: dict[int, set[int]] = {}
+        self._offsets: list[int] | None = None  # of the scope's entries (next_candidate); [] when not in file order
+        self._ends: list[int] = []
+        self._unreliable_at: list[int] = []
         # Lines read with replacement characters or cut at depth: their raw bytes are not what is rendered.
         self.unreliable = {d.line for d in transcript.session.diagnostics if d.code in _UNRELIABLE_RAW}
         literals = required_literals(pattern, fixed=fixed)
@@ -204,11 +207,9 @@ class Candidates:
     def active(self) -> bool:
         return self.filter is not None
 
-    def raw_hit(self, entry: Entry) -> bool:
+    def _hit_from(self, start: int) -> int:
+        """The first raw hit at or after ``start`` (past the end of the data when there is none)."""
         assert self.filter is not None and self.data is not None
-        if entry.line in self.unreliable:
-            return True
-        start, end = entry.offset, entry.offset + entry.length
         if start < self.last_start:
             # A branch normally runs forward through the file; a duplicate id can send it back. Start over.
             self.filter.reset()
@@ -218,7 +219,40 @@ class Candidates:
             self.next_hit = self.filter.find_from(self.data, start)
             if self.next_hit < 0:
                 self.next_hit = len(self.data) + 1
-        return self.next_hit < end
+        return self.next_hit
+
+    def raw_hit(self, entry: Entry) -> bool:
+        if entry.line in self.unreliable:
+            return True
+        return self._hit_from(entry.offset) < entry.offset + entry.length
+
+    def next_candidate(self, pos: int) -> int:
+        """The first scope position from ``pos`` on whose entry may match, found from the raw hits alone when
+        entries without one cannot match (no decorated lines to check) and the scope runs forward through the
+        file; otherwise ``pos`` itself (ask ``may_match``)."""
+        if self.filter is None or self.decorated or self._offsets == []:
+            return pos
+        if self._offsets is None:
+            entries = self.transcript.entries
+            offsets = [e.offset for e in entries]
+            if any(b <= a for a, b in pairwise(offsets)):
+                self._offsets = []  # not in file order: searched entry by entry
+                return pos
+            self._offsets = offsets
+            self._ends = [e.offset + e.length for e in entries]
+            if self.unreliable:
+                self._unreliable_at = [i for i, e in enumerate(entries) if e.line in self.unreliable]
+        offsets, ends = self._offsets, self._ends
+        n = len(offsets)
+        k = bisect_left(self._unreliable_at, pos)
+        limit = self._unreliable_at[k] if k < len(self._unreliable_at) else n
+        while pos < limit:
+            hit = self._hit_from(offsets[pos])
+            at = bisect_right(offsets, hit) - 1
+            if at < n and hit < ends[at]:
+                return min(at, limit)
+            pos = at + 1
+        return limit
 
     def may_match(self, pos: int, entry: Entry) -> bool:
         """False only when no rendered line of the entry can match."""

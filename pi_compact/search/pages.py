@@ -493,10 +493,11 @@ def grep_stream(
             **({"v": True} if invert else {}),
         }
     )
-    fingerprint = transcript.fingerprint()
     start_entry, start_line = 0, 0
     if cursor:
-        position = decode_cursor(cursor, kind="grep", query=query, fingerprint=fingerprint, size=len(transcript))
+        position = decode_cursor(
+            cursor, kind="grep", query=query, fingerprint=transcript.fingerprint(), size=len(transcript)
+        )
         if len(position) != 2:
             raise PatternError("malformed grep cursor")  # pragma: no cover - decode checks the shape
         start_entry, start_line = position
@@ -511,7 +512,8 @@ def grep_stream(
         context,
         invert,
         candidates is not None and candidates.active,
-        lambda position: Cursor("grep", query, fingerprint, position).encode(),
+        # The fingerprint hashes every entry's id: taken only when a page ends with a cursor.
+        lambda position: Cursor("grep", query, transcript.fingerprint(), position).encode(),
     )
     stream._matches = _grep_matches(
         stream,
@@ -553,13 +555,18 @@ def _grep_matches(
     stopped_by: str | None = None
     next_position: tuple[int, int] | None = None
 
+    skip_to = -1  # entries before this position cannot match
     for pos in range(start_entry, len(transcript.entries)):
         entry = transcript.entries[pos]
         if not _role_ok(entry, wanted):
             continue
         searched += 1
-        if candidates is not None and not candidates.may_match(pos, entry):
+        if pos < skip_to:
             continue
+        if candidates is not None:
+            skip_to = candidates.next_candidate(pos)
+            if pos < skip_to or not candidates.may_match(pos, entry):
+                continue
         rendered = transcript.render(entry)
         first_line = start_line if pos == start_entry else 0
         if invert:
@@ -656,12 +663,17 @@ def grep_counts(
     )
     out: list[EntryCount] = []
     searched = 0
+    skip_to = -1  # entries before this position cannot match
     for pos, entry in enumerate(transcript.entries):
         if not _role_ok(entry, wanted):
             continue
         searched += 1
-        if candidates is not None and not candidates.may_match(pos, entry):
+        if pos < skip_to:
             continue
+        if candidates is not None:
+            skip_to = candidates.next_candidate(pos)
+            if pos < skip_to or not candidates.may_match(pos, entry):
+                continue
         rendered = transcript.render(entry)
         lines = inverted_lines if invert else matching_lines
         count = sum(1 for _ in lines(rendered, searcher, keep, 0))
