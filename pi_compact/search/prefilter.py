@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from pi_compact.session.rawfile import FileBytes, raw_search, raw_search_lines
+from pi_compact.session.rawfile import FileBytes, raw_search, raw_search_block
 
 # Characters outside ASCII that the regex module's IGNORECASE (simple case folding) matches for an ASCII letter.
 # tests/search/test_prefilter.py checks this table against every code point.
@@ -244,29 +244,53 @@ class RawFilter:
         """The offset of the first occurrence at or after ``start``, or -1."""
         if self.pattern is not None and self.longest:
             return raw_search(data, self.pattern, start, self.longest)
+        if self.pattern is not None:
+            return self._find_blocks(data, start)
         if not self._next:
-            self._next = [-2] * (len(self.plain) + (self.pattern is not None) + (self.census_of is not None))
+            self._next = [-2] * len(self.plain)
         best = -1
-        for i in range(len(self._next)):
+        for i, literal in enumerate(self.plain):
             at = self._next[i]
             if at == -2 or (0 <= at < start):  # each search runs on from where it stopped, never back
-                at = self._search(data, i, start)
+                at = data.find(literal, start)
                 self._next[i] = at
             if at >= 0 and (best < 0 or at < best):
                 best = at
         return best
 
-    def _search(self, data: bytes | FileBytes, i: int, start: int) -> int:
-        if i < len(self.plain):
-            return data.find(self.plain[i], start)
-        if i == len(self.plain) and self.pattern is not None:
-            return raw_search_lines(data, self.pattern, start)
+    def _find_blocks(self, data: bytes | FileBytes, start: int) -> int:
+        """The pattern and the census escapes, searched in step a block of lines at a time (one read per block).
+
+        Per search, ``_next`` holds a pair: the first hit at or after the last start asked for, or -1 and the end
+        of the part searched without one."""
+        searches = 1 if self.census_of is None else 2
+        if not self._next:
+            self._next = [-1, 0] * searches
+        size = len(data)
+        while True:
+            for i in range(searches):
+                hit, upto = self._next[2 * i], self._next[2 * i + 1]
+                if hit < start and not (hit < 0 and upto > start):
+                    self._next[2 * i : 2 * i + 2] = self._block(data, i, start)
+            hits = [self._next[2 * i] for i in range(searches) if self._next[2 * i] >= 0]
+            best = min(hits) if hits else -1
+            pending = [self._next[2 * i + 1] for i in range(searches) if self._next[2 * i] < 0]
+            frontier = min((upto for upto in pending if upto < size), default=-1)
+            if frontier < 0 or 0 <= best < frontier:
+                return best
+            for i in range(searches):  # searched up to an earlier block than the best hit: go on from there
+                if self._next[2 * i] < 0 and self._next[2 * i + 1] == frontier:
+                    self._next[2 * i : 2 * i + 2] = self._block(data, i, frontier)
+
+    def _block(self, data: bytes | FileBytes, i: int, start: int) -> tuple[int, int]:
+        if i == 0:
+            return raw_search_block(data, self.pattern, start)
         assert self.census_of is not None
         while True:
-            at = raw_search_lines(data, _census_pattern(), start)
-            if at < 0 or not _other_escape(data[at : at + 6], self.census_of):
-                return at
-            start = at + 1
+            hit, upto = raw_search_block(data, _census_pattern(), start)
+            if hit < 0 or not _other_escape(data[hit : hit + 6], self.census_of):
+                return hit, upto
+            start = hit + 1
 
 
 def _other_escape(head: bytes, chars: frozenset[str]) -> bool:

@@ -97,6 +97,16 @@ class FileBytes:
             start = self._lines_at + self._lines_len
         return -1
 
+    def search_block(self, pattern: Any, start: int) -> tuple[int, int]:
+        """``search_lines`` within the block of whole lines that starts at ``start`` (or holds it): the match's
+        start or -1, and where the block ends. Several patterns searched block by block read the file once."""
+        if start >= self.size:
+            return -1, self.size
+        if not (self._lines_at <= start < self._lines_at + self._lines_len):
+            self._read_lines(start)
+        found = pattern.search(self._lines, start - self._lines_at, self._lines_len)
+        return (self._lines_at + found.start() if found is not None else -1), self._lines_at + self._lines_len
+
     def _read_lines(self, start: int) -> None:
         """Fill the buffer from ``start`` to the end of the line that holds byte ``start + window`` (or to the end
         of the file)."""
@@ -145,3 +155,11 @@ def raw_search_lines(data: bytes | FileBytes, pattern: Any, start: int) -> int:
         return data.search_lines(pattern, start)
     found = pattern.search(data, start)
     return found.start() if found else -1
+
+
+def raw_search_block(data: bytes | FileBytes, pattern: Any, start: int) -> tuple[int, int]:
+    """``FileBytes.search_block`` for file bytes held either way (bytes are one block)."""
+    if isinstance(data, FileBytes):
+        return data.search_block(pattern, start)
+    found = pattern.search(data, start)
+    return (found.start() if found else -1), len(data)
