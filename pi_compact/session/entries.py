@@ -106,25 +106,6 @@ class Entry:
         entry.id, entry.parent_id, entry.type, entry.role = head  # type: ignore[assignment]
         return entry
 
-    @classmethod
-    def parsed(
-        cls,
-        raw: JsonDict,
-        head: tuple[str | None, str | None, str, str | None],
-        line: int,
-        index: int,
-        offset: int,
-        length: int,
-    ) -> Entry:
-        """An entry whose head fields the caller has read from ``raw`` as ``refresh`` reads them (the loader)."""
-        entry = cls.__new__(cls)
-        entry._raw = raw
-        entry._source = None
-        entry._timestamp = _UNREAD
-        entry.line, entry.index, entry.offset, entry.length = line, index, offset, length
-        entry.id, entry.parent_id, entry.type, entry.role = head  # type: ignore[assignment]
-        return entry
-
     @property
     def raw(self) -> JsonDict:
         raw = self._raw

@@ -23,7 +23,7 @@ import orjson
 from pi_compact.errors import NotFoundError, SessionError
 from pi_compact.session.entries import _UNREAD as UNREAD
 from pi_compact.session.entries import Diagnostic, Entry, JsonDict, Session
-from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH, cut_depth, may_nest_deeper, parse_line
+from pi_compact.session.jsonline import COUNT_BELOW, DEEP_MARKER, MAX_DEPTH, cut_depth, nests_deeper, parse_line
 from pi_compact.session.source import FileSource, read_lines
 
 if TYPE_CHECKING:
@@ -517,7 +517,7 @@ def _parse_session(
     at: tuple[Any, ...] | None = None  # the state before an unterminated last line, for ``snapshot``
     number, offset, body = start_line, start_offset, b""
     next_offset = start_offset
-    loads, decode_error, new_entry = orjson.loads, orjson.JSONDecodeError, Entry.parsed
+    loads, decode_error, new_entry = orjson.loads, orjson.JSONDecodeError, Entry.__new__
     for body in stream:  # split on b"\n" only, each line with its "\n" (JSON allows trailing whitespace)
         number += 1
         offset = next_offset
@@ -559,7 +559,10 @@ def _parse_session(
             if parsed.replaced_utf8 or parsed.depth_cut:
                 _note_lossy(parsed.replaced_utf8, parsed.depth_cut, body, number, diagnostics)
         else:
-            if len(body) > MAX_DEPTH and may_nest_deeper(body, value):
+            n = len(body)  # a cheap bound first (see ``jsonline.may_nest_deeper``, inlined: it runs on every line)
+            if n > MAX_DEPTH and (
+                body.count(b"[") + body.count(b"{") > MAX_DEPTH if n <= COUNT_BELOW else nests_deeper(value)
+            ):
                 value, cut = cut_depth(value)
                 if cut:
                     _note_lossy(False, True, body, number, diagnostics)
@@ -635,13 +638,15 @@ def _parse_session(
                     number,
                 )
             )
-        head = (
-            entry_id if type(entry_id) is str else None,
-            parent if type(parent) is str and parent else None,
-            kind,
-            role,
-        )
-        entries.append(new_entry(value, head, number, len(entries), offset, length))
+        entry = new_entry(Entry)  # as ``Entry.refresh`` reads the head, inlined: it runs on every line
+        entry._raw = value
+        entry._source = None
+        entry._timestamp = UNREAD
+        entry.id = entry_id if type(entry_id) is str else None  # type: ignore[assignment]
+        entry.parent_id = parent if type(parent) is str and parent else None
+        entry.type, entry.role = kind, role
+        entry.line, entry.index, entry.offset, entry.length = number, len(entries), offset, length
+        entries.append(entry)
         if release and kind == "compaction":
             released_to = _release_before(
                 entries,
