@@ -340,16 +340,22 @@ def _raw_chars(chars: Chars, escaped_ascii: frozenset[str], escaped_slash: bool)
 
 
 def raw_pattern(node: Node, escaped_ascii: frozenset[str], escaped_slash: bool) -> bytes:
-    """An RE2 bytes pattern (Latin-1) matching the JSON encoding of every string ``node`` matches."""
+    """An RE2 bytes pattern (Latin-1) matching the JSON encoding of every string ``node`` matches.
+
+    No empty groups are written: RE2 finds a pattern that starts with a literal by its first bytes, and an empty
+    ``(?:)`` in front (a dropped anchor) would hide them."""
     kind = node[0]
     if kind == "chars":
         return _raw_chars(node[1], escaped_ascii, escaped_slash)
     if kind == "seq":
-        return b"".join(b"(?:" + raw_pattern(item, escaped_ascii, escaped_slash) + b")" for item in node[1])
+        return b"".join(_group(raw_pattern(item, escaped_ascii, escaped_slash)) for item in node[1])
     if kind == "alt":
-        return b"|".join(b"(?:" + raw_pattern(item, escaped_ascii, escaped_slash) + b")" for item in node[1])
+        branches = [raw_pattern(item, escaped_ascii, escaped_slash) for item in node[1]]
+        return b"(?:" + b"|".join(branches) + b")"
     if kind == "rep":
         inner = raw_pattern(node[1], escaped_ascii, escaped_slash)
+        if not inner:
+            return b""
         low, high = node[2], node[3]
         if high is not None and high > _MAX_REPEAT:
             high = None
@@ -357,6 +363,37 @@ def raw_pattern(node: Node, escaped_ascii: frozenset[str], escaped_slash: bool) 
         bounds = b"{%d,}" % low if high is None else b"{%d,%d}" % (low, high)
         return b"(?:" + inner + b")" + bounds
     return b""
+
+
+def _group(part: bytes) -> bytes:
+    """A part of a sequence, grouped unless it is empty, or one class or group already."""
+    if not part or (part.startswith((b"[", b"(?:")) and _closes_at_end(part)):
+        return part
+    return b"(?:" + part + b")"
+
+
+def _closes_at_end(part: bytes) -> bool:
+    """Whether ``part`` is one bracket or group: its first opening is closed by its last byte."""
+    if part.startswith(b"["):
+        return part.endswith(b"]") and part.count(b"]") == 1 and b"\\]" not in part
+    depth = 0
+    i = 0
+    while i < len(part):
+        byte = part[i : i + 1]
+        if byte == b"\\":
+            i += 2
+            continue
+        if byte == b"[":
+            i = part.index(b"]", i + 1) + 1  # classes here never hold "]" (bytes are written as \\xNN)
+            continue
+        if byte == b"(":
+            depth += 1
+        elif byte == b")":
+            depth -= 1
+            if depth == 0 and i != len(part) - 1:
+                return False
+        i += 1
+    return depth == 0
 
 
 def quote(literal: bytes) -> bytes:
