@@ -26,7 +26,15 @@ from pi_compact.session.rawfile import FileBytes, raw_search, raw_search_block
 
 # Characters outside ASCII that the regex module's IGNORECASE (simple case folding) matches for an ASCII letter.
 # tests/search/test_prefilter.py checks this table against every code point.
-CASE_EXTRA: dict[str, str] = {"i": "\u0130", "k": "\u212a", "s": "\u017f"}
+# The table is not symmetric: the pattern "i" matches U+0130, the pattern "I" matches U+0131.
+CASE_EXTRA: dict[str, str] = {
+    "i": "\u0130",
+    "k": "\u212a",
+    "s": "\u017f",
+    "I": "\u0131",
+    "K": "\u212a",
+    "S": "\u017f",
+}
 _SHORT_ESCAPES: dict[str, bytes] = {
     '"': b'\\"',
     "\\": b"\\\\",
@@ -329,9 +337,9 @@ def build_raw_filter(
     extras: dict[str, str] = {}
     if ignore_case:
         for ch in chars:
-            extra = CASE_EXTRA.get(ch.lower())
-            if extra is not None and extra not in extras.values() and _present(data, extra):
-                extras[ch.lower()] = extra
+            extra = CASE_EXTRA.get(ch)  # the letter as the pattern writes it
+            if extra is not None and _present(data, extra):
+                extras[ch] = extra
     alternatives: list[bytes] = []
     # A character is at most 12 bytes in the file (a surrogate pair as two \\u escapes).
     longest = 12 * max(len(literal) for literal in literals)
@@ -341,8 +349,8 @@ def build_raw_filter(
             forms = [re.escape(ch.encode())]  # with IGNORECASE this also covers the other ASCII case
             cases = sorted({ch, ch.lower(), ch.upper()}) if ignore_case else [ch]
             escaped = [form for case in cases if not census.plain(case) for form in _char_forms(case)[1:]]
-            if ignore_case and ch.lower() in extras:
-                escaped.extend(_char_forms(extras[ch.lower()]))
+            if ignore_case and ch in extras:
+                escaped.extend(_char_forms(extras[ch]))
             forms.extend(f for f in dict.fromkeys(escaped) if f not in forms)
             parts.append(forms[0] if len(forms) == 1 else b"(?:" + b"|".join(forms) + b")")
         alternatives.append(b"".join(parts))

@@ -54,7 +54,7 @@ def test_case_extras_match_the_regex_module() -> None:
     """Non-ASCII characters that IGNORECASE matches for an ASCII letter, found by scanning every code point."""
     everything = "".join(chr(c) for c in range(0x80, sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
     found: dict[str, str] = {}
-    for letter in "abcdefghijklmnopqrstuvwxyz":
+    for letter in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ":
         hits = regex.compile(letter, regex.IGNORECASE | regex.VERSION0).findall(everything)
         if hits:
             found[letter] = "".join(hits)
@@ -203,6 +203,18 @@ def test_kelvin_sign_matches_k_case_insensitively(tmp_path: Path) -> None:
     transcript = build_transcript(load_session(sb.write(tmp_path / "s.jsonl")))
     page = grep(transcript, "300 k", ignore_case=True)
     assert [m.entry_id for m in page.matches] == [entry]
+
+
+def test_dotless_i_matches_capital_i_case_insensitively(tmp_path: Path) -> None:
+    """The pattern "I" matches U+0131 under IGNORECASE (and "i" does not), also when the pattern is searched
+    with the literal prefilter (``\\p{L}`` keeps it from the RE2 form)."""
+    sb = SessionBuilder()
+    entry = sb.user("dotless \u0131z here")
+    sb.user("other")
+    transcript = build_transcript(load_session(sb.write(tmp_path / "s.jsonl")))
+    for pattern in ("Iz", r"Iz\p{L}*"):
+        page = grep(transcript, pattern, ignore_case=True)
+        assert page.prefiltered and [m.entry_id for m in page.matches] == [entry], pattern
 
 
 def test_branch_that_runs_backwards_through_the_file(tmp_path: Path) -> None:
