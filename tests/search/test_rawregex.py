@@ -312,3 +312,25 @@ def test_search_lines_equals_a_search_of_the_whole_bytes(tmp_path: Path) -> None
         for start in [0, 5, 100, 1000, len(data) - 3, len(data)]:
             found = program.search(data, start)
             assert fb.search_lines(program, start) == (found.start() if found else -1)
+
+
+def test_literal_and_census_searched_in_step_equal_a_search_of_the_whole_bytes(tmp_path: Path) -> None:
+    """The literal and the census escapes are searched block by block; small blocks give the same hits."""
+    from pi_compact.search.prefilter import plain_literal_filter
+
+    rng = random.Random(11)
+    pieces = [b"ab", b"zq", b"\\u0061", b"\\u007a", b"\\/", b"\\n", b"\\u000A", b"xx", b" "]
+    lines = [b"".join(rng.choice(pieces) for _ in range(rng.choice([0, 2, 9, 60]))) for _ in range(300)]
+    data = b"\n".join(lines) + b"\n"
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    starts = sorted(rng.sample(range(len(data)), 60))
+    for literal in ("zq", "az", "x/"):
+        expected = plain_literal_filter([literal])
+        assert expected is not None
+        want = [expected.find_from(data, start) for start in starts]
+        for window in (1, 5, 64, 4096):
+            got_filter = plain_literal_filter([literal])
+            assert got_filter is not None
+            fb = FileBytes(path, len(data), window)
+            assert [got_filter.find_from(fb, start) for start in starts] == want, (literal, window)
