@@ -1,19 +1,23 @@
-// Runs the Pi oracle's own commands (pi_oracle.mjs analyze|context FILE [options]) for many files in one node
-// process, so that node and Pi's modules start once instead of once per file. The oracle script itself is imported,
-// with its final `main();` call replaced by an export of its functions, and each job runs as that main() runs it
-// (parse the arguments, call Pi, print the result or {"error": ...} with exit status 2); the output and exit status
-// of each job are captured instead of going to stdout and ending the process.
+// Runs the Pi oracle's own commands (pi_oracle.mjs analyze|context|append-compaction FILE [options]) for many files
+// in one node process, so that node and Pi's modules start once instead of once per file. The oracle script itself is
+// imported, with its final `main();` call replaced by an export of its functions, and each job runs as that main()
+// runs it (parse the arguments, call Pi, print the result or {"error": ...} with exit status 2); the output and exit
+// status of each job are captured instead of going to stdout and ending the process.
 //
 // Usage: node oracle_batch.mjs PI_ORACLE_MJS JOBS.json   (JOBS: [["analyze", "FILE", "--brief"], ...])
-// Prints one JSON array, one {"status": N, "stdout": "..."} per job. When the script does not have the shape this
-// relies on, prints {"unsupported": "..."} and exits 3: the caller then runs the script once per job.
+//        prints one JSON array, one {"status": N, "stdout": "..."} per job;
+//        node oracle_batch.mjs PI_ORACLE_MJS -            reads one job (a JSON array) per line on stdin and answers
+//        each with one such object on a line of stdout, until stdin ends.
+// When the script does not have the shape this relies on, prints {"unsupported": "..."} and exits 3: the caller then
+// runs the script once per job.
 import fs from "node:fs";
 import * as nodeModule from "node:module";
+import readline from "node:readline";
 import { pathToFileURL } from "node:url";
 
 const [script, jobsFile] = process.argv.slice(2);
 const TAIL = "\nmain();\n";
-const NAMES = ["parseArgs", "loadPi16", "analyze16", "context16", "render", "cleanup", "fail"];
+const NAMES = ["parseArgs", "loadPi16", "analyze16", "context16", "appendCompaction16", "render", "cleanup", "fail"];
 
 const source = fs.readFileSync(script, "utf8");
 const missing = NAMES.filter((name) => !source.includes(`function ${name}(`));
@@ -39,12 +43,12 @@ class Exit {
 	}
 }
 
-const jobs = JSON.parse(fs.readFileSync(jobsFile, "utf8"));
 const write = process.stdout.write.bind(process.stdout);
 const exit = process.exit;
-const results = [];
 let pi = null;
-for (const argv of jobs) {
+
+/** One job, as main() runs it for Pi 1.6 (the caller sends no --pi and no --stable-ids): its output and status. */
+async function runJob(argv) {
 	let out = "";
 	let status = 0;
 	process.stdout.write = (chunk) => {
@@ -55,14 +59,13 @@ for (const argv of jobs) {
 		throw new Exit(code ?? 0);
 	};
 	try {
-		// as main() does, for Pi 1.6 (the caller sends no --pi and no --stable-ids)
 		const args = oracle.parseArgs(argv);
 		pi ??= await oracle.loadPi16();
 		let result;
 		try {
 			if (args.command === "analyze") result = oracle.analyze16(pi, args);
 			else if (args.command === "context") result = oracle.context16(pi, args);
-			else oracle.fail(`the batch runs analyze and context only, not ${args.command}`);
+			else result = oracle.appendCompaction16(pi, args);
 		} catch (e) {
 			if (e instanceof Exit) throw e;
 			oracle.fail(e?.message ?? String(e), { errorName: e?.name ?? null });
@@ -77,6 +80,16 @@ for (const argv of jobs) {
 		process.stdout.write = write;
 		process.exit = exit;
 	}
-	results.push({ status, stdout: out });
+	return { status, stdout: out };
 }
-write(`${JSON.stringify(results)}\n`);
+
+if (jobsFile === "-") {
+	const lines = readline.createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY });
+	for await (const line of lines) {
+		if (line.trim()) write(`${JSON.stringify(await runJob(JSON.parse(line)))}\n`);
+	}
+} else {
+	const results = [];
+	for (const argv of JSON.parse(fs.readFileSync(jobsFile, "utf8"))) results.push(await runJob(argv));
+	write(`${JSON.stringify(results)}\n`);
+}

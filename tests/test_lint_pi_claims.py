@@ -3,7 +3,6 @@ that are easy to get wrong are checked against Pi itself (the oracle, or Pi's ow
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import orjson
 import pytest
 
 from pi_compact.lint import Finding, lint_file
-from tests.oracle import NODE22, ORACLE, run_pi_script
+from tests.oracle import NODE22, ORACLE, ask_oracle, run_pi_script
 from tests.test_hostile_corpus import KINDS
 from tests.test_lint import DAMAGES
 
@@ -21,8 +20,7 @@ ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
 def oracle(command: str, path: Path) -> dict[str, Any]:
     if not (ORACLE_SCRIPT.exists() and NODE22.exists()):
         pytest.skip("the Pi oracle (node 22 + Pi 1.6) is not installed")
-    proc = subprocess.run([str(NODE22), str(ORACLE_SCRIPT), command, str(path)], capture_output=True, check=False)
-    return orjson.loads(proc.stdout)
+    return orjson.loads(ask_oracle(command, path).stdout)
 
 
 def findings(path: Path, code: str) -> list[Finding]:

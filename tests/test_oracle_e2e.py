@@ -23,16 +23,14 @@ from pi_compact.tokens import js_stringify
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
 from tests.helpers.sessions import simple_session
-from tests.oracle import NODE22
+from tests.oracle import NODE22, ask_oracle, oracle_installed
 from tests.oracle import ORACLE as ORACLE_HOME
 
-ORACLE = ORACLE_HOME / "pi_oracle.mjs"
 RESUME = ORACLE_HOME / "e2e" / "pi_resume.sh"
-NODE = str(NODE22) if NODE22.exists() else shutil.which("node")
 PI_PACKAGE = ORACLE_HOME / "pi16" / "node_modules" / "@earendil-works" / "pi-coding-agent" / "package.json"
 
 needs_oracle = pytest.mark.skipif(
-    not (ORACLE.exists() and NODE and PI_PACKAGE.exists()), reason="Pi oracle (node + Pi 1.6) not installed"
+    not (oracle_installed() and PI_PACKAGE.exists()), reason="Pi oracle (node + Pi 1.6) not installed"
 )
 needs_resume = pytest.mark.skipif(
     not (RESUME.exists() and NODE22.exists() and PI_PACKAGE.exists() and shutil.which("python3")),
@@ -58,18 +56,9 @@ CASES = [
 
 
 def oracle(*args: str | os.PathLike[str]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [NODE, str(ORACLE), *map(str, args)], capture_output=True, timeout=300, check=False, env=_oracle_env()
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    proc = ask_oracle(*args)
+    assert proc.returncode == 0, proc.stdout[-2000:]
     return orjson.loads(proc.stdout)
-
-
-def _oracle_env() -> dict[str, str]:
-    env = dict(os.environ)
-    if NODE22.exists():
-        env["PI_ORACLE_NODE"] = str(NODE22)
-    return env
 
 
 def _window(flags: tuple[str, ...]) -> tuple[str, ...]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from pi_compact.session.jsonline import (
 from pi_compact.session.load import js_number
 from pi_compact.session.write import migrated_lines
 from tests.helpers.sessions import SessionBuilder, simple_session
-from tests.oracle import NODE22, ORACLE
+from tests.oracle import NODE22, ORACLE, ask_oracle
 
 ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
 needs_oracle = pytest.mark.skipif(
@@ -39,10 +38,8 @@ needs_oracle = pytest.mark.skipif(
 
 
 def pi_analyze(path: Path) -> dict[str, Any]:
-    proc = subprocess.run(
-        [str(NODE22), str(ORACLE_SCRIPT), "analyze", str(path), "--brief"], capture_output=True, check=False
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = ask_oracle("analyze", path, "--brief")
+    assert proc.returncode == 0, proc.stdout[-2000:]
     return orjson.loads(proc.stdout)
 
 
@@ -333,8 +330,8 @@ def test_grep_finds_replacement_characters_the_raw_bytes_lack(tmp_path: Path) ->
 
 
 def pi_context(path: Path) -> dict[str, Any]:
-    proc = subprocess.run([str(NODE22), str(ORACLE_SCRIPT), "context", str(path)], capture_output=True, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = ask_oracle("context", path)
+    assert proc.returncode == 0, proc.stdout[-2000:]
     return orjson.loads(proc.stdout)
 
 

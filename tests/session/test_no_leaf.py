@@ -3,7 +3,6 @@ empty branch Pi reads, says why naming FILE:LINE, and says which ``--leaf`` give
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
 from tests.helpers.sessions import simple_session
-from tests.oracle import NODE22, ORACLE
+from tests.oracle import NODE22, ORACLE, ask_oracle
 
 ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
 WINDOW = ("--context-window", "100000")
@@ -24,9 +23,7 @@ def pi_analyze(path: Path) -> dict[str, Any] | None:
     """Pi's own reading of the file (the oracle), or None when the oracle is not installed."""
     if not (ORACLE_SCRIPT.exists() and NODE22.exists()):
         return None
-    proc = subprocess.run(
-        [str(NODE22), str(ORACLE_SCRIPT), "analyze", str(path), "--brief"], capture_output=True, check=False
-    )
+    proc = ask_oracle("analyze", path, "--brief")
     assert proc.returncode == 0, proc.stdout[-1000:]
     return orjson.loads(proc.stdout)
 
@@ -87,7 +84,7 @@ def test_compact_says_which_leaf_to_give_and_that_leaf_gives_pi_a_leaf_again(tmp
 def pi_context(path: Path) -> dict[str, Any] | None:
     if not (ORACLE_SCRIPT.exists() and NODE22.exists()):
         return None
-    proc = subprocess.run([str(NODE22), str(ORACLE_SCRIPT), "context", str(path)], capture_output=True, check=False)
+    proc = ask_oracle("context", path)
     assert proc.returncode == 0, proc.stdout[-1000:]
     return orjson.loads(proc.stdout)
 

@@ -8,7 +8,6 @@ import itertools
 import json
 import math
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from pi_compact.render.serialize import serialize_messages
 from pi_compact.session import load_session
 from tests.helpers.cli import run
 from tests.helpers.sessions import SessionBuilder
-from tests.oracle import NODE22, ORACLE
+from tests.oracle import NODE22, ORACLE, ask_oracle
 from tests.summary.conftest import ANTHROPIC_KEY, GOOD_PREFIX, GOOD_SUMMARY, OPENAI_KEY, OPENAI_PATH, openai_reply
 
 ENV = {
@@ -156,9 +155,8 @@ def test_pi_loads_the_result_and_updates_it_later(server: HTTPServer, tmp_path: 
     path = big_session(tmp_path / "s.jsonl")
     assert run(*_args(server, path), env=ENV).code == 0
     summary = [json.loads(line) for line in path.read_bytes().split(b"\n") if line.strip()][-1]["summary"]
-    context = subprocess.run(
-        [str(NODE22), str(ORACLE / "pi_oracle.mjs"), "context", str(path)], capture_output=True, check=True
-    )
+    context = ask_oracle("context", path)
+    assert context.returncode == 0, context.stdout
     loaded = json.loads(context.stdout)
     assert loaded["summaryFirst"] is True and loaded["messages"][0]["summary"] == summary
     # More work, then Pi's next compaction would update this summary: its previous summary is ours.
@@ -195,11 +193,8 @@ def test_pi_loads_the_result_and_updates_it_later(server: HTTPServer, tmp_path: 
                     + b"\n"
                 )
                 parent = entry_id
-    analysis = subprocess.run(
-        [str(NODE22), str(ORACLE / "pi_oracle.mjs"), "analyze", str(path), "--keep", "2000"],
-        capture_output=True,
-        check=True,
-    )
+    analysis = ask_oracle("analyze", path, "--keep", "2000")
+    assert analysis.returncode == 0, analysis.stdout
     previous = json.loads(analysis.stdout)["preparation"]["previousSummary"]
     assert previous["present"] is True
     assert previous["sha256"] == hashlib.sha256(summary.encode()).hexdigest()
