@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -204,6 +205,10 @@ class Session:
     # the loader to keep them (grep checks them for every entry; see ``load_session(decorate=...)``).
     decorated: dict[int, tuple[str, ...]] = field(default_factory=dict)
     no_leaf: bool = False  # the last parsed entry is not an object or has no id: Pi finds no leaf
+    # For the first len(parent_slots) entries (an indexed prefix; see ``session.index``), where ``by_id`` takes each
+    # entry's parentId: 0 none, 1 an id no entry has, else 2 + the index of that entry. Lets the branch walk skip
+    # reading every entry of a long prefix.
+    parent_slots: Sequence[int] | None = None
 
     @property
     def leaf(self) -> Entry | None:

@@ -48,7 +48,7 @@ from pi_compact.session.source import read_at
 
 NO_CACHE_ENV = "PICOMPACT_NO_CACHE"
 MAGIC = b"picompact-index\n"
-FORMAT = 2
+FORMAT = 3
 _HEAD = struct.Struct(">HII")  # format version, CRC-32 and Adler-32 of the body
 FULL_HASH_BYTES = 4 * 1024 * 1024
 EDGE_BYTES = 64 * 1024
@@ -60,6 +60,7 @@ class PrefixState:
     """The loader's state after the last complete line of a file's prefix (see ``load._parse_session``)."""
 
     __slots__ = (
+        "dangling",
         "decorated",
         "diagnostics",
         "header",
@@ -73,6 +74,7 @@ class PrefixState:
         "lines",
         "malformed",
         "offset",
+        "parent_slots",
         "parents",
         "prefix_len",
         "prev_tail",
@@ -103,6 +105,10 @@ class PrefixState:
         parents: list[str | None],
         types: list[str],
         roles: list[str | None],
+        # Per entry, where its parentId leads among the prefix's entries (``Session.parent_slots``), and the parent
+        # ids that lead nowhere in it
+        parent_slots: Sequence[int],
+        dangling: list[str],
         # Per entry, its decorated-only rendered lines (grep's index; see ``load_session(decorate=...)``), or None
         decorated: list[list[str]] | None = None,
     ) -> None:
@@ -124,6 +130,8 @@ class PrefixState:
         self.parents = parents
         self.types = types
         self.roles = roles
+        self.parent_slots = parent_slots
+        self.dangling = dangling
         self.decorated = decorated
 
 
@@ -253,6 +261,8 @@ def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState
         parents=cols["parentId"],
         types=types,  # type: ignore[arg-type]
         roles=roles,
+        parent_slots=columns["parent"],
+        dangling=cols["dangling"],
         decorated=cols.get("decorated"),
     )
     return state if _well_formed(state) else None
@@ -261,7 +271,7 @@ def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState
 # The per-entry numbers are kept as machine integers after the JSON part (a JSON list of 70,000 numbers costs more
 # to read than the rest of the index), and types and roles as codes into a list of the distinct values.
 _LENGTH = struct.Struct(">I")
-COLUMNS = ("line", "offset", "length", "type", "role")
+COLUMNS = ("line", "offset", "length", "type", "role", "parent")
 
 
 def _typecode(values: Sequence[int]) -> str:
@@ -338,7 +348,11 @@ def _well_formed(s: PrefixState) -> bool:
         return False
     if not all(isinstance(c, list) for c in (s.ids, s.parents, s.types, s.roles)):
         return False
-    if not all(len(c) == n for c in (s.offset, s.length, s.ids, s.parents, s.types, s.roles)):
+    if not all(len(c) == n for c in (s.offset, s.length, s.ids, s.parents, s.types, s.roles, s.parent_slots)):
+        return False
+    if max(s.parent_slots, default=0) >= n + 2 or not isinstance(s.dangling, list):
+        return False
+    if not set(map(type, s.dangling)) <= {str}:
         return False
     if not set(map(type, s.malformed)) <= {int} or not set(map(type, s.types)) <= {str}:
         return False
@@ -389,6 +403,7 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
                     "parentId": state.parents,
                     "types": type_values,
                     "roles": role_values,
+                    "dangling": state.dangling,
                     **({} if state.decorated is None else {"decorated": state.decorated}),
                 },
             },
@@ -398,11 +413,12 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
                 "length": state.length,
                 "type": type_codes,
                 "role": role_codes,
+                "parent": state.parent_slots,
             },
         )
     except (TypeError, ValueError, OverflowError):  # a value orjson or array cannot write (past 64 bits, say)
         return
-    for value in (state.header, state.last_value, state.ids, state.parents):
+    for value in (state.header, state.last_value, state.ids, state.parents, state.dangling):
         if orjson.loads(orjson.dumps(value)) != value:
             return  # one it would not read back the same (1e400 is infinity in JSON.parse, and null in orjson)
     data = seal(body)

@@ -448,6 +448,11 @@ def _snapshot(
             value = {"id": value["id"]} if "id" in value else {}
     from pi_compact.session.index import PrefixState  # only a load that keeps an index comes here
 
+    ids: list[str | None] = [e.id for e in kept]
+    parents = [e.parent_id for e in kept]
+    where = dict(zip(ids, range(2, len(ids) + 2), strict=True))  # as by_id takes them: the later of an id wins
+    slots = [0 if parent is None else where.get(parent, 1) for parent in parents]
+
     return PrefixState(
         prefix_len=prefix_len,
         lines=lines,
@@ -463,10 +468,12 @@ def _snapshot(
         line=[e.line for e in kept],
         offset=[e.offset for e in kept],
         length=[e.length for e in kept],
-        ids=[e.id for e in kept],
-        parents=[e.parent_id for e in kept],
+        ids=ids,
+        parents=parents,
         types=[e.type for e in kept],
         roles=[e.role for e in kept],
+        parent_slots=slots,
+        dangling=sorted({parent for parent, slot in zip(parents, slots, strict=True) if slot == 1 and parent}),
         decorated=None
         if decorate is None
         else [list(decorated[e.index] if e.index in decorated else decorate(e)) for e in kept],
@@ -706,6 +713,11 @@ def _parse_session(
     tail = (prev_chunk[-TAIL_BYTES:] + last_chunk)[-TAIL_BYTES:]
     original_version = _migrate(header, entries, diagnostics, header_line)
     by_id = _index_ids(entries, diagnostics)
+    parent_slots = None
+    # The prefix's parent links hold for the whole file unless a later entry took one of its ids (ids all distinct
+    # rules that out) or one of the ids its parents name in vain
+    if resume is not None and len(by_id) == len(entries) and not any(p in by_id for p in resume.dangling):
+        parent_slots = resume.parent_slots
     no_leaf = False
     if last_value is not None:
         if original_version < 2:  # Pi's v1 migration gives every object (arrays too) an id, and throws on the rest
@@ -730,6 +742,7 @@ def _parse_session(
         tail=tail,
         no_leaf=no_leaf,
         decorated=decorated,
+        parent_slots=parent_slots,
     )
 
 

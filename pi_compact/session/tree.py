@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import compress, islice, repeat
 from operator import attrgetter, is_
 
@@ -142,10 +142,17 @@ def _walk(session: Session, start: Entry, where: str) -> Branch:
     path: list[Entry] = []
     append = path.append
     get = session.by_id.get
-    bound = len(session.entries)  # a walk longer than the file has entries has met an entry twice: a cycle
+    entries = session.entries
+    bound = len(entries)  # a walk longer than the file has entries has met an entry twice: a cycle
+    slots = session.parent_slots
+    indexed = len(slots) if slots is not None else 0
     current: Entry | None = start
     while current is not None:
         append(current)
+        at = current.index
+        if at < indexed and entries[at] is current:  # into the indexed prefix: follow its parent links by number
+            _follow_slots(slots, entries, at, path, bound, where)  # type: ignore[arg-type]
+            break
         parent = current.parent_id
         if parent is None:
             break
@@ -159,6 +166,25 @@ def _walk(session: Session, start: Entry, where: str) -> Branch:
     _check_first_kept(path, diagnostics)
     _check_message_objects(path, diagnostics)
     return Branch(session, path, diagnostics)
+
+
+def _follow_slots(
+    slots: Sequence[int], entries: list[Entry], at: int, path: list[Entry], bound: int, where: str
+) -> None:
+    """Extend ``path`` with the ancestors of ``entries[at]`` as ``Session.parent_slots`` gives them."""
+    chain: list[int] = []
+    add = chain.append
+    slot = slots[at]
+    for _ in repeat(None, bound - len(path) + 1):
+        if slot < 2:
+            break
+        at = slot - 2
+        add(at)
+        slot = slots[at]
+    else:
+        path.extend(map(entries.__getitem__, chain))
+        _refuse_cycle(path, where)
+    path.extend(map(entries.__getitem__, chain))
 
 
 def _orphan_diagnostic(session: Session, path: list[Entry]) -> Diagnostic:

@@ -409,3 +409,56 @@ def test_small_appends_resume_from_the_index_without_writing_it_again(tmp_path: 
     finally:
         os.close(fd)
     assert state is not None and state.prefix_len == path.stat().st_size  # it now covers the whole file
+
+
+def _entry_line(entry_id: str, parent: str | None) -> bytes:
+    entry = {"type": "custom", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z"}
+    return orjson.dumps(entry) + b"\n"
+
+
+def _walk_outcome(path: Path, cache: bool) -> Any:
+    session = load_session(path, cache=cache)
+    try:
+        branch = get_branch(session)
+    except SessionError as exc:
+        return ("error", str(exc), exc.line), session
+    return ([e.id for e in branch.entries], [d.to_json() for d in branch.diagnostics]), session
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ["continue", "takes-a-dangling-parent", "repeats-a-prefix-id", "points-into-the-prefix"],
+)
+def test_branch_walk_through_the_index_equals_a_cold_walk(extra: str, tmp_path: Path) -> None:
+    """The walk follows the index's parent links through the prefix only while they hold for the whole file."""
+    path = tmp_path / "s.jsonl"
+    data = (PI_FIXTURES / "gen-branchy-101.jsonl").read_bytes()
+    ids = [v["id"] for v in map(_loads, data.split(b"\n")[1:]) if isinstance(v, dict) and "id" in v]
+    # an entry whose parent is missing: a later entry with that id would become its parent
+    path.write_bytes(data + _entry_line("orphan01", "missing9") + _entry_line("child001", "orphan01"))
+    load_session(path, cache=True)
+    lines = {
+        "continue": _entry_line("next0001", "child001"),
+        "takes-a-dangling-parent": _entry_line("missing9", ids[3]) + _entry_line("next0001", "child001"),
+        "repeats-a-prefix-id": _entry_line(ids[5], ids[2]) + _entry_line("next0001", "child001"),
+        "points-into-the-prefix": _entry_line("next0001", ids[len(ids) // 2]),
+    }[extra]
+    with open(path, "ab") as f:
+        f.write(lines)
+    warm, session = _walk_outcome(path, cache=True)
+    cold, _ = _walk_outcome(path, cache=False)
+    assert warm == cold
+    assert (session.parent_slots is not None) == (extra in ("continue", "points-into-the-prefix"))
+
+
+def test_a_cycle_inside_the_prefix_is_refused_alike(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    data = (PI_FIXTURES / "gen-small-101.jsonl").read_bytes()
+    path.write_bytes(data + _entry_line("cyc00001", "cyc00002") + _entry_line("cyc00002", "cyc00001"))
+    load_session(path, cache=True)
+    with open(path, "ab") as f:
+        f.write(_entry_line("next0001", "cyc00002"))
+    warm, session = _walk_outcome(path, cache=True)
+    assert session.parent_slots is not None
+    assert warm == _walk_outcome(path, cache=False)[0]
+    assert warm[0] == "error"
