@@ -8,6 +8,7 @@ round a cycle. The package's ``__init__`` (the lazy public API) stands outside t
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -90,6 +91,7 @@ def imports(path: Path, module: str, *, runtime_only: bool = False) -> set[str]:
     return found
 
 
+@functools.cache  # the same source files for every test here: parse them once (no test changes the graph)
 def graph(*, runtime_only: bool = False) -> dict[str, set[str]]:
     return {
         module_name(path): imports(path, module_name(path), runtime_only=runtime_only)
