@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from functools import cache
 from gc import get_referents
 from itertools import compress
 from json.decoder import scanstring  # type: ignore[attr-defined]
@@ -22,26 +22,35 @@ import orjson
 MAX_DEPTH = 200
 DEEP_MARKER = f"[JSON nested deeper than {MAX_DEPTH} levels: not loaded by picompact]"
 
-_WS = re.compile(r"[ \t\n\r]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
-_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(whitespace, number, lone surrogate), compiled when first needed: not on every start."""
+    return (
+        re.compile(r"[ \t\n\r]*"),
+        re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?"),
+        re.compile("[\ud800-\udfff]"),
+    )
 
 
 def safe_text(text: str) -> str:
     """Lone surrogates (legal in JSON escapes, not in UTF-8) become U+FFFD, so the text can be printed or dumped."""
-    if _SURROGATE.search(text) is None:
+    if _patterns()[2].search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
-@dataclass(frozen=True, slots=True)
 class ParsedLine:
     """A parsed line and what had to be done to read it."""
 
-    value: Any
-    replaced_utf8: bool = False  # invalid UTF-8 bytes were read as U+FFFD, as Pi reads them
-    depth_cut: bool = False  # parts nested deeper than MAX_DEPTH were replaced by DEEP_MARKER
+    __slots__ = ("depth_cut", "replaced_utf8", "value")
+
+    def __init__(self, value: Any, replaced_utf8: bool = False, depth_cut: bool = False) -> None:
+        self.value = value
+        self.replaced_utf8 = replaced_utf8  # invalid UTF-8 bytes were read as U+FFFD, as Pi reads them
+        self.depth_cut = depth_cut  # parts nested deeper than MAX_DEPTH were replaced by DEEP_MARKER
 
 
 def _reject_constant(name: str) -> Any:
@@ -130,6 +139,7 @@ def cut_depth(value: Any) -> tuple[Any, bool]:
 
 def parse_iterative(text: str) -> Any:
     """``JSON.parse`` without recursion: any nesting depth. Raises ValueError on invalid JSON."""
+    _WS, _NUMBER, _ = _patterns()
     n = len(text)
     stack: list[Any] = []
     keys: list[str | None] = []
