@@ -70,8 +70,8 @@ _JS_SPACE = (
     " \t\n\r\v\f\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
-_JS_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
-_JS_RADIX = re.compile(r"0([xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
+_JS_DECIMAL = r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+_JS_RADIX = r"0([xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)"  # compiled when used (re caches them): not on every start
 
 
 def _js_string(value: Any) -> str:
@@ -102,9 +102,9 @@ def js_number(value: Any) -> float:
     text = _js_string(value).strip(_JS_SPACE)
     if not text:
         return 0.0
-    if _JS_DECIMAL.fullmatch(text):
+    if re.fullmatch(_JS_DECIMAL, text):
         return float(text.replace("Infinity", "inf"))
-    radix = _JS_RADIX.fullmatch(text)
+    radix = re.fullmatch(_JS_RADIX, text)
     if radix:
         return float(int(text, 0))
     return math.nan
