@@ -14,6 +14,7 @@ After httpie's ``raw_main``: typer runs with ``standalone_mode=False`` so that e
 
 from __future__ import annotations
 
+import gc
 import traceback
 from collections.abc import Sequence
 from typing import Any
@@ -68,6 +69,9 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
     """Run ``picompact ARGV`` in ``env`` (default: this process) and return the exit code."""
     if env is None:
         env = Environment.from_process(argv)
+        # What start-up imported lives until exit: frozen, no full collection walks it again, during the run or at
+        # exit (about 6% of a small check). Only in the process's own run: a caller that passes an env keeps its gc.
+        gc.freeze()
     args = list(env.argv if argv is None else argv)
     env.argv = args
     try:
