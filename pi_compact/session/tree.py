@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Iterable, Sequence
 from itertools import compress, islice, repeat
-from operator import attrgetter, is_
+from operator import attrgetter, indexOf, is_
 
 from pi_compact.errors import CycleError, NotFoundError
 from pi_compact.session.entries import Diagnostic, Entry, Session
@@ -17,13 +18,14 @@ _ROLE = attrgetter("role")
 class Branch:
     """Entries root → leaf, plus what the walk noticed (an orphaned start, say)."""
 
-    __slots__ = ("_positions", "diagnostics", "entries", "session")
+    __slots__ = ("_distinct", "_positions", "diagnostics", "entries", "session")
 
     def __init__(self, session: Session, entries: list[Entry], diagnostics: list[Diagnostic] | None = None) -> None:
         self.session = session
         self.entries = entries
         self.diagnostics: list[Diagnostic] = [] if diagnostics is None else diagnostics
         self._positions: dict[str, int] | None = None
+        self._distinct = False  # every id on it is another (a walked branch: see ``_walk``)
 
     @property
     def leaf(self) -> Entry | None:
@@ -31,6 +33,10 @@ class Branch:
 
     def position(self, entry_id: str) -> int:
         """0-based position of an entry on the branch (the first with that id), or -1."""
+        if self._positions is None and self._distinct:
+            # The only entry with that id: looked for from the leaf back, where the entries asked about lie
+            with contextlib.suppress(ValueError):
+                return len(self.entries) - 1 - indexOf(map(_ID, reversed(self.entries)), entry_id)
         if self._positions is None:
             ids = list(map(_ID, self.entries))
             ids.reverse()  # the first of a repeated id is written last, and wins
@@ -165,7 +171,11 @@ def _walk(session: Session, start: Entry, where: str) -> Branch:
         diagnostics.append(_orphan_diagnostic(session, path))
     _check_first_kept(path, diagnostics)
     _check_message_objects(path, diagnostics)
-    return Branch(session, path, diagnostics)
+    branch = Branch(session, path, diagnostics)
+    # Every entry after the start is by_id's entry for its id, and by_id holds one per id: a second entry with one
+    # of the ids would be the same entry again, a cycle (refused above)
+    branch._distinct = True
+    return branch
 
 
 def _follow_slots(

@@ -66,3 +66,5 @@ def test_walk_agrees_with_a_reference_walk(tmp_path: Path, seed: int) -> None:
         assert f"{earlier} earlier entries" in warned[0].message
     for i, entry in enumerate(branch.entries):
         assert branch.position(entry.id) == next(j for j, e in enumerate(path) if e.id == entry.id) <= i
+    off = [e.id for e in session.entries if all(e.id != p.id for p in path)]
+    assert [branch.position(i) for i in [*off, "nowhere0"]] == [-1] * (len(off) + 1)
