@@ -15,9 +15,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pi_compact.messages import content_text, current_system_message, entry_messages
 from pi_compact.session.entries import Entry
@@ -28,8 +27,7 @@ PROJECT_INSTRUCTIONS = re.compile(r'<project_instructions path="([^"\n]*)">\n(.*
 Origin = Literal["global", "project", "extra", "session"]
 
 
-@dataclass(frozen=True, slots=True)
-class ContextFile:
+class ContextFile(NamedTuple):
     """One instruction file: where it is and what it says (a leading BOM removed, as Pi does)."""
 
     path: str

@@ -30,8 +30,7 @@ each listed spelling.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pi_compact.checkpoint.readtool import (
     MUTATING_TOOLS,
@@ -90,8 +89,7 @@ _LABELS: dict[tuple[Kind, str], str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class FileAnnotation:
+class FileAnnotation(NamedTuple):
     """One listed path: as Pi lists it, as the checkpoint shows it, and its label (None: nothing identified)."""
 
     path: str
@@ -108,13 +106,17 @@ class FileAnnotation:
         }
 
 
-@dataclass(frozen=True, slots=True)
 class FileListAnnotations:
     """Both lists with their labels, and the header the checkpoint prints once above them."""
 
-    read: tuple[FileAnnotation, ...] = ()
-    modified: tuple[FileAnnotation, ...] = ()
-    header: str = HEADER
+    __slots__ = ("header", "modified", "read")
+
+    def __init__(
+        self, read: tuple[FileAnnotation, ...] = (), modified: tuple[FileAnnotation, ...] = (), header: str = HEADER
+    ) -> None:
+        self.read = read
+        self.modified = modified
+        self.header = header
 
     def label(self, path: str) -> str | None:
         for item in (*self.modified, *self.read):
@@ -147,8 +149,7 @@ class FileListAnnotations:
 # ---------------------------------------------------------------------------------------------------- events
 
 
-@dataclass(frozen=True, slots=True)
-class _Snapshot:
+class _Snapshot(NamedTuple):
     """Visible contents of a file at one point: ``group`` is the branch position of the assistant message."""
 
     kind: Kind
@@ -158,16 +159,17 @@ class _Snapshot:
     ident: tuple[Any, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Mutation:
+class _Mutation(NamedTuple):
     group: int
     ident: tuple[Any, ...]
 
 
-@dataclass(slots=True)
 class _Evidence:
-    snapshots: dict[str, list[_Snapshot]] = field(default_factory=dict)
-    mutations: dict[str, list[_Mutation]] = field(default_factory=dict)
+    __slots__ = ("mutations", "snapshots")
+
+    def __init__(self) -> None:
+        self.snapshots: dict[str, list[_Snapshot]] = {}
+        self.mutations: dict[str, list[_Mutation]] = {}
 
     def snapshot(self, key: str, snap: _Snapshot) -> None:
         self.snapshots.setdefault(key, []).append(snap)
@@ -387,9 +389,9 @@ def _merge(items: Iterable[FileAnnotation]) -> tuple[FileAnnotation, ...]:
     for item in items:
         seen = merged.get(item.display_path)
         if seen is None:
-            merged[item.display_path] = replace(item, paths=(item.path,))
+            merged[item.display_path] = item._replace(paths=(item.path,))
         elif item.path not in seen.paths:
-            merged[item.display_path] = replace(seen, paths=(*seen.paths, item.path), label=seen.label or item.label)
+            merged[item.display_path] = seen._replace(paths=(*seen.paths, item.path), label=seen.label or item.label)
     return tuple(merged[key] for key in sorted(merged))
 
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 import ntpath
 import posixpath
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pi_compact.session.entries import JsonDict
 
@@ -96,8 +95,7 @@ def display_path(path: str, cwd: str) -> str:
 # ---------------------------------------------------------------------------------------------------- calls
 
 
-@dataclass(frozen=True, slots=True)
-class ReadArgs:
+class ReadArgs(NamedTuple):
     """The arguments of one ``read`` call: ``path`` as written, ``offset``/``limit`` as recorded (maybe None)."""
 
     path: str
@@ -197,8 +195,7 @@ def read_completeness(text: str, offset: Any, limit: Any, details: Any = None) -
 ReadStatus = Literal["ok", "error", "image", "non-text"]
 
 
-@dataclass(frozen=True, slots=True)
-class ReadOutput:
+class ReadOutput(NamedTuple):
     """A recorded read result judged against Pi's contract. Only ``status == "ok"`` is text evidence."""
 
     status: ReadStatus

@@ -27,8 +27,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pi_compact.checkpoint.context_files import (
     CONTEXT_FILE_NAMES,
@@ -62,8 +61,7 @@ INSTRUCTION_NAMES_FOLDED = frozenset(n.lower() for n in CONTEXT_FILE_NAMES)
 LINE_SUFFIX = re.compile(r":\d+(?::\d+)?\Z")
 
 
-@dataclass(frozen=True, slots=True)
-class RetainedRead:
+class RetainedRead(NamedTuple):
     """One startup read kept verbatim. ``entry_id`` is the tool result entry (for ``show``); ``text`` is the output
     exactly as recorded, its pagination notice (also in ``notice``) included; ``complete`` says the read showed
     the whole file by Pi's read contract."""
@@ -151,8 +149,7 @@ def _variants(token: str) -> Iterable[str]:
             yield candidate
 
 
-@dataclass(frozen=True, slots=True)
-class _Mention:
+class _Mention(NamedTuple):
     """One path-like token of an instruction text: where it is, and the files it can name."""
 
     start: int
@@ -165,8 +162,7 @@ class _Mention:
         return name in ({b.lower() for b in self.bare} if fold else self.bare)
 
 
-@dataclass(slots=True)
-class _Source:
+class _Source(NamedTuple):
     """One instruction text (a context file, or an AGENTS/CLAUDE file read in the interval) and its mentions."""
 
     text: str
@@ -255,8 +251,7 @@ def _latest_edits(entries: Sequence[Entry]) -> dict[str, Entry]:
     return edits
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
+class _Candidate(NamedTuple):
     position: int  # of the result entry on the branch
     result: Entry
     call: JsonDict
