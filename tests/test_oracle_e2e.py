@@ -22,7 +22,7 @@ from pi_compact.session import get_branch, load_session
 from pi_compact.tokens import js_stringify
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.helpers.sessions import simple_session
+from tests.helpers.sessions import simple_session, written_long_ago
 from tests.oracle import NODE22, ask_oracle, oracle_installed
 from tests.oracle import ORACLE as ORACLE_HOME
 
@@ -142,6 +142,7 @@ def test_compaction_entry_has_the_shape_pis_append_compaction_writes(tmp_path, f
 def test_pi_loads_a_repaired_file_and_skips_the_torn_line(tmp_path):
     path = simple_session(turns=6, size=400).write(tmp_path / "s.jsonl")
     path.write_bytes(path.read_bytes() + b'{"type":"message","id":"torn')
+    written_long_ago(path)
     result = run("compact", path, "--keep-recent-tokens", "300", "--repair", "--json", env=SEEDS)
     assert result.code == 0, result.stderr
     pi = oracle("context", path)

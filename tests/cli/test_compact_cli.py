@@ -16,7 +16,7 @@ from pi_compact.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import picompact_exe, run
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.helpers.sessions import SessionBuilder, side_branch_session, simple_session
+from tests.helpers.sessions import SessionBuilder, side_branch_session, simple_session, written_long_ago
 
 SEEDS = {"PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z", "PICOMPACT_ID_SEED": "cli-tests"}
 KEEP = ("--keep-recent-tokens", "300")
@@ -283,6 +283,7 @@ def test_torn_last_line_needs_repair(tmp_path):
     path = _session(tmp_path)
     torn = path.read_bytes() + b'{"type":"message","id":"torn'
     path.write_bytes(torn)
+    written_long_ago(path)
     refused = _compact(path)
     assert refused.code == 2
     assert "--repair" in refused.stderr

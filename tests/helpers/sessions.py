@@ -7,6 +7,8 @@ with a small usage) which the checkpoint tests and their golden files in tests/g
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -239,6 +241,14 @@ def simple_session(turns: int = 6, size: int = 400, usage: bool = True) -> Sessi
         sb.tool_result(f"call_{i}", "read", f"contents of mod{i}\n" + "y" * size)
         sb.assistant(f"Done with turn {i}", usage=1000 * (i + 1) if usage else None)
     return sb
+
+
+def written_long_ago(path: Path) -> Path:
+    """Date the file's last change a minute back, as a torn line left by a crash is: picompact then needs no quiet
+    time to tell it from a line another program is still writing (that wait is tested where it matters)."""
+    then = time.time() - 60
+    os.utime(path, (then, then))
+    return path
 
 
 def side_branch_session(path: Path, question: str) -> tuple[Path, str]:

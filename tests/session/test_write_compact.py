@@ -20,7 +20,7 @@ from pi_compact.plan import CompactionPlan
 from pi_compact.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.helpers.sessions import side_branch_session, simple_session
+from tests.helpers.sessions import side_branch_session, simple_session, written_long_ago
 
 WHEN = "2026-02-03T04:05:06.007Z"
 
@@ -220,6 +220,7 @@ def test_torn_last_line_refused_unless_repair_and_only_warned_in_a_dry_run(tmp_p
     path = _big(tmp_path)
     torn = path.read_bytes() + b'{"type":"message","id":"dead'
     path.write_bytes(torn)
+    written_long_ago(path)
     with pytest.raises(SessionError, match="--repair"):
         compact_session(path, FunctionMode(stand_in), _options())
     assert path.read_bytes() == torn
