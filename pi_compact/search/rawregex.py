@@ -441,11 +441,37 @@ def relaxed_source(node: Node) -> str:
 # Lines picompact builds
 
 # Characters that separate what picompact writes from the session's text in a ``path: value`` line.
-SEPARATORS = frozenset(' .[]:"\\${},')
+SEPARATORS = frozenset('.[]:"\\')
 # What picompact writes itself in the selectable decorated lines, between separators: the roots of a path, the
 # prefix of a bash command's output path, JSON literals; numbers are made of NUMBER_CHARS.
-GENERATED_WORDS = ("content", "block", "arguments", "calls", "full", "output", "true", "false", "null")
+GENERATED_WORDS = ("content", "block", "arguments", "calls", "full output", "true", "false", "null", "{}", "$")
 NUMBER_CHARS = frozenset("0123456789.eE+-")
+
+
+def first_chars(node: Node) -> tuple[Chars, bool]:
+    """The characters a match can start with, and whether the node can match the empty string."""
+    kind = node[0]
+    if kind == "chars":
+        return node[1], False
+    if kind == "seq":
+        out = Chars(frozenset())
+        for item in node[1]:
+            chars, empty = first_chars(item)
+            out = out | chars
+            if not empty:
+                return out, False
+        return out, True
+    if kind == "alt":
+        out = Chars(frozenset())
+        nullable = False
+        for item in node[1]:
+            chars, empty = first_chars(item)
+            out, nullable = out | chars, nullable or empty
+        return out, nullable
+    if kind == "rep":
+        chars, empty = first_chars(node[1])
+        return chars, empty or node[2] == 0 or node[3] == 0
+    return Chars(frozenset()), True
 
 
 def decorated_safe(node: Node, search: Callable[[str], Any]) -> bool:
@@ -453,14 +479,17 @@ def decorated_safe(node: Node, search: Callable[[str], Any]) -> bool:
     headers and section markers are not selectable by default) lies in text copied from one JSON string or key
     of the entry, so the raw-bytes search sees it. ``search`` is the relaxed pattern's search (``relaxed_source``).
 
-    Such a line is the session's text joined by separators picompact writes (``. [ ] : "`` and spaces, see
-    ``SEPARATORS``) and a few words of its own (``GENERATED_WORDS``, numbers, indices). When the pattern can match
-    no separator, a match lies between two of them: in the session's text (found in the raw bytes), or in one of
-    picompact's words (tested here), or in a key written with a JSON escape (``["a\\u001fb"]``), which the raw
-    line spells the same way unless the file escapes characters unusually (``Census.unusual_escapes``, checked
-    by the caller)."""
+    Such a line is the session's text joined by separators picompact writes (``. [ ] : "`` and the space after
+    ``:`` or ``$``, see ``SEPARATORS``) and a few words of its own (``GENERATED_WORDS``, numbers, indices). When
+    the pattern can match no separator, and no match starts with a space (a written space always follows ``:``,
+    ``$`` or ``full``), a match lies between two separators: in the session's text (found in the raw bytes), or
+    in one of picompact's words (tested here), or in a key written with a JSON escape (``["a\\u001fb"]``), which
+    the raw line spells the same way unless the file escapes characters unusually (``Census.unusual_escapes``,
+    checked by the caller)."""
     chars = alphabet(node)
-    if chars.ascii & SEPARATORS:
+    if chars.ascii & SEPARATORS or {" ", "$"} <= chars.ascii:
+        return False
+    if " " in first_chars(node)[0].ascii:
         return False
     if search("") is not None:
         return False  # matches the empty string: every line

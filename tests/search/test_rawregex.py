@@ -63,6 +63,15 @@ def test_unfamiliar_syntax_is_not_parsed(pattern: str) -> None:
         (r"\d+", False),  # a number or an index
         (r"1e5", False),
         ("q1", True),
+        ("permission denied", True),  # a space inside: never one picompact writes
+        (r"a, b \{x\}", True),
+        (" denied", False),  # starts with a space: the one after "key:"
+        ("l o", False),  # "full output"
+        (r"\$ q", False),
+        ("qx$", True),  # an anchor, not a dollar sign
+        (r"\$", False),
+        (r"\{\}", False),
+        (r"q \{", True),
     ],
 )
 def test_decorated_safe(pattern: str, safe: bool) -> None:
@@ -214,6 +223,17 @@ def test_prefiltered_grep_equals_a_full_render(
 
 
 TRICKY = [
+    "q q",
+    " q",
+    "l o",
+    "e q",
+    "q, q",
+    r"\$",
+    r"\$ ",
+    "{}",
+    r"\{",
+    "1 ",
+    "k q",
     "q: q",
     r"\w: \w",
     r"command: \S",
