@@ -23,10 +23,11 @@ demo: $(STAMP)
 	@echo '$$ picompact compact examples/demo-session.jsonl --mode verbatim --context-window 32000 --dry-run | head -40'
 	@$(BIN)/picompact compact examples/demo-session.jsonl --mode verbatim --context-window 32000 --dry-run | head -40 || true
 
-## test: the whole test suite, on every core (a module's tests stay together: they share its fixtures); bytecode is
-## cached even where PYTHONDONTWRITEBYTECODE is set, so each worker does not compile and assert-rewrite every module
+## test: the whole test suite, on every core (a module's tests stay together: they share its fixtures), the longest
+## modules first (tests/conftest.py); bytecode is cached even where PYTHONDONTWRITEBYTECODE is set, so each worker
+## does not compile and assert-rewrite every module
 test: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n auto --dist loadscope
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n auto --dist loadscope --no-loadscope-reorder
 
 ## lint: ruff (lint + format check) and mypy on every module, CLI included; tsc on the Pi extension
 lint: $(STAMP) typecheck

@@ -60,6 +60,40 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# Under `make test` (pytest-xdist, --dist loadscope --no-loadscope-reorder), a worker takes the next module (or class)
+# from the front of this order as it runs short of work. The longest ones go first, so that the short ones fill in
+# around them at the end, instead of one long unit running alone on one core while the other is idle. Only the order
+# changes; a unit not named here keeps its place, after these, larger units (more tests) first.
+LONGEST_FIRST = [
+    "tests/session/test_session_index.py",
+    "tests/pi/test_pi_e2e.py::TestIdle",  # real Pi sessions
+    "tests/test_hostile_corpus.py",
+    "tests/pi/test_pi_e2e.py::TestMidRun",
+    "tests/pi/test_pi_e2e.py",
+    "tests/session/test_write_concurrency.py",  # real processes killed at random moments
+    "tests/test_oracle_e2e.py",
+    "tests/test_audit.py",
+    "tests/summary/test_pi_resume.py",
+    "tests/lookup/test_agent.py",
+]
+
+
+def _scope(item: pytest.Item) -> str:
+    """The unit --dist loadscope keeps together: the class for tests in a class, else the module."""
+    parts = item.nodeid.split("::")
+    return "::".join(parts[:2]) if len(parts) > 2 else parts[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    sizes: dict[str, int] = {}
+    for item in items:
+        sizes[_scope(item)] = sizes.get(_scope(item), 0) + 1
+    rank = {scope: n for n, scope in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: (rank.get(_scope(item), len(rank)), -sizes[_scope(item)]))  # stable: in-unit order
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point HOME, PI_CODING_AGENT_DIR and XDG_CACHE_HOME at a temp dir so no test reads or writes the real ~/.pi
