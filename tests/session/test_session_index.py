@@ -19,7 +19,7 @@ from pi_compact.errors import SessionError
 from pi_compact.session import index
 from pi_compact.session.load import load_session
 from pi_compact.session.tree import get_branch
-from tests.helpers.cli import picompact_exe
+from tests.helpers.cli import picompact_exe, run
 from tests.helpers.fixtures import PI_FIXTURES
 
 SESSIONS = sorted(PI_FIXTURES.glob("*.jsonl"))
@@ -171,9 +171,13 @@ def test_append_resumes_from_the_index(tmp_path: Path) -> None:
 
 
 def _cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*picompact_exe(), *map(str, args)], capture_output=True, env={**os.environ, **(env or {})}, check=False
-    )
+    """``picompact ARGS`` in this process (the index is on disk either way)."""
+    result = run(*args, env=env)
+    return subprocess.CompletedProcess(args, result.code, result.stdout_bytes, result.stderr_bytes)
+
+
+def _process(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*picompact_exe(), *map(str, args)], capture_output=True, check=False)
 
 
 def _index_files() -> list[Path]:
@@ -293,11 +297,10 @@ def test_well_formed_index_with_wrong_offsets_is_refused(tmp_path: Path) -> None
 def test_two_processes_at_once(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     shutil.copyfile(PI_FIXTURES / "gen-medium-101.jsonl", path)
-    expected = _cli("check", path, "--json", "--no-cache")
     for round_ in range(3):
         with open(path, "ab") as f:
             f.write(POOL[round_])
-        expected = _cli("check", path, "--json", "--no-cache")
+        expected = _process("check", path, "--json", "--no-cache")
         procs = [
             subprocess.Popen(
                 [*picompact_exe(), "check", str(path), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -350,8 +353,6 @@ GREP_PATTERNS = [["e", "-m", "100000"], ["-F", "ENOENT"], ["-i", "error|fail|the
 
 @pytest.mark.parametrize("fixture", SESSIONS, ids=lambda p: p.stem)
 def test_grep_with_the_index_prints_what_a_cold_grep_prints(fixture: Path, tmp_path: Path) -> None:
-    from tests.helpers.cli import run
-
     rng = random.Random(f"grep:{fixture.name}")
     path = tmp_path / "s.jsonl"
     shutil.copyfile(fixture, path)
