@@ -175,7 +175,6 @@ class Candidates:
         self.last_start = 0
         self.blocks: dict[int, set[int]] = {}
         self._offsets: list[int] | None = None  # of the scope's entries (next_candidate); [] when not in file order
-        self._ends: list[int] = []
         self._unreliable_at: list[int] = []
         # Lines read with replacement characters or cut at depth: their raw bytes are not what is rendered.
         self.unreliable = {d.line for d in transcript.session.diagnostics if d.code in _UNRELIABLE_RAW}
@@ -239,17 +238,16 @@ class Candidates:
                 self._offsets = []  # not in file order: searched entry by entry
                 return pos
             self._offsets = offsets
-            self._ends = [e.offset + e.length for e in entries]
             if self.unreliable:
                 self._unreliable_at = [i for i, e in enumerate(entries) if e.line in self.unreliable]
-        offsets, ends = self._offsets, self._ends
+        offsets, entries = self._offsets, self.transcript.entries
         n = len(offsets)
         k = bisect_left(self._unreliable_at, pos)
         limit = self._unreliable_at[k] if k < len(self._unreliable_at) else n
         while pos < limit:
             hit = self._hit_from(offsets[pos])
             at = bisect_right(offsets, hit) - 1
-            if at < n and hit < ends[at]:
+            if at < n and hit < offsets[at] + entries[at].length:
                 return min(at, limit)
             pos = at + 1
         return limit

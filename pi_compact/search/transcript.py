@@ -45,8 +45,8 @@ class Transcript:
     branch: Branch
     entries: tuple[Entry, ...]
     all_branches: bool = False
-    _positions: dict[int, int] = field(default_factory=dict, repr=False)
-    _on_branch: set[int] = field(default_factory=set, repr=False)
+    _positions: dict[int, int] | None = field(default=None, repr=False)  # built when first asked for
+    _branch_ids: set[int] | None = field(default=None, repr=False)
     _branch_of: dict[int, str] | None = field(default=None, repr=False)
     _cache: dict[int, RenderedEntry] = field(default_factory=dict, repr=False)
     _raw: bytes | FileBytes | None = field(default=None, repr=False)
@@ -55,9 +55,11 @@ class Transcript:
     _ids: dict[str, Entry] | None = field(default=None, repr=False)
     census: Any = field(default=None, repr=False)  # search.prefilter.Census of the raw bytes, once taken
 
-    def __post_init__(self) -> None:
-        self._positions = {id(e): i for i, e in enumerate(self.entries)}
-        self._on_branch = {id(e) for e in self.branch.entries}
+    @property
+    def _on_branch(self) -> set[int]:
+        if self._branch_ids is None:
+            self._branch_ids = {id(e) for e in self.branch.entries}
+        return self._branch_ids
 
     @property
     def leaf(self) -> Entry | None:
@@ -68,6 +70,8 @@ class Transcript:
 
     def position(self, entry: Entry) -> int:
         """Position of an entry in the scope, or -1."""
+        if self._positions is None:
+            self._positions = {id(e): i for i, e in enumerate(self.entries)}
         return self._positions.get(id(entry), -1)
 
     def on_branch(self, entry: Entry) -> bool:
