@@ -683,10 +683,16 @@ def grep_counts(
     return GrepCounts(shown, tuple(patterns), invert, tuple(out), searched)
 
 
-# A typical line of a session file: a pattern whose raw form matches it has a raw hit in nearly every entry.
-_TYPICAL_LINE = (
+# Skeletons of the lines a session is made of: a pattern whose raw form matches all of them has a raw hit in nearly
+# every entry, so the decorated lines of entries without one are not worth keeping at load.
+_TYPICAL_LINES = (
     b'{"type":"message","id":"0a1b2c3d","parentId":"4e5f6a7b","timestamp":"2025-01-01T00:00:00.000Z",'
-    b'"message":{"role":"user","content":[{"type":"text","text":""}],"timestamp":1735689600000}}'
+    b'"message":{"role":"user","content":[{"type":"text","text":""}],"timestamp":1735689600000}}',
+    b'{"type":"message","id":"0a1b2c3d","parentId":"4e5f6a7b","timestamp":"2025-01-01T00:00:00.000Z",'
+    b'"message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"n","arguments":{}}],'
+    b'"api":"a","provider":"p","model":"m","usage":{"input":1,"output":1},"stopReason":"toolUse"}}',
+    b'{"type":"message","id":"0a1b2c3d","parentId":"4e5f6a7b","timestamp":"2025-01-01T00:00:00.000Z",'
+    b'"message":{"role":"toolResult","toolCallId":"c","toolName":"n","content":[],"isError":false}}',
 )
 
 
@@ -720,7 +726,7 @@ def grep_wants_decorated(
     if not synthetic and rawregex.decorated_safe(tree, relaxed_search(tree)):
         return False
     program = rawregex.compile_raw(rawregex.raw_pattern(tree, frozenset(), False))
-    return program is None or program.search(_TYPICAL_LINE) is None
+    return program is None or any(program.search(line) is None for line in _TYPICAL_LINES)
 
 
 def _check_sections(sections: Iterable[str] | None) -> frozenset[str] | None:

@@ -317,6 +317,7 @@ def test_grep_wants_decorated_only_when_it_may_need_them() -> None:
     assert grep_wants_decorated("ENOENT", sections=["header"])
     assert grep_wants_decorated(r"command: \w+q")
     assert grep_wants_decorated(r"(\w)\1")
+    assert grep_wants_decorated('"role": *"user"')  # in one kind of line only: its decorated lines are worth keeping
 
 
 def test_search_lines_equals_a_search_of_the_whole_bytes(tmp_path: Path) -> None:
