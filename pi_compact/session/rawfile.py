@@ -91,6 +91,8 @@ class FileBytes:
         while start < self.size:
             if not (self._lines_at <= start < self._lines_at + self._lines_len):
                 self._read_lines(start)
+                if not self._lines_len:
+                    return -1  # the file is shorter than it was: nothing more to search
             found = pattern.search(self._lines, start - self._lines_at, self._lines_len)
             if found is not None:
                 return self._lines_at + found.start()
@@ -104,6 +106,8 @@ class FileBytes:
             return -1, self.size
         if not (self._lines_at <= start < self._lines_at + self._lines_len):
             self._read_lines(start)
+            if not self._lines_len:
+                return -1, self.size  # the file is shorter than it was: nothing more to search
         found = pattern.search(self._lines, start - self._lines_at, self._lines_len)
         return (self._lines_at + found.start() if found is not None else -1), self._lines_at + self._lines_len
 

@@ -355,3 +355,14 @@ def test_literal_and_census_searched_in_step_equal_a_search_of_the_whole_bytes(t
             assert got_filter is not None
             fb = FileBytes(path, len(data), window)
             assert [got_filter.find_from(fb, start) for start in starts] == want, (literal, window)
+
+
+def test_a_file_cut_short_while_searched_ends_the_search(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"abc\n" * 100)
+    fb = FileBytes(path, 400, 16)
+    program = R.compile_raw(rb"zz")
+    assert program is not None
+    path.write_bytes(b"abc\n" * 10)  # truncated after FileBytes was made for 400 bytes
+    assert fb.search_lines(program, 0) == -1
+    assert fb.search_block(program, 200) == (-1, 400)
