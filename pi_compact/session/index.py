@@ -328,9 +328,8 @@ def _decode_codes(codes: array[int], values: Any) -> list[Any] | None:
 
 def _encode_codes(values: list[Any]) -> tuple[list[int], list[Any]]:
     """Codes into the list of distinct values, in order of first appearance."""
-    table: dict[Any, int] = {}
-    codes = [table.setdefault(v, len(table)) for v in values]
-    return codes, list(table)
+    distinct = list(dict.fromkeys(values))
+    return list(map({v: i for i, v in enumerate(distinct)}.__getitem__, values)), distinct
 
 
 def _is_int(value: object) -> bool:
@@ -418,9 +417,11 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
         )
     except (TypeError, ValueError, OverflowError):  # a value orjson or array cannot write (past 64 bits, say)
         return
-    for value in (state.header, state.last_value, state.ids, state.parents, state.dangling):
+    # Strings orjson either writes exactly or refuses (a lone surrogate, say); a number it may not (1e400 is infinity
+    # in JSON.parse, and null in orjson)
+    for value in (state.header, state.last_value):
         if orjson.loads(orjson.dumps(value)) != value:
-            return  # one it would not read back the same (1e400 is infinity in JSON.parse, and null in orjson)
+            return  # one it would not read back the same
     data = seal(body)
     import tempfile  # only a run that writes an index needs it
 

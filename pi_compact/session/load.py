@@ -14,7 +14,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 CURRENT_VERSION = 3
 _ID = attrgetter("id")
+_HEAD_ROW = attrgetter("line", "offset", "length", "id", "parent_id", "type", "role")
 BIG_LINE_BYTES = 16 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
 TAIL_BYTES = 64
@@ -448,11 +450,13 @@ def _snapshot(
             value = {"id": value["id"]} if "id" in value else {}
     from pi_compact.session.index import PrefixState  # only a load that keeps an index comes here
 
-    ids: list[str | None] = [e.id for e in kept]
-    parents = [e.parent_id for e in kept]
+    # One pass over the entries (they lie far apart in memory, between the bodies they were parsed with), in C
+    rows = list(map(_HEAD_ROW, kept))
+    line, offset, length, ids, parents, types, roles = map(list, zip(*rows, strict=True)) if rows else ([],) * 7
     where = dict(zip(ids, range(2, len(ids) + 2), strict=True))  # as by_id takes them: the later of an id wins
-    slots = [0 if parent is None else where.get(parent, 1) for parent in parents]
-
+    slots = list(map(where.get, parents, repeat(1)))
+    for i in compress(range(len(parents)), map(is_, parents, repeat(None))):
+        slots[i] = 0  # no parent (where.get(None) would find an entry without an id)
     return PrefixState(
         prefix_len=prefix_len,
         lines=lines,
@@ -465,15 +469,15 @@ def _snapshot(
         diagnostics=[(d.level, d.code, d.message, d.line) for d in diagnostics[:n_diags]],
         prev_tail=prev[-TAIL_BYTES:],
         last_tail=last[-TAIL_BYTES:],
-        line=[e.line for e in kept],
-        offset=[e.offset for e in kept],
-        length=[e.length for e in kept],
+        line=line,
+        offset=offset,
+        length=length,
         ids=ids,
         parents=parents,
-        types=[e.type for e in kept],
-        roles=[e.role for e in kept],
+        types=types,
+        roles=roles,
         parent_slots=slots,
-        dangling=sorted({parent for parent, slot in zip(parents, slots, strict=True) if slot == 1 and parent}),
+        dangling=sorted(set(compress(parents, map((1).__eq__, slots)))),
         decorated=None
         if decorate is None
         else [list(decorated[e.index] if e.index in decorated else decorate(e)) for e in kept],
