@@ -9,9 +9,7 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,18 +42,9 @@ class OracleRun:
         return orjson.loads(self.stdout) if self.stdout.strip() else {}
 
 
-def _check(argvs: list[list[str]]) -> None:
-    for argv in argvs:
-        if argv[0] not in ("analyze", "context", "append-compaction") or "--stable-ids" in argv or "--pi" in argv:
-            raise ValueError(f"the oracle runs here on Pi 1.6 without --stable-ids, not: {argv}")
-
-
-def _one_by_one(argvs: list[list[str]]) -> list[OracleRun]:
-    runs = []
-    for argv in argvs:
-        one = subprocess.run([str(NODE22), str(ORACLE_SCRIPT), *argv], capture_output=True, check=False)
-        runs.append(OracleRun(one.returncode, one.stdout))
-    return runs
+def _one_process(argv: list[str]) -> OracleRun:
+    proc = subprocess.run([str(NODE22), str(ORACLE_SCRIPT), *argv], capture_output=True, check=False)
+    return OracleRun(proc.returncode, proc.stdout)
 
 
 def _run(answer: dict[str, Any]) -> OracleRun:
@@ -64,46 +53,29 @@ def _run(answer: dict[str, Any]) -> OracleRun:
     return OracleRun(answer["status"], text.encode("utf-8"))
 
 
-def run_oracle(jobs: Sequence[Sequence[str | os.PathLike[str]]]) -> list[OracleRun]:
-    """``node pi_oracle.mjs JOB`` for each job (``analyze|context|append-compaction FILE [options]``, Pi 1.6, no
-    ``--stable-ids``), in one node process (``tests/oracle_batch.mjs`` runs the script's own main steps for each): the
-    same output and exit status as one process per job, without starting node and loading Pi once per file. Falls
-    back to one process per job when the script does not have the shape the batch relies on."""
-    argvs = [[str(arg) for arg in job] for job in jobs]
-    _check(argvs)
-    if not argvs:
-        return []
-    with tempfile.TemporaryDirectory(prefix="oracle-batch-") as tmp:
-        jobs_file = Path(tmp) / "jobs.json"
-        jobs_file.write_text(json.dumps(argvs))
-        proc = subprocess.run(
-            [str(NODE22), str(BATCH), str(ORACLE_SCRIPT), str(jobs_file)], capture_output=True, check=False
-        )
-    if proc.returncode == 3:
-        return _one_by_one(argvs)
-    assert proc.returncode == 0, f"the oracle batch failed: {proc.stderr.decode('utf-8', 'replace')[-2000:]}"
-    return [_run(answer) for answer in json.loads(proc.stdout)]
-
-
 _served: list[subprocess.Popen[bytes] | None] = []  # the node process of ask_oracle(), once started (None: unsupported)
 _serving = threading.Lock()
 
 
 def ask_oracle(*args: str | os.PathLike[str]) -> OracleRun:
-    """``node pi_oracle.mjs ARGS`` (as :func:`run_oracle`), answered by one node process that this test process
-    starts on first use and that ends with it (its stdin closes)."""
+    """``node pi_oracle.mjs ARGS`` (``analyze|context|append-compaction FILE [options]``, Pi 1.6, no
+    ``--stable-ids``): the same output and exit status as that process, but answered by one node process
+    (``tests/oracle_batch.mjs``, which runs the script's own main steps for each call) that this test process starts
+    on first use and that ends with it (its stdin closes), so node and Pi's modules load once, not once per file.
+    Falls back to one process per call when the script does not have the shape that relies on."""
     argv = [str(arg) for arg in args]
-    _check([argv])
+    if argv[0] not in ("analyze", "context", "append-compaction") or "--stable-ids" in argv or "--pi" in argv:
+        raise ValueError(f"the oracle runs here on Pi 1.6 without --stable-ids, not: {argv}")
     with _serving:
         if not _served:
             proc = subprocess.Popen(
-                [str(NODE22), str(BATCH), str(ORACLE_SCRIPT), "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+                [str(NODE22), str(BATCH), str(ORACLE_SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
             )
             atexit.register(_stop, proc)
             _served.append(proc)
         proc = _served[0]
         if proc is None:
-            return _one_by_one([argv])[0]
+            return _one_process(argv)
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(argv).encode() + b"\n")
         proc.stdin.flush()
@@ -111,7 +83,7 @@ def ask_oracle(*args: str | os.PathLike[str]) -> OracleRun:
         answer = json.loads(line) if line else {"unsupported": "no answer"}
         if "unsupported" in answer and proc.wait() == 3:
             _served[0] = None
-            return _one_by_one([argv])[0]
+            return _one_process(argv)
         assert "status" in answer, f"the oracle process failed (exit {proc.poll()})"
         return _run(answer)
 

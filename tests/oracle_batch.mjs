@@ -1,21 +1,18 @@
-// Runs the Pi oracle's own commands (pi_oracle.mjs analyze|context|append-compaction FILE [options]) for many files
-// in one node process, so that node and Pi's modules start once instead of once per file. The oracle script itself is
-// imported, with its final `main();` call replaced by an export of its functions, and each job runs as that main()
-// runs it (parse the arguments, call Pi, print the result or {"error": ...} with exit status 2); the output and exit
-// status of each job are captured instead of going to stdout and ending the process.
+// Answers the Pi oracle's own commands (pi_oracle.mjs analyze|context|append-compaction FILE [options]) for many
+// files in one node process, so that node and Pi's modules start once instead of once per file. The oracle script
+// itself is imported, with its final `main();` call replaced by an export of its functions, and each call runs as that
+// main() runs it (parse the arguments, call Pi, print the result or {"error": ...} with exit status 2); the output and
+// exit status of each call are captured instead of going to stdout and ending the process.
 //
-// Usage: node oracle_batch.mjs PI_ORACLE_MJS JOBS.json   (JOBS: [["analyze", "FILE", "--brief"], ...])
-//        prints one JSON array, one {"status": N, "stdout": "..."} per job;
-//        node oracle_batch.mjs PI_ORACLE_MJS -            reads one job (a JSON array) per line on stdin and answers
-//        each with one such object on a line of stdout, until stdin ends.
-// When the script does not have the shape this relies on, prints {"unsupported": "..."} and exits 3: the caller then
-// runs the script once per job.
+// Usage: node oracle_batch.mjs PI_ORACLE_MJS   reads one call (a JSON array of arguments) per line on stdin and
+// answers each with one {"status": N, "stdout": "..."} line on stdout, until stdin ends. When the script does not
+// have the shape this relies on, prints {"unsupported": "..."} and exits 3: the caller then runs the script itself.
 import fs from "node:fs";
 import * as nodeModule from "node:module";
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
 
-const [script, jobsFile] = process.argv.slice(2);
+const [script] = process.argv.slice(2);
 const TAIL = "\nmain();\n";
 const NAMES = ["parseArgs", "loadPi16", "analyze16", "context16", "appendCompaction16", "render", "cleanup", "fail"];
 
@@ -83,13 +80,7 @@ async function runJob(argv) {
 	return { status, stdout: out };
 }
 
-if (jobsFile === "-") {
-	const lines = readline.createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY });
-	for await (const line of lines) {
-		if (line.trim()) write(`${JSON.stringify(await runJob(JSON.parse(line)))}\n`);
-	}
-} else {
-	const results = [];
-	for (const argv of JSON.parse(fs.readFileSync(jobsFile, "utf8"))) results.push(await runJob(argv));
-	write(`${JSON.stringify(results)}\n`);
+const lines = readline.createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY });
+for await (const line of lines) {
+	if (line.trim()) write(`${JSON.stringify(await runJob(JSON.parse(line)))}\n`);
 }

@@ -25,7 +25,7 @@ import pytest
 from pi_compact.session.load import parse_json_line
 from tests.helpers.cli import run
 from tests.helpers.sessions import SessionBuilder, simple_session
-from tests.oracle import OracleRun, oracle_installed, run_oracle
+from tests.oracle import OracleRun, ask_oracle, oracle_installed
 
 WINDOW = ("--context-window", "100000")
 KEEP = ("--keep-recent-tokens", "500")
@@ -587,8 +587,8 @@ READABLE = [k for k in KINDS if not k.fatal]
 
 @pytest.fixture(scope="module")
 def pi_reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str | None, OracleRun]]:
-    """Pi's ``analyze --brief`` of every readable kind, built in a directory of its own, all in one oracle run:
-    kind name -> (the digest of the file Pi read, what the oracle printed and its exit status)."""
+    """Pi's ``analyze --brief`` of every readable kind, each built in a directory of its own: kind name -> (the
+    digest of the file Pi read, what the oracle printed and its exit status)."""
     if not oracle_installed():
         pytest.skip("the Pi oracle (node 22 + Pi 1.6) is not installed")
     root = tmp_path_factory.mktemp("pi-reads")
@@ -596,8 +596,7 @@ def pi_reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str | 
     for kind in READABLE:
         (root / kind.name).mkdir()
         paths[kind.name], _ = kind.make(root / kind.name)
-    runs = run_oracle([("analyze", path, "--brief") for path in paths.values()])
-    return {name: (digest(path), ran) for (name, path), ran in zip(paths.items(), runs, strict=True)}
+    return {name: (digest(path), ask_oracle("analyze", path, "--brief")) for name, path in paths.items()}
 
 
 @pytest.mark.parametrize("kind", READABLE, ids=[k.name for k in READABLE])
