@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,11 +95,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: (rank.get(_scope(item), len(rank)), -sizes[_scope(item)]))  # stable: in-unit order
 
 
+@pytest.fixture(scope="session")
+def _homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where each test's home directory is made: one directory, so that making a home costs the same for the last
+    test as for the first (pytest's numbered directories are numbered by listing their parent)."""
+    return tmp_path_factory.mktemp("homes")
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(_homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point HOME, PI_CODING_AGENT_DIR and XDG_CACHE_HOME at a temp dir so no test reads or writes the real ~/.pi
     or ~/.cache."""
-    home = tmp_path_factory.mktemp("home")
+    home = Path(tempfile.mkdtemp(prefix="home", dir=_homes))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / ".pi" / "agent"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))  # the index picompact keeps of session files
