@@ -23,6 +23,8 @@ from pi_compact.llm.providers import ModelRef
 from pi_compact.llm.types import Request, Response
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
 DEFAULT_TIMEOUT = 120.0
@@ -103,6 +105,21 @@ def _where(url: str) -> str:
     return f"{parsed.scheme}://{parsed.host}{port}"
 
 
+def _ssl_env() -> tuple[str | None, str | None]:
+    import os
+
+    return os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+
+
+@functools.cache
+def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    """httpx's own TLS context (its CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR), built once per process and
+    shared by every request: building one reads the whole CA bundle (about 30 ms)."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def _configured_headers(model: ModelRef, api_key: Secret | None) -> dict[str, str]:
     """The headers models.json sets for the provider and model, resolved as Pi resolves them (each must resolve),
     and the key as a Bearer token when the entry sets ``authHeader``."""
@@ -140,7 +157,9 @@ def _client(model: ModelRef, api_key: Secret | None, timeout: float) -> httpx.Cl
     merged = httpx.Headers(headers)
     for name, value in _configured_headers(model, api_key).items():
         merged[name] = value  # replaces a header of the same name, whatever its case
-    return httpx.Client(headers=merged, timeout=httpx.Timeout(timeout), follow_redirects=False)
+    return httpx.Client(
+        headers=merged, verify=_ssl_context(*_ssl_env()), timeout=httpx.Timeout(timeout), follow_redirects=False
+    )
 
 
 def _body(request: Request, model: ModelRef) -> bytes:
