@@ -1,6 +1,7 @@
 """``picompact check`` and ``picompact sessions``."""
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: typer reads the command's annotations, and evaluated ones spare
+# it compiling each string at start-up.
 
 from pathlib import Path
 from typing import Any
