@@ -176,8 +176,8 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         "json.dump(d, open(p, 'w'))"
     )
     fix = f" && {shlex.quote(sys.executable)} -c {shlex.quote(code)}"
-    with _drive(  # Pi compacts at prompt 3
-        tmp_path_factory, "broken", seed=7, prompts=3, context_window=24000, setup=_install_command(fix)
+    with _drive(  # Pi compacts mid-run in prompt 2 (the server log read into a 20k window)
+        tmp_path_factory, "broken", seed=3, prompts=2, context_window=20000, setup=_install_command(fix)
     ) as manifest:
         yield manifest
 
