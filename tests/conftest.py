@@ -102,22 +102,10 @@ def _homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("homes")
 
 
-@pytest.fixture(scope="session")
-def _no_certificates(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty directory of CA certificates (see isolated_home)."""
-    return tmp_path_factory.mktemp("no-certificates")
-
-
 @pytest.fixture(autouse=True)
-def isolated_home(_homes: Path, _no_certificates: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(_homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point HOME, PI_CODING_AGENT_DIR and XDG_CACHE_HOME at a temp dir so no test reads or writes the real ~/.pi
-    or ~/.cache.
-
-    No test speaks TLS (providers are served on 127.0.0.1 over plain HTTP), yet httpx builds an SSL context for
-    every client, and reading a CA bundle into one costs about 30 ms of CPU: here it reads an empty directory, so
-    a client costs nothing to make (and no test could reach a real server over TLS)."""
-    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    monkeypatch.setenv("SSL_CERT_DIR", str(_no_certificates))
+    or ~/.cache."""
     home = Path(tempfile.mkdtemp(prefix="home", dir=_homes))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / ".pi" / "agent"))
