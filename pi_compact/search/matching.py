@@ -1,9 +1,11 @@
 """Matching a pattern against the transcript fast without changing what matches.
 
-Two shortcuts, each proven equivalent by the tests (tests/search/test_prefilter.py, test_line_search.py):
+Two shortcuts, each proven equivalent by the tests (tests/search/test_prefilter.py, test_rawregex.py,
+test_line_search.py):
 
 * ``Candidates``: an entry is rendered only if its raw JSON line holds a literal every match needs (any JSON
-  encoding of it, see ``prefilter``), or one of its decorated lines (header, markers, ``key: value``) matches;
+  encoding of it, see ``prefilter``) or matches the pattern's raw form (``rawregex``), or one of its decorated
+  lines (header, markers, ``key: value``) matches, where ``rawregex.decorated_safe`` cannot rule that out;
 * ``matching_lines``: an entry's lines are searched joined with "\\n" and only lines where a joined match starts
   are searched alone, which saves the per-call cost of the regex timeout on every other line.
 

@@ -2,7 +2,8 @@
 
 grep renders entries and matches rendered lines; rendering everything is the slow part on a big session. So it
 first searches the file's bytes for a literal that every match must contain, and renders fully only the entries
-where it occurs (the others get their few decorated lines checked, see ``search.transcript``).
+where it occurs (the others get their few decorated lines checked when a match could lie there, see
+``search.matching.Candidates``).
 
 This must never lose a match, and JSON escaping is where it could: the rendered text ``a"b`` is ``a\\"b`` in the
 file, ``é`` may be ``\\u00e9``, and a writer may escape any character as ``\\u`` and four hex digits. So:
@@ -11,8 +12,10 @@ file, ``é`` may be ``\\u00e9``, and a writer may escape any character as ``\\u`
   group or class); other patterns are searched with RE2 over the bytes instead (``search.rawregex``);
 * each character is searched in every JSON encoding it can have (itself, its ``\\u`` escape in either hex case, or a
   short escape); with ``-i`` also in every case the regex module folds it to (``k`` also matches U+212A);
-* plain ``bytes.find`` is used when a census of the file shows no escaped printable ASCII, the common case
-  (JavaScript's JSON.stringify never writes one).
+* a literal of printable ASCII is searched as it is, with RE2, together with the census escapes (``Census``) of
+  its characters: a line holding none of them writes the literal only as itself (``plain_literal_filter``);
+  otherwise a census of the whole file decides, and plain ``bytes.find`` is used when it shows no escaped
+  printable ASCII, the common case (JavaScript's JSON.stringify never writes one).
 """
 
 from __future__ import annotations
