@@ -15,10 +15,11 @@ Every regex call carries a timeout, so a catastrophic pattern ends in PatternErr
 from __future__ import annotations
 
 import math
+import operator
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
-from itertools import accumulate, pairwise
+from itertools import accumulate
 from typing import Any
 
 from pi_compact.errors import PatternError, UsageError
@@ -236,7 +237,7 @@ class Candidates:
         if self._offsets is None:
             entries = self.transcript.entries
             offsets = [e.offset for e in entries]
-            if any(b <= a for a, b in pairwise(offsets)):
+            if not all(map(operator.lt, offsets, offsets[1:])):
                 self._offsets = []  # not in file order: searched entry by entry
                 return pos
             self._offsets = offsets

@@ -533,6 +533,38 @@ def grep_stream(
     return stream
 
 
+class _Scan:
+    """The scope positions grep renders, in order: entries of the wanted roles that may match. ``searched`` counts
+    the entries of the wanted roles looked at so far (those passed over by a raw search included)."""
+
+    def __init__(
+        self, transcript: Transcript, candidates: Candidates | None, wanted: frozenset[str] | None, start: int
+    ) -> None:
+        self.transcript = transcript
+        self.candidates = candidates
+        self.wanted = wanted
+        self.start = start
+        self.searched = 0
+
+    def __iter__(self) -> Iterator[int]:
+        entries, candidates, wanted = self.transcript.entries, self.candidates, self.wanted
+        pos = self.start
+        while pos < len(entries):
+            if candidates is not None:
+                skip_to = candidates.next_candidate(pos)  # entries before it cannot match
+                if skip_to > pos:
+                    passed = entries[pos:skip_to]
+                    self.searched += len(passed) if wanted is None else sum(_role_ok(e, wanted) for e in passed)
+                    pos = skip_to
+                    continue
+            entry = entries[pos]
+            if _role_ok(entry, wanted):
+                self.searched += 1
+                if candidates is None or candidates.may_match(pos, entry):
+                    yield pos
+            pos += 1
+
+
 def _grep_matches(
     stream: GrepStream,
     transcript: Transcript,
@@ -551,22 +583,12 @@ def _grep_matches(
     """The page's matches in order; at the end ``stream`` learns where and why the page stopped."""
     matches = 0
     used_chars = 0
-    searched = 0
     stopped_by: str | None = None
     next_position: tuple[int, int] | None = None
 
-    skip_to = -1  # entries before this position cannot match
-    for pos in range(start_entry, len(transcript.entries)):
+    scan = _Scan(transcript, candidates, wanted, start_entry)
+    for pos in scan:
         entry = transcript.entries[pos]
-        if not _role_ok(entry, wanted):
-            continue
-        searched += 1
-        if pos < skip_to:
-            continue
-        if candidates is not None:
-            skip_to = candidates.next_candidate(pos)
-            if pos < skip_to or not candidates.may_match(pos, entry):
-                continue
         rendered = transcript.render(entry)
         first_line = start_line if pos == start_entry else 0
         if invert:
@@ -593,12 +615,12 @@ def _grep_matches(
             used_chars += cost
             last_shown = index + len(match.after)
             pending = following
-            stream.entries_searched = searched
+            stream.entries_searched = scan.searched
             yield match
         if next_position is not None:
             break
 
-    stream.entries_searched = searched
+    stream.entries_searched = scan.searched
     stream.stopped_by = stopped_by
     stream.next_cursor = stream.cursor_at(next_position) if next_position is not None else None
 
@@ -662,25 +684,16 @@ def grep_counts(
         None if invert else Candidates(transcript, searcher, composed, ignore_case, composed_fixed, keep.synthetic)
     )
     out: list[EntryCount] = []
-    searched = 0
-    skip_to = -1  # entries before this position cannot match
-    for pos, entry in enumerate(transcript.entries):
-        if not _role_ok(entry, wanted):
-            continue
-        searched += 1
-        if pos < skip_to:
-            continue
-        if candidates is not None:
-            skip_to = candidates.next_candidate(pos)
-            if pos < skip_to or not candidates.may_match(pos, entry):
-                continue
+    scan = _Scan(transcript, candidates, wanted, 0)
+    for pos in scan:
+        entry = transcript.entries[pos]
         rendered = transcript.render(entry)
         lines = inverted_lines if invert else matching_lines
         count = sum(1 for _ in lines(rendered, searcher, keep, 0))
         if count:
             out.append(EntryCount(entry_info(transcript, entry), count))
     shown = patterns[0] if len(patterns) == 1 else composed
-    return GrepCounts(shown, tuple(patterns), invert, tuple(out), searched)
+    return GrepCounts(shown, tuple(patterns), invert, tuple(out), scan.searched)
 
 
 # Skeletons of the lines a session is made of: a pattern whose raw form matches all of them has a raw hit in nearly
