@@ -30,6 +30,17 @@ def oracle_installed() -> bool:
     return ORACLE_SCRIPT.exists() and NODE22.exists()
 
 
+def oracle_for_comparison() -> bool:
+    """For a test whose own assertions stand without Pi and which also compares with Pi when it can: whether the
+    oracle is there. Where Pi is required (CI sets PICOMPACT_REQUIRE_PI=1) its absence fails the test instead of
+    dropping the comparison silently."""
+    if oracle_installed():
+        return True
+    if os.environ.get("PICOMPACT_REQUIRE_PI") == "1":
+        pytest.fail(f"the Pi oracle is required (PICOMPACT_REQUIRE_PI=1) but not installed in {ORACLE}")
+    return False
+
+
 @dataclass(frozen=True)
 class OracleRun:
     """What ``node pi_oracle.mjs ARGS`` printed on stdout, and its exit status."""

@@ -29,7 +29,7 @@ from pi_compact.session.jsonline import (
 from pi_compact.session.load import js_number
 from pi_compact.session.write import migrated_lines
 from tests.helpers.sessions import SessionBuilder, simple_session
-from tests.oracle import NODE22, ORACLE, ask_oracle
+from tests.oracle import NODE22, ORACLE, ask_oracle, oracle_for_comparison
 
 ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
 needs_oracle = pytest.mark.skipif(
@@ -350,7 +350,7 @@ def test_first_kept_entry_off_the_branch_is_warned(tmp_path: Path, first_kept: s
     warning = next(d for d in branch.diagnostics if d.code == "first-kept-not-on-branch")
     assert warning.line == len(sb.entries)  # the compaction's line (header is line 1)
     assert "drops all" in warning.message
-    if ORACLE_SCRIPT.exists() and NODE22.exists():
+    if oracle_for_comparison():
         from pi_compact.search.context import build_context_view
 
         view = build_context_view(session)
@@ -374,7 +374,7 @@ def test_a_last_entry_without_id_is_warned_as_pi_finds_no_leaf(tmp_path: Path, l
     session = load_session(path)
     warning = next(d for d in session.diagnostics if d.code == "leaf-without-id")
     assert warning.line == data.count(b"\n") and "no leaf" in warning.message
-    if ORACLE_SCRIPT.exists() and NODE22.exists():
+    if oracle_for_comparison():
         pi = pi_analyze(path)
         assert pi["leaf"] is None and pi["branchLength"] == 0
 
@@ -391,7 +391,7 @@ def test_a_second_session_header_is_left_out_of_the_tree_as_pi_does(tmp_path: Pa
     assert all(e.type != "session" for e in session.entries) and "other" not in session.by_id
     warning = next(d for d in session.diagnostics if d.code == "extra-header")
     assert warning.line == at + 1
-    if ORACLE_SCRIPT.exists() and NODE22.exists():
+    if oracle_for_comparison():
         pi = pi_analyze(path)
         branch = get_branch(session)
         assert len(branch.entries) == pi["branchLength"] and len(session.entries) == pi["entryCount"]

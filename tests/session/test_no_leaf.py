@@ -12,16 +12,15 @@ import pytest
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
 from tests.helpers.sessions import simple_session
-from tests.oracle import NODE22, ORACLE, ask_oracle
+from tests.oracle import ask_oracle, oracle_for_comparison
 
-ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
 WINDOW = ("--context-window", "100000")
 NO_LEAF = [b"[1,2]", b"42", b'"the end"', b"true", b'{"type":"custom","parentId":null}', b'{"type":"custom","id":""}']
 
 
 def pi_analyze(path: Path) -> dict[str, Any] | None:
     """Pi's own reading of the file (the oracle), or None when the oracle is not installed."""
-    if not (ORACLE_SCRIPT.exists() and NODE22.exists()):
+    if not oracle_for_comparison():
         return None
     proc = ask_oracle("analyze", path, "--brief")
     assert proc.returncode == 0, proc.stdout[-1000:]
@@ -82,7 +81,7 @@ def test_compact_says_which_leaf_to_give_and_that_leaf_gives_pi_a_leaf_again(tmp
 
 
 def pi_context(path: Path) -> dict[str, Any] | None:
-    if not (ORACLE_SCRIPT.exists() and NODE22.exists()):
+    if not oracle_for_comparison():
         return None
     proc = ask_oracle("context", path)
     assert proc.returncode == 0, proc.stdout[-1000:]
