@@ -421,12 +421,18 @@ def _resumed_entries(state: PrefixState, source: FileSource) -> list[Entry]:
         state.ids, state.parents, state.types, state.roles, state.line, state.offset, state.length, strict=True
     )
     for index, (entry_id, parent, kind, role, line, offset, length) in enumerate(columns):
-        entry = new(Entry)
+        entry = new(Entry)  # one assignment a field: four at once would build and unpack a tuple each time
         entry._raw = None
         entry._source = source
         entry._timestamp = UNREAD
-        entry.id, entry.parent_id, entry.type, entry.role = entry_id, parent, kind, role  # type: ignore[assignment]
-        entry.line, entry.index, entry.offset, entry.length = line, index, offset, length
+        entry.id = entry_id
+        entry.parent_id = parent
+        entry.type = kind
+        entry.role = role
+        entry.line = line
+        entry.index = index
+        entry.offset = offset
+        entry.length = length
         append(entry)
     return entries
 
@@ -655,8 +661,12 @@ def _parse_session(
         entry._timestamp = UNREAD
         entry.id = entry_id if type(entry_id) is str else None  # type: ignore[assignment]
         entry.parent_id = parent if type(parent) is str and parent else None
-        entry.type, entry.role = kind, role
-        entry.line, entry.index, entry.offset, entry.length = number, len(entries), offset, length
+        entry.type = kind
+        entry.role = role
+        entry.line = number
+        entry.index = len(entries)
+        entry.offset = offset
+        entry.length = length
         entries.append(entry)
         if release and kind == "compaction":
             released_to = _release_before(
