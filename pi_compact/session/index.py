@@ -3,11 +3,15 @@ a few appended lines parses only those lines.
 
 Pi only ever appends to a session file, and people run ``picompact check`` again and again on the same growing
 file. The loader's state after the last complete line (``PrefixState``: the header, per entry its line, byte
-offset, length, id, parentId, type and role, the warnings found so far, the malformed lines) is written to
-``$XDG_CACHE_HOME/picompact/`` (or ``~/.cache/picompact/``), one file per session path. The next load that finds
-an index which still describes the file resumes after the prefix; every body in the prefix is read back from the
-file on demand, as the loader already does for old messages (``session.source``), and a body read back is checked
-against the entry's head fields, so a file changed under the index is an error, never a different answer.
+offset, length, id, parentId, type and role and which entry its parentId names, the warnings found so far, the
+malformed lines) is written to ``$XDG_CACHE_HOME/picompact/`` (or ``~/.cache/picompact/``), one file per session
+path. The next load that finds an index which still describes the file resumes after the prefix; every body in the
+prefix is read back from the file on demand, as the loader already does for old messages (``session.source``),
+and a body read back is checked against the entry's head fields, so a file changed under the index is an error,
+never a different answer. The branch walk follows the prefix's parent links by number (``Session.parent_slots``)
+unless a later line reuses one of its ids or gives an id its parents name in vain. A load that resumed writes the
+index again only once the part after it is worth it (``worth_writing``): a few appended lines are parsed again by
+the next run instead, which costs less than writing the index.
 
 When an index is used (every key must agree, otherwise it is ignored and rebuilt):
 
