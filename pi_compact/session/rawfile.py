@@ -3,7 +3,8 @@
 grep's prefilter scans the raw file once for a literal; keeping a copy of a 100 MB file next to the parsed
 session doubles the peak memory for no gain. ``FileBytes`` reads the file a window at a time (the last window
 is kept, so the many nearby searches of a dense pattern cost one read) and answers the few questions the
-prefilter asks: ``find``, a compiled bytes pattern's ``search``, ``findall`` and slices. Every answer is the
+prefilter asks: ``find``, a compiled bytes pattern's ``search``, ``findall`` and slices; and, for a pattern whose
+matches never cross a line, ``search_block``/``search_lines``, a block of whole lines at a time. Every answer is the
 one the whole file as ``bytes`` would give; the tests compare the two.
 """
 
@@ -89,14 +90,9 @@ class FileBytes:
         one reused buffer (a fresh 2 MB ``bytes`` per block costs more to allocate than to search)."""
         start = max(start, 0)
         while start < self.size:
-            if not (self._lines_at <= start < self._lines_at + self._lines_len):
-                self._read_lines(start)
-                if not self._lines_len:
-                    return -1  # the file is shorter than it was: nothing more to search
-            found = pattern.search(self._lines, start - self._lines_at, self._lines_len)
-            if found is not None:
-                return self._lines_at + found.start()
-            start = self._lines_at + self._lines_len
+            hit, start = self.search_block(pattern, start)
+            if hit >= 0:
+                return hit
         return -1
 
     def search_block(self, pattern: Any, start: int) -> tuple[int, int]:
@@ -149,14 +145,6 @@ def raw_search(data: bytes | FileBytes, pattern: Any, start: int, longest: int) 
     """Start of the first match at or after ``start`` in file bytes held either way, or -1."""
     if isinstance(data, FileBytes):
         return data.search(pattern, start, longest)
-    found = pattern.search(data, start)
-    return found.start() if found else -1
-
-
-def raw_search_lines(data: bytes | FileBytes, pattern: Any, start: int) -> int:
-    """``raw_search`` for a pattern whose matches never hold b"\\n", however long they are."""
-    if isinstance(data, FileBytes):
-        return data.search_lines(pattern, start)
     found = pattern.search(data, start)
     return found.start() if found else -1
 
