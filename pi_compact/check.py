@@ -55,6 +55,9 @@ class CheckOptions:
         if self.tokenizer not in ("pi", "cl100k"):
             raise OptionError(("tokenizer",), f"must be pi or cl100k (got {self.tokenizer!r})")
 
+    def __repr__(self) -> str:
+        return f"CheckOptions({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
+
 
 class CheckResult(NamedTuple):
     """Everything ``check`` reports; ``to_json`` is the documented, stable document."""
