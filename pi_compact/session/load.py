@@ -23,7 +23,7 @@ import orjson
 
 from pi_compact.errors import NotFoundError, SessionError
 from pi_compact.session.entries import _UNREAD as UNREAD
-from pi_compact.session.entries import Diagnostic, Entry, JsonDict, Session
+from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.jsonline import COUNT_BELOW, DEEP_MARKER, MAX_DEPTH, cut_depth, nests_deeper, parse_line
 from pi_compact.session.source import FileSource, read_lines
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 CURRENT_VERSION = 3
 _ID = attrgetter("id")
+_KNOWN = {name: name for name in (*ENTRY_TYPES, *MESSAGE_ROLES)}
 _HEAD_ROW = attrgetter("line", "offset", "length", "id", "parent_id", "type", "role")
 BIG_LINE_BYTES = 16 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
@@ -535,6 +536,7 @@ def _parse_session(
     number, offset, body = start_line, start_offset, b""
     next_offset = start_offset
     loads, decode_error, new_entry = orjson.loads, orjson.JSONDecodeError, Entry.__new__
+    known = _KNOWN.get
     for body in stream:  # split on b"\n" only, each line with its "\n" (JSON allows trailing whitespace)
         number += 1
         offset = next_offset
@@ -639,12 +641,11 @@ def _parse_session(
         role = None
         if type(kind) is not str:
             kind = ""
-        elif kind == "message":
-            msg = value.get("message")
+        elif (kind := known(kind, kind)) == "message":  # one string for each known type and role: later passes
+            msg = value.get("message")  # over every entry compare them by identity and touch no other memory
             if type(msg) is dict:
                 role = msg.get("role")
-                if type(role) is not str:
-                    role = None
+                role = known(role, role) if type(role) is str else None
         elif kind == "session_info" and not isinstance(value.get("name", ""), (str, type(None))):
             diagnostics.append(
                 Diagnostic(
