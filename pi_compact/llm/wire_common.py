@@ -57,6 +57,18 @@ def tool_call(call_id: str, name: str, arguments: Any) -> ToolCall:
     return ToolCall(call_id, name, {}, raw_arguments=str(arguments))
 
 
+def cached_usage(usage: Any, input_key: str, output_key: str, details_key: str) -> Usage:
+    """OpenAI's usage (both APIs): an input count that includes the cached tokens given in ``details_key``, which
+    Pi counts apart."""
+    usage = json_object(usage)
+    cached = count(json_object(usage.get(details_key)).get("cached_tokens"))
+    return Usage(
+        input_tokens=max(count(usage.get(input_key)) - cached, 0),
+        output_tokens=count(usage.get(output_key)),
+        cache_read_tokens=cached,
+    )
+
+
 def build_response(
     model: Any,
     requested_model: str,

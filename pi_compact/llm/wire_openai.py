@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from pi_compact.llm import wire_common
-from pi_compact.llm.types import Message, Request, Response, StopReason, ToolCall, Usage
+from pi_compact.llm.types import Message, Request, Response, StopReason, ToolCall
 
 _STOP: dict[str, StopReason] = {
     "stop": "stop",
@@ -94,8 +94,6 @@ def parse_response(data: Any, requested_model: str) -> Response:
     calls = tuple(_tool_call(raw, i) for i, raw in enumerate(raw_calls))
     raw_reason = wire_common.text_or_none(choice.get("finish_reason"))
     reason = wire_common.stop_reason(raw_reason, _STOP, tool_calls=bool(calls))
-    usage = wire_common.json_object(data.get("usage"))
-    cached = wire_common.count(wire_common.json_object(usage.get("prompt_tokens_details")).get("cached_tokens"))
     return wire_common.build_response(
         data.get("model"),
         requested_model,
@@ -103,10 +101,8 @@ def parse_response(data: Any, requested_model: str) -> Response:
         tool_calls=calls,
         stop_reason=reason,
         raw_stop_reason=raw_reason,
-        usage=Usage(
-            input_tokens=max(wire_common.count(usage.get("prompt_tokens")) - cached, 0),
-            output_tokens=wire_common.count(usage.get("completion_tokens")),
-            cache_read_tokens=cached,
+        usage=wire_common.cached_usage(
+            data.get("usage"), "prompt_tokens", "completion_tokens", "prompt_tokens_details"
         ),
     )
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from pi_compact.llm import wire_common
-from pi_compact.llm.types import Message, Request, Response, StopReason, ToolCall, Usage
+from pi_compact.llm.types import Message, Request, Response, StopReason, ToolCall
 
 # The API rejects a max_output_tokens below 16 (pi-ai raises smaller limits to it too).
 MIN_OUTPUT_TOKENS = 16
@@ -117,8 +117,6 @@ def parse_response(data: Any, requested_model: str) -> Response:
     else:
         raw_reason = status
         reason = "tool_calls" if calls else "stop" if status in ("completed", None) else "other"
-    usage = wire_common.json_object(data.get("usage"))
-    cached = wire_common.count(wire_common.json_object(usage.get("input_tokens_details")).get("cached_tokens"))
     return wire_common.build_response(
         data.get("model"),
         requested_model,
@@ -126,11 +124,7 @@ def parse_response(data: Any, requested_model: str) -> Response:
         tool_calls=tuple(calls),
         stop_reason=reason,
         raw_stop_reason=raw_reason,
-        usage=Usage(
-            input_tokens=max(wire_common.count(usage.get("input_tokens")) - cached, 0),
-            output_tokens=wire_common.count(usage.get("output_tokens")),
-            cache_read_tokens=cached,
-        ),
+        usage=wire_common.cached_usage(data.get("usage"), "input_tokens", "output_tokens", "input_tokens_details"),
     )
 
 

@@ -36,6 +36,19 @@ def _chat_reply(text: str = "ok") -> dict[str, Any]:
     }
 
 
+def _messages_reply(model: str, text: str) -> dict[str, Any]:
+    """An Anthropic Messages answer."""
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 3, "output_tokens": 2},
+    }
+
+
 def _ask(ref: str) -> str:
     model = resolve_model(ref)
     return complete(Request(messages=[Message.user("hi")], max_tokens=16), model=model, max_retries=0).text
@@ -99,17 +112,7 @@ def test_a_built_in_provider_routed_by_base_url_keeps_its_protocol_and_key(
     _models_json(agent_dir, {"anthropic": {"baseUrl": server.url_for("/proxy/v1")}})
     server.expect_oneshot_request(
         "/proxy/v1/messages", method="POST", headers={"x-api-key": "sk-ant-env-key"}
-    ).respond_with_json(
-        {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-haiku-4-5",
-            "content": [{"type": "text", "text": "via proxy"}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": 3, "output_tokens": 2},
-        }
-    )
+    ).respond_with_json(_messages_reply("claude-haiku-4-5", "via proxy"))
     assert _ask("anthropic/claude-haiku-4-5") == "via proxy"
     server.check_assertions()
 
@@ -121,17 +124,7 @@ def test_auth_header_sends_the_key_as_a_bearer_token(
     _models_json(agent_dir, {"gateway": entry})
     server.expect_oneshot_request(
         "/v1/messages", method="POST", headers={"Authorization": "Bearer gateway-key-1", "x-api-key": "gateway-key-1"}
-    ).respond_with_json(
-        {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "coder-7b",
-            "content": [{"type": "text", "text": "gateway"}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": 3, "output_tokens": 2},
-        }
-    )
+    ).respond_with_json(_messages_reply("coder-7b", "gateway"))
     assert resolve_model("gateway/coder-7b").protocol == "anthropic"
     assert _ask("gateway/coder-7b") == "gateway"
     server.check_assertions()
