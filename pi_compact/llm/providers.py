@@ -16,6 +16,7 @@ from pi_compact.catalog import (
     ModelInfo,
     find_model,
     models_json_path,
+    models_json_warnings,
     parse_model_ref,
     provider_config,
     provider_models,
@@ -157,10 +158,13 @@ def _table_spec(provider: str, model_id: str) -> ProviderSpec | None:
 
 def _unknown_provider(provider: str) -> UsageError:
     local = [name for name, spec in PROVIDERS.items() if spec.base_url is None]
-    return UsageError(
-        f"unknown provider {provider!r}; use one of {', '.join(supported_providers())} "
-        f"(pass --base-url for {', '.join(local)} or any other OpenAI-compatible server)"
+    message = (
+        f"unknown provider {provider!r}; use one of {', '.join(supported_providers())}, a provider of "
+        f"{models_json_path()} (pass --base-url for {', '.join(local)} or any other OpenAI-compatible server)"
     )
+    if problems := models_json_warnings():  # the user's provider may be in a file Pi ignores
+        message += " (note: " + "; ".join(problems) + ")"
+    return UsageError(message)
 
 
 def _config_spec(provider: str, model_id: str, config: dict[str, Any]) -> ProviderSpec:

@@ -144,3 +144,9 @@ def test_an_api_picompact_does_not_speak_and_an_unknown_model_are_refused(agent_
     _models_json(agent_dir, {"local": {"baseUrl": server.url_for("/v1"), "models": [{"id": "a", "api": "x"}]}})
     with pytest.raises(UsageError, match="not defined"):
         resolve_model("local/other-model")
+
+
+def test_a_provider_in_a_models_json_pi_ignores_is_unknown_and_the_message_says_why(agent_dir: Path) -> None:
+    (agent_dir / "models.json").write_text('{"providers": {"local": {"baseUrl": "http://127.0.0.1:9/v1",')
+    with pytest.raises(UsageError, match=r"unknown provider 'local'.*not valid JSON.*Pi ignores it"):
+        resolve_model("local/coder-7b")
