@@ -70,7 +70,7 @@ EMPTY: Node = ("empty",)
 
 
 class _Unsupported(Exception):
-    pass
+    """Raised inside the parser for syntax it does not read; ``parse`` turns it into None."""
 
 
 class _Parser:
@@ -163,9 +163,7 @@ class _Parser:
         if self.peek() == "?":
             self.i += 1
             kind = self.take()
-            if kind == ":":
-                pass
-            elif kind in "=!":
+            if kind in "=!":
                 lookaround = True
             elif kind == "<" and self.peek() in ("=", "!"):
                 self.i += 1
@@ -178,7 +176,7 @@ class _Parser:
                 if not name.isidentifier():
                     raise _Unsupported
                 self.i = end + 1
-            else:
+            elif kind != ":":  # "(?:" is a plain group
                 raise _Unsupported  # inline flags, atomic groups, conditionals, recursion, ...
         inner = self.alternation()
         if self.take() != ")":
