@@ -41,6 +41,13 @@ def text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def call_identity(raw_id: Any, name: Any, index: int, what: str) -> tuple[str, str]:
+    """A call's id (``call_<index>`` when the provider gave none) and its name, which it must have."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{what} has no name")
+    return (raw_id if isinstance(raw_id, str) and raw_id else f"call_{index}"), name
+
+
 def tool_call(call_id: str, name: str, arguments: Any) -> ToolCall:
     """A call whose arguments came as a JSON string (or an object): arguments that are not a JSON object are kept
     raw, so the caller can answer with an error result."""

@@ -95,12 +95,8 @@ def parse_response(data: Any, requested_model: str) -> Response:
             texts.append(part["text"])
         call = part.get("functionCall")
         if isinstance(call, dict):
-            name = call.get("name")
-            if not isinstance(name, str) or not name:
-                raise ValueError("a functionCall has no name")
+            call_id, name = wire_common.call_identity(call.get("id"), call.get("name"), len(calls), "a functionCall")
             args = call.get("args")
-            raw_id = call.get("id")
-            call_id = raw_id if isinstance(raw_id, str) and raw_id else f"call_{len(calls)}"
             signature = part.get("thoughtSignature")
             calls.append(
                 ToolCall(

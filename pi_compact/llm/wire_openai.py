@@ -71,11 +71,7 @@ def _tool_call(raw: Any, index: int) -> ToolCall:
     if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
         raise ValueError("a tool call has no function")
     function = raw["function"]
-    name = function.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError("a tool call has no name")
-    raw_id = raw.get("id")
-    call_id = raw_id if isinstance(raw_id, str) and raw_id else f"call_{index}"
+    call_id, name = wire_common.call_identity(raw.get("id"), function.get("name"), index, "a tool call")
     return wire_common.tool_call(call_id, name, function.get("arguments"))
 
 

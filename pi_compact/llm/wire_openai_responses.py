@@ -79,11 +79,7 @@ def build_body(request: Request, model_id: str, max_tokens: int, *, reasoning_mo
 
 
 def _call(item: dict[str, Any], index: int) -> ToolCall:
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError("a function call has no name")
-    raw_id = item.get("call_id")
-    call_id = raw_id if isinstance(raw_id, str) and raw_id else f"call_{index}"
+    call_id, name = wire_common.call_identity(item.get("call_id"), item.get("name"), index, "a function call")
     return wire_common.tool_call(call_id, name, item.get("arguments"))
 
 
