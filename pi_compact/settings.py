@@ -67,17 +67,18 @@ class LoadedSettings(NamedTuple):
 # --------------------------------------------------------------------------- paths
 
 
-def expand_path(value: str, *, base: str | os.PathLike[str] | None = None) -> str:
+def expand_path(value: str, *, base: str | os.PathLike[str] | None = None, home: str | None = None) -> str:
     """Resolve a path as Pi's ``resolvePath`` does: ``~`` and ``~/…`` only, ``file://`` URLs, then absolute.
 
     Unlike ``os.path.expanduser`` this leaves ``~user`` alone, and unlike ``Path.resolve`` it does not follow
-    symlinks (Node's ``path.resolve`` is purely lexical).
+    symlinks (Node's ``path.resolve`` is purely lexical). ``home`` replaces the user's home directory.
     """
     text = value
+    home = home or os.path.expanduser("~")
     if text == "~":
-        text = os.path.expanduser("~")
+        text = home
     elif text.startswith("~/"):
-        text = os.path.join(os.path.expanduser("~"), text[2:])
+        text = os.path.join(home, text[2:])
     elif text.startswith("file://"):
         text = unquote(urlparse(text).path)
     if os.path.isabs(text):
@@ -85,12 +86,15 @@ def expand_path(value: str, *, base: str | os.PathLike[str] | None = None) -> st
     return os.path.abspath(os.path.join(os.fspath(base) if base is not None else os.getcwd(), text))
 
 
-def agent_dir() -> Path:
-    """Pi's agent directory: ``$PI_CODING_AGENT_DIR`` (with ``~`` expanded) or ``~/.pi/agent``."""
-    env = os.environ.get(ENV_AGENT_DIR)
-    if env:
-        return Path(expand_path(env))
-    return Path(os.path.abspath(os.path.join(os.path.expanduser("~"), CONFIG_DIR_NAME, "agent")))
+def agent_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Pi's agent directory: ``$PI_CODING_AGENT_DIR`` (with ``~`` expanded) or ``~/.pi/agent``, read from ``env``
+    (default: the process environment, HOME included)."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    configured = env.get(ENV_AGENT_DIR)
+    if configured:
+        return Path(expand_path(configured, home=home))
+    return Path(os.path.abspath(os.path.join(home, CONFIG_DIR_NAME, "agent")))
 
 
 def _agent_dir(value: str | os.PathLike[str] | None) -> Path:

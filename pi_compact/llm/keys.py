@@ -9,13 +9,13 @@ Only API-key entries of auth.json are used; Pi's OAuth logins are not.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pi_compact.errors import SettingsError
+from pi_compact.settings import agent_dir
 
 if TYPE_CHECKING:
     from pi_compact.llm.providers import ModelRef
@@ -70,18 +70,6 @@ def redact(text: str, *secrets: Secret | None) -> str:
         if secret and len(secret.reveal()) >= 4:
             text = text.replace(secret.reveal(), MASK)
     return text
-
-
-def agent_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Pi's agent directory: $PI_CODING_AGENT_DIR, else ~/.pi/agent."""
-    env = os.environ if env is None else env
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    configured = env.get("PI_CODING_AGENT_DIR")
-    if configured:
-        if configured == "~" or configured.startswith("~/"):
-            return home / configured[2:]
-        return Path(configured)
-    return home / ".pi" / "agent"
 
 
 def auth_file(env: Mapping[str, str] | None = None) -> Path:
