@@ -142,11 +142,10 @@ def _default_key_env(provider: str) -> tuple[str, ...]:
     return (re.sub(r"[^A-Za-z0-9]+", "_", provider).upper().strip("_") + "_API_KEY",)
 
 
-def _table_spec(provider: str, model_id: str) -> ProviderSpec | None:
-    """A provider Pi's table knows with an OpenAI- or Anthropic-style endpoint."""
+def _table_spec(provider: str, exact: ModelInfo | None) -> ProviderSpec | None:
+    """A provider Pi's table knows with an OpenAI- or Anthropic-style endpoint (``exact``: the model asked for)."""
     if provider not in _TABLE_KEY_ENV:
         return None
-    exact = find_model(provider, model_id)
     candidates = [exact] if exact is not None else []
     candidates += provider_models(provider)
     for entry in candidates:
@@ -167,10 +166,9 @@ def _unknown_provider(provider: str) -> UsageError:
     return UsageError(message)
 
 
-def _config_spec(provider: str, model_id: str, config: dict[str, Any]) -> ProviderSpec:
-    """A provider that only models.json defines: its endpoint and API from the model's definition (or the
-    provider's), its key from the entry's ``apiKey`` (Pi reads no environment variable for it)."""
-    info = find_model(provider, model_id)
+def _config_spec(provider: str, model_id: str, info: ModelInfo | None, config: dict[str, Any]) -> ProviderSpec:
+    """A provider that only models.json defines: its endpoint and API from the model's definition (``info``) or the
+    provider's, its key from the entry's ``apiKey`` (Pi reads no environment variable for it)."""
     api = info.api if info is not None else config.get("api")
     url = info.base_url if info is not None else config.get("baseUrl")
     where = models_json_path()
@@ -209,9 +207,10 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
     if not provider or not model_id:
         raise UsageError("a model needs both a provider and a model id (provider/model-id)")
     config = provider_config(provider)
-    spec = PROVIDERS.get(provider) or _table_spec(provider, model_id)
+    info = find_model(provider, model_id)
+    spec = PROVIDERS.get(provider) or _table_spec(provider, info)
     if spec is None and config is not None:
-        spec = _config_spec(provider, model_id, config)
+        spec = _config_spec(provider, model_id, info, config)
     elif spec is not None and config is not None and isinstance(config.get("baseUrl"), str) and config["baseUrl"]:
         # models.json routes a built-in provider elsewhere (a proxy); its models and keys stay the same.
         spec = ProviderSpec(
@@ -234,7 +233,6 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
         )
     else:
         protocol, url, field_name = spec.protocol, spec.base_url, spec.max_tokens_field
-        info = find_model(provider, model_id)
         if protocol == "openai" and info is not None and info.api == "openai-responses":
             protocol = "openai-responses"  # as Pi sends it: OpenAI's own models, a few of xAI's
     return ModelRef(
@@ -245,7 +243,7 @@ def resolve_model(model: str | tuple[str, str], *, base_url: str | None = None, 
         key_env=spec.key_env,
         key_required=spec.key_required,
         max_tokens_field=field_name,
-        info=find_model(provider, model_id),
+        info=info,
         source=source,
         config_key=config["apiKey"] if config is not None and isinstance(config.get("apiKey"), str) else None,
         config_headers=_config_headers(model_id, config) if config is not None else (),
