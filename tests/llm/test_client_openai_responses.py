@@ -11,6 +11,9 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from pi_compact.llm import Message, ModelRef, ProviderRequestError, Request, Tool, complete, resolve_model
+from pi_compact.llm.client import _body
+from pi_compact.llm.types import Response, ToolCall, Usage
+from tests.oracle import run_pi_script
 
 KEY = "sk-test-openai-responses-0123"
 
@@ -127,3 +130,62 @@ def test_errors_carry_the_providers_message(server: HTTPServer, gpt5: ModelRef) 
 
 def test_a_base_url_given_on_the_command_line_still_means_chat_completions(agent_dir: Path) -> None:
     assert resolve_model("openai/gpt-5.1", base_url="http://127.0.0.1:9/v1").protocol == "openai"
+
+
+PI_INPUT_SCRIPT = r"""
+import { readFileSync } from "node:fs";
+const [pkg, jobsFile] = process.argv.slice(2);
+const base = pkg + "/../pi-ai/dist/";
+const { getModel } = await import(base + "compat.js");
+const [job] = JSON.parse(readFileSync(jobsFile, "utf8"));
+const model = getModel("openai", job.id);
+const mod = await import(base + "api/" + model.api + ".js");
+let payload = null;
+const onPayload = (p) => { payload = p; throw new Error("captured"); };
+const options = { apiKey: "sk-k", cacheRetention: "none", onPayload };
+try {
+  for await (const e of mod.streamSimple(model, { messages: job.messages }, options)) {
+    if (e.type === "error" || e.type === "done") break;
+  }
+} catch {}
+console.log(JSON.stringify(payload));
+"""
+
+
+def test_a_tool_conversation_is_sent_as_pi_ai_sends_it(tmp_path: Path, agent_dir: Path) -> None:
+    """The ``input`` items of a conversation with a system prompt, a tool call and its result, against the body
+    pi-ai 1.6 builds for the same conversation (its payload builder; nothing is sent)."""
+    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
+    call = {"type": "toolCall", "id": "call_1", "name": "grep", "arguments": {"pattern": "x"}}
+    assistant = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "looking"}, call],
+        "api": "openai-responses",
+        "provider": "openai",
+        "model": "gpt-5.1",
+        "usage": {**zero, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+        "stopReason": "toolUse",
+        "timestamp": 0,
+    }
+    messages = [
+        {"role": "system", "content": "You search.", "timestamp": 0},
+        {"role": "user", "content": [{"type": "text", "text": "find x"}], "timestamp": 0},
+        assistant,
+        {
+            "role": "toolResult",
+            "toolCallId": "call_1",
+            "toolName": "grep",
+            "content": [{"type": "text", "text": "1 match"}],
+            "isError": False,
+            "timestamp": 0,
+        },
+    ]
+    jobs = [{"id": "gpt-5.1", "messages": messages}]
+    theirs = run_pi_script(tmp_path, "input.mjs", PI_INPUT_SCRIPT, "package.json", jobs, "pi-ai's request builder")
+    first = Response("looking", (ToolCall("call_1", "grep", {"pattern": "x"}),), "tool_calls", Usage(), "gpt-5.1")
+    ours = Request(
+        messages=[Message.user("find x"), first.to_message(), Message.tool_result(first.tool_calls[0], "1 match")],
+        system="You search.",
+    )
+    model = resolve_model("openai/gpt-5.1")
+    assert json.loads(_body(ours, model))["input"] == theirs["input"]
