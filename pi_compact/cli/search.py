@@ -240,6 +240,12 @@ def grep(
         metavar="SECONDS",
         help="Seconds the pattern may spend on one line before grep gives up (exit 2; huge values: no limit).",
     ),
+    search_timeout: float | None = typer.Option(
+        None,
+        "--search-timeout",
+        metavar="SECONDS",
+        help="Seconds the pattern may spend matching in the whole search (exit 2; default 10 × --regex-timeout).",
+    ),
     json_output: bool = json_option("JSON Lines: a record per match, then a summary (an error is an error record)."),
     no_cache: bool = typer.Option(
         False,
@@ -248,6 +254,7 @@ def grep(
     ),
 ) -> ExitCode:
     from pi_compact.search.matching import regex_timeout as check_timeout
+    from pi_compact.search.matching import search_budget
     from pi_compact.search.pages import DEFAULT_LIMITS, grep_counts, grep_stream, grep_wants_decorated
 
     env = env_of(ctx)
@@ -272,7 +279,8 @@ def grep(
             f"{summary_only} prints one line per entry, unpaged: -C, --cursor, --max-count and --max-chars do not apply"
         )
     check_timeout(regex_timeout)  # NaN, zero or negative: a usage error before the session is read
-    limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout)
+    search_budget(regex_timeout, search_timeout)
+    limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout, search_timeout=search_timeout)
     # A spinner on a terminal when the search takes more than a second, gone before anything is printed.
     with Progress(env, f"searching {session if session is not None else 'the session'}") as progress:
         decorated = grep_wants_decorated(

@@ -9,7 +9,9 @@ test_line_search.py):
 * ``matching_lines``: an entry's lines are searched joined with "\\n" and only lines where a joined match starts
   are searched alone, which saves the per-call cost of the regex timeout on every other line.
 
-Every regex call carries a timeout, so a catastrophic pattern ends in PatternError instead of a hang.
+Every regex call carries a timeout, and one search a budget for all of them, so a catastrophic pattern ends in
+PatternError instead of a hang; a pattern whose repeats would take too much memory to compile is refused before
+``regex`` sees it (``patternsize``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import math
 import operator
 import re
+import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from itertools import accumulate
@@ -24,6 +27,7 @@ from typing import Any
 
 from pi_compact.errors import PatternError, UsageError
 from pi_compact.search import rawregex
+from pi_compact.search.patternsize import check_size
 from pi_compact.search.prefilter import (
     RawFilter,
     build_raw_filter,
@@ -38,11 +42,13 @@ from pi_compact.session.rawfile import FileBytes
 
 
 def compile_pattern(pattern: str, *, ignore_case: bool = False, fixed: bool = False, multiline: bool = False) -> Any:
-    """A compiled ``regex`` pattern, or PatternError saying where it is wrong."""
+    """A compiled ``regex`` pattern, or PatternError saying where it is wrong, or that it is too large to compile
+    (``patternsize``: measured before ``regex`` expands its repeats)."""
     import regex
 
     source = regex.escape(pattern) if fixed else pattern
     flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0) | (regex.MULTILINE if multiline else 0)
+    check_size(source, flags, given=pattern)
     try:
         return regex.compile(source, flags)
     except regex.error as exc:
@@ -56,7 +62,9 @@ def relaxed_search(tree: rawregex.Node) -> Callable[[str], Any]:
     """``search`` of a parsed pattern with its anchors and lookarounds dropped (``rawregex.relaxed_source``)."""
     import regex
 
-    return regex.compile(rawregex.relaxed_source(tree), regex.VERSION0).search  # type: ignore[no-any-return]
+    source = rawregex.relaxed_source(tree)
+    check_size(source, regex.VERSION0)
+    return regex.compile(source, regex.VERSION0).search  # type: ignore[no-any-return]
 
 
 _NOT_JOINABLE = re.compile(r"\\[AZzG]|\(\?|[*+?}]\+")
@@ -71,16 +79,26 @@ def joinable(pattern: str, *, fixed: bool = False) -> bool:
 
 
 NO_LIMIT = 1e6  # a regex timeout at least this long (about 11 days) means no limit
+SEARCH_FACTOR = 10  # one search may spend this many times the per-line limit matching, in all (--search-timeout)
 
 
-def regex_timeout(seconds: float | None) -> float | None:
+def regex_timeout(seconds: float | None, flag: str = "--regex-timeout") -> float | None:
     """The timeout to give ``regex``: None for no limit (None, infinity or NO_LIMIT+); UsageError for NaN, zero
     or a negative number (NaN would silently disable the guard against runaway patterns)."""
     if seconds is None:
         return None
     if math.isnan(seconds) or seconds <= 0:
-        raise UsageError(f"--regex-timeout must be a positive number of seconds (got {seconds})")
+        raise UsageError(f"{flag} must be a positive number of seconds (got {seconds})")
     return None if seconds >= NO_LIMIT else float(seconds)
+
+
+def search_budget(line: float | None, total: float | None) -> float | None:
+    """The seconds one search may spend matching in all: ``total`` (checked like ``regex_timeout``), by default
+    ``SEARCH_FACTOR`` times the per-line limit (None: no limit)."""
+    if total is not None:
+        return regex_timeout(total, "--search-timeout")
+    per_line = regex_timeout(line)
+    return None if per_line is None else per_line * SEARCH_FACTOR
 
 
 class SlowJoin(Exception):
@@ -90,11 +108,28 @@ class SlowJoin(Exception):
 class Searcher:
     """Matches one pattern against rendered lines, turning a runaway regex into PatternError.
 
+    Two limits: ``timeout`` seconds on one line, and ``total`` seconds (``search_budget``) for the whole search,
+    summed over every call, so that a pattern slow on each of many lines stops too. The time is read from
+    ``clock`` around each call, and each call's timeout is the smaller of the two limits left.
+
     ``regex``'s timeout costs a few microseconds per call, so whole entries (their lines joined) are searched
     first when that is equivalent (see ``joinable``), and single lines only within entries that match."""
 
-    def __init__(self, pattern: str, ignore_case: bool, fixed: bool, timeout: float | None) -> None:
+    def __init__(
+        self,
+        pattern: str,
+        ignore_case: bool,
+        fixed: bool,
+        timeout: float | None,
+        total: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.timeout = regex_timeout(timeout)
+        self.budget = search_budget(timeout, total)
+        self.spent = 0.0  # seconds spent matching so far (with a budget)
+        self.calls = 0
+        self.clock = clock
         # A joined search gets a quarter of the time; when it runs out, single lines get what is left, so a runaway
         # pattern stops after ``timeout`` seconds in all, not after the join's time plus a line's.
         self.join_timeout = None if self.timeout is None else self.timeout / 4
@@ -113,37 +148,64 @@ class Searcher:
             "(catastrophic backtracking?): simplify it, or use -F for a fixed string"
         )
 
-    def search(self, text: str, pos: int = 0) -> Any:
+    def _spent(self) -> PatternError:
+        return PatternError(
+            f"regular expression {self.pattern!r} took more than {self.budget or 0:g}s in all, over "
+            f"{self.calls:,} searches of lines or entries (the limit of one search, --search-timeout; "
+            "catastrophic backtracking?): simplify it, or use -F for a fixed string"
+        )
+
+    def _run(self, call: Callable[[float | None], Any], limit: float | None, slow: Callable[[], Exception]) -> Any:
+        """``call(timeout)`` with the smaller of ``limit`` and what is left of the search's budget; a timeout
+        raises ``slow()``, or PatternError when it was the budget that ran out."""
+        self.calls += 1
+        if self.budget is None:
+            try:
+                return call(limit)
+            except TimeoutError:
+                raise slow() from None
+        left = self.budget - self.spent
+        if left <= 0:
+            raise self._spent()
+        by_budget = limit is None or left < limit
+        start = self.clock()
         try:
-            found = self.compiled.search(text, pos, timeout=self.line_timeout)
+            return call(left if by_budget else limit)
         except TimeoutError:
-            raise self._timed_out() from None
-        return found
+            raise (self._spent() if by_budget else slow()) from None
+        finally:
+            self.spent += self.clock() - start
+
+    def search(self, text: str, pos: int = 0) -> Any:
+        return self._run(lambda t: self.compiled.search(text, pos, timeout=t), self.line_timeout, self._timed_out)
 
     def search_joined(self, text: str, pos: int = 0) -> Any:
         """Search lines joined with "\\n"; SlowJoin if that takes longer than one line may (a huge entry, or a
         runaway pattern): the caller then goes line by line, where the timeout means what it says."""
         assert self.joined is not None, "only for joinable patterns"
-        try:
-            found = self.joined.search(text, pos, timeout=self.join_timeout)
-        except TimeoutError:
-            if self.timeout is not None and self.join_timeout is not None:
-                self.line_timeout = self.timeout - self.join_timeout
-            raise SlowJoin from None
+        joined = self.joined
+        found = self._run(lambda t: joined.search(text, pos, timeout=t), self.join_timeout, self._slow_join)
         self.line_timeout = self.timeout  # lines after a join in time get the whole limit again
         return found
 
+    def _slow_join(self) -> SlowJoin:
+        if self.timeout is not None and self.join_timeout is not None:
+            self.line_timeout = self.timeout - self.join_timeout
+        return SlowJoin()
+
     def spans(self, text: str, first: Any, stop: int) -> list[tuple[int, int]]:
         """Match spans starting at ``first`` and before ``stop``."""
-        out: list[tuple[int, int]] = []
-        try:
-            for found in self.compiled.finditer(text, first.start(), timeout=self.timeout):
+
+        def collect(timeout: float | None) -> list[tuple[int, int]]:
+            out: list[tuple[int, int]] = []
+            for found in self.compiled.finditer(text, first.start(), timeout=timeout):
                 if found.start() >= stop:
                     break
                 out.append(found.span())
-        except TimeoutError:
-            raise self._timed_out() from None
-        return out
+            return out
+
+        spans: list[tuple[int, int]] = self._run(collect, self.timeout, self._timed_out)
+        return spans
 
 
 _BLOCK = 256

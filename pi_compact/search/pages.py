@@ -39,6 +39,7 @@ class Limits:
     max_context: int = 20  # largest -C accepted
     show_chars: int = 20_000  # characters per show page
     regex_timeout: float = 2.0  # seconds one regex may spend on one line
+    search_timeout: float | None = None  # seconds one search may spend matching in all (None: 10 × regex_timeout)
 
 
 DEFAULT_LIMITS = Limits()
@@ -480,7 +481,7 @@ def grep_stream(
     char_budget = _positive("--max-chars", max_chars if max_chars is not None else limits.grep_max_chars)
     patterns = [pattern] if isinstance(pattern, str) else list(pattern)
     composed, composed_fixed = compose_pattern(patterns, fixed=fixed, word=word, ignore_case=ignore_case)
-    searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout)
+    searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout, limits.search_timeout)
     keep = LineSelector(wanted_sections)
     query = query_digest(
         {
@@ -679,7 +680,7 @@ def grep_counts(
     keep = LineSelector(_check_sections(sections))
     patterns = [pattern] if isinstance(pattern, str) else list(pattern)
     composed, composed_fixed = compose_pattern(patterns, fixed=fixed, word=word, ignore_case=ignore_case)
-    searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout)
+    searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout, limits.search_timeout)
     candidates = (
         None if invert else Candidates(transcript, searcher, composed, ignore_case, composed_fixed, keep.synthetic)
     )

@@ -77,6 +77,6 @@ def test_a_slow_but_sound_pattern_on_a_huge_entry_falls_back_to_single_lines() -
     lines[60_000] = "found abcdefghij7 here"
     sb = SessionBuilder()
     entry = sb.tool_result("c", "bash", "\n".join(lines))
-    limits = replace(DEFAULT_LIMITS, regex_timeout=0.05)
+    limits = replace(DEFAULT_LIMITS, regex_timeout=0.05, search_timeout=60.0)  # 100,000 lines, one by one
     page = grep(load_session_bytes(sb.to_bytes()), r"\w{10}\d", limits=limits)
     assert [(m.entry_id, m.line.number) for m in page.matches] == [(entry, 60_003)]
