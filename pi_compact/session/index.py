@@ -25,17 +25,29 @@ When an index is used (every key must agree, otherwise it is ignored and rebuilt
   place that keeps the inode, the length beyond the prefix and every sampled byte is the one change not seen up
   front; a body read back from such a file still fails its head check, and ``--no-cache`` or
   ``PICOMPACT_NO_CACHE=1`` leave the cache out entirely;
-- the index file itself: a magic header, the format version, the picompact version that wrote it, and checksums
-  of its body; then its fields are checked for shape and type. A corrupt, truncated or foreign file is ignored.
+- the index file itself: a magic header, the format version, the session it describes (path, device, inode), the
+  picompact version that wrote it, and checksums of its body; then its fields are checked for shape and type, and
+  every line number, offset and length against the file's size. A corrupt, truncated or foreign file is ignored.
+
+The cache may be shared (``XDG_CACHE_HOME`` pointing at a directory others can write), so nothing in it is trusted
+for what it claims to be (``_open_cache``, ``_read_bounded``): the directory must be a real directory owned by the
+user (made mode 0700 whatever the umask), and an index a regular file owned by the user, opened without following
+a symlink and without blocking (a FIFO planted at its name is refused at once), of at most ``size_limit`` bytes.
+Anything else is no index: the load answers from the file alone, as a cold run does.
 
 Only v3 files are indexed (older ones are migrated in memory, which changes bodies read back). Writing goes to a
-temporary file renamed over the index, so two processes at once each see a whole index or none.
+temporary file renamed over the index, so two processes at once each see a whole index or none. Each write also
+tidies the directory (``_sweep``): temporaries of writes that did not finish (their process is gone, or they are an
+hour old) and the indexes of sessions that are gone (no file at the path, or another file) are deleted, so that
+grep's index, which holds text of the session, does not outlive it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 import struct
 import sys
 import time
@@ -53,8 +65,15 @@ from pi_compact.session.source import read_at
 
 NO_CACHE_ENV = "PICOMPACT_NO_CACHE"
 MAGIC = b"picompact-index\n"
-FORMAT = 3
-_HEAD = struct.Struct(">HII")  # format version, CRC-32 and Adler-32 of the body
+FORMAT = 4
+_HEAD = struct.Struct(">HII")  # format version, CRC-32 and Adler-32 of what follows (the owner and the body)
+_OWNER = struct.Struct(">QQI")  # the session's device, inode and the length of its path (then the path's bytes)
+MAX_OWNER_PATH = 64 * 1024
+SIZE_FACTOR = 4  # an index is at most this many times the size of its session, plus SIZE_SLACK (``size_limit``)
+SIZE_SLACK = 1024 * 1024
+STALE_TEMPORARY_SECONDS = 3600  # a temporary file this old is an abandoned write, whoever made it
+_INDEX_NAME = re.compile(r"[0-9a-f]{16}(?:\.grep)?\.idx")
+_TEMPORARY_NAME = re.compile(r"\.tmp-(\d{1,10})-\d+-\d+\.idx")
 FULL_HASH_BYTES = 4 * 1024 * 1024
 EDGE_BYTES = 64 * 1024
 SAMPLES = 256
@@ -165,8 +184,8 @@ def cache_dir() -> Path:
 
 class _Digest:
     """CRC-32 and Adler-32 side by side (64 bits): a change in the bytes shows; zlib is loaded at start-up anyway,
-    where hashlib would cost its import on every run. Nothing here guards against a forger: who can write the
-    user's cache can write the session file too."""
+    where hashlib would cost its import on every run. Nothing here guards against a forger: only files owned by the
+    user are read (``_read_bounded``), and who can write those can write the session file too."""
 
     def __init__(self, data: bytes = b"") -> None:
         self.crc = zlib.crc32(data)
@@ -180,11 +199,71 @@ class _Digest:
         return f"{self.crc:08x}{self.adler:08x}"
 
 
-def index_path(path: Path, decorated: bool = False) -> Path:
-    """The index file of a session path (two paths sharing one only take turns at it: the path is a key too).
-    grep's index, which also holds every entry's decorated lines, is a file of its own."""
+def index_name(path: Path, decorated: bool = False) -> str:
+    """The name of a session path's index in the cache directory (two paths sharing one only take turns at it: the
+    path is a key too). grep's index, which also holds every entry's decorated lines, is a file of its own."""
     kind = ".grep" if decorated else ""
-    return cache_dir() / f"{_Digest(os.fsencode(os.path.abspath(path))).hexdigest()}{kind}.idx"
+    return f"{_Digest(os.fsencode(os.path.abspath(path))).hexdigest()}{kind}.idx"
+
+
+def index_path(path: Path, decorated: bool = False) -> Path:
+    """The index file of a session path (see ``index_name``)."""
+    return cache_dir() / index_name(path, decorated)
+
+
+def size_limit(session_size: int) -> int:
+    """The largest index read or written for a session of ``session_size`` bytes: grep's index, the larger, holds
+    about a tenth of its session (its decorated lines, and per entry a few numbers and ids)."""
+    return SIZE_FACTOR * session_size + SIZE_SLACK
+
+
+def _open_cache(create: bool) -> int | None:
+    """The cache directory, opened (the caller closes it), if it is a directory owned by this user (not a symlink
+    to one); None otherwise. ``create`` makes it (mode 0700, whatever the umask) and takes group and other
+    permissions off one that has them. OSError when it cannot be made; RuntimeError when there is no home."""
+    directory = cache_dir()
+    created = False
+    if create:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(directory, 0o700)
+            created = True
+        except FileExistsError:
+            pass
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(directory, flags)
+    except PermissionError:
+        if not created:
+            return None
+        os.chmod(directory, 0o700)  # an umask that takes the owner's own permissions away
+        fd = os.open(directory, flags)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        os.close(fd)
+        return None
+    if create and stat.S_IMODE(st.st_mode) != 0o700:
+        os.fchmod(fd, 0o700)
+    return fd
+
+
+def _read_bounded(dir_fd: int, name: str, limit: int) -> bytes | None:
+    """The whole of a file in the cache directory if it is a regular file owned by this user of at most ``limit``
+    bytes; None for anything else (a symlink, a FIFO, a device, another user's file, a file too large)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_size > limit:
+            return None
+        data = read_at(fd, st.st_size, 0)
+        return data if len(data) == st.st_size else None
+    finally:
+        os.close(fd)
 
 
 def fingerprint(fd: int, length: int) -> str:
@@ -201,9 +280,33 @@ def fingerprint(fd: int, length: int) -> str:
     return digest.hexdigest()
 
 
-def seal(body: bytes) -> bytes:
-    """An index file holding ``body``: the magic, the format version and the body's checksums, then the body."""
-    return MAGIC + _HEAD.pack(FORMAT, zlib.crc32(body), zlib.adler32(body)) + body
+def owner(path: Path, st: os.stat_result) -> bytes:
+    """The record of the session an index describes (its device, inode and path), read alone by ``_sweep``."""
+    encoded = os.fsencode(os.path.abspath(path))
+    return _OWNER.pack(st.st_dev, st.st_ino, len(encoded)) + encoded
+
+
+def seal(body: bytes, owner: bytes) -> bytes:
+    """An index file holding ``body``: the magic, the format version, the checksums of what follows, the owner
+    record, then the body."""
+    crc, adler = zlib.crc32(body, zlib.crc32(owner)), zlib.adler32(body, zlib.adler32(owner))
+    return MAGIC + _HEAD.pack(FORMAT, crc, adler) + owner + body
+
+
+def split(data: bytes) -> tuple[bytes, bytes] | None:
+    """The owner record and the body of an index file, or None when it is not one of this format (its magic, its
+    version, its checksums)."""
+    start = len(MAGIC) + _HEAD.size
+    if not data.startswith(MAGIC) or len(data) < start + _OWNER.size:
+        return None
+    version, crc, adler = _HEAD.unpack_from(data, len(MAGIC))
+    if version != FORMAT:
+        return None
+    rest = memoryview(data)[start:]
+    if zlib.crc32(rest) != crc or zlib.adler32(rest) != adler:
+        return None
+    end = start + _OWNER.size + _OWNER.unpack_from(data, start)[2]
+    return data[start:end], data[end:]
 
 
 def _keys(path: Path, st: os.stat_result) -> dict[str, Any]:
@@ -214,8 +317,16 @@ def read(path: Path, fd: int, st: os.stat_result, decorated: bool = False) -> Pr
     """The index of ``path`` (open as ``fd``, ``st`` its fstat) if one exists and still describes the file;
     ``decorated``: grep's index, with every entry's decorated lines."""
     try:
-        data = index_path(path, decorated).read_bytes()
+        dir_fd = _open_cache(create=False)
     except (OSError, RuntimeError):  # RuntimeError: no home directory to find a cache in
+        return None
+    if dir_fd is None:
+        return None
+    try:
+        data = _read_bounded(dir_fd, index_name(path, decorated), size_limit(st.st_size))
+    finally:
+        os.close(dir_fd)
+    if data is None:
         return None
     try:
         state = _decode(data, path, fd, st)
@@ -227,13 +338,10 @@ def read(path: Path, fd: int, st: os.stat_result, decorated: bool = False) -> Pr
 
 
 def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState | None:
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _HEAD.size:
+    parts = split(data)
+    if parts is None or parts[0] != owner(path, st):
         return None
-    version, crc, adler = _HEAD.unpack_from(data, len(MAGIC))
-    body = data[len(MAGIC) + _HEAD.size :]
-    if version != FORMAT or zlib.crc32(body) != crc or zlib.adler32(body) != adler:
-        return None
-    doc, columns = unpack(body)
+    doc, columns = unpack(parts[1])
     if doc.get("picompact") != __version__ or doc.get("keys") != _keys(path, st):
         return None
     prefix_len = doc["prefix_len"]
@@ -372,7 +480,15 @@ def _well_formed(s: PrefixState) -> bool:
             return False
         if not (d[3] is None or _is_int(d[3])):
             return False
+    # Every number the loader reads the file or counts lines with lies within the file (a forged index with huge
+    # offsets or lengths would otherwise read past the end, or ask for more memory than there is).
+    if not s.lines <= s.prefix_len:  # a line is at least its "\n"
+        return False
+    if n and (max(s.line) > s.lines or max(s.offset) >= s.prefix_len or max(s.length) >= s.prefix_len):
+        return False
     if n and (s.line[-1] > s.lines or s.offset[-1] + s.length[-1] >= s.prefix_len):
+        return False
+    if s.malformed and not (min(s.malformed) > 0 and max(s.malformed) <= s.lines):
         return False
     if not 0 <= s.released_to <= n or not 0 < s.header_line <= s.lines or s.last_value_line > s.lines:
         return False
@@ -435,31 +551,111 @@ def write(path: Path, fd: int, st: os.stat_result, state: PrefixState) -> None:
     for value in (state.header, state.last_value):
         if orjson.loads(orjson.dumps(value)) != value:
             return  # one it would not read back the same
-    data = seal(body)
-    tmp = None
+    try:
+        data = seal(body, owner(path, st))
+    except struct.error:  # a device or inode number past 64 bits
+        return
+    if len(data) > size_limit(st.st_size):
+        return  # it would be refused when read
     # A cache that cannot be written is only a slower next run.
     with contextlib.suppress(OSError, RuntimeError):
+        dir_fd = _open_cache(create=True)
+        if dir_fd is None:
+            return  # not a directory of this user's: nothing is written there
         try:
-            target = index_path(path, state.decorated is not None)
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = _create_temporary(target)
-            with open(tmp, "wb", closefd=True) as out:
-                out.write(data)
-            os.replace(tmp, target)
-            tmp = None
+            _sweep(dir_fd, time.time())
+            _write_new(dir_fd, index_name(path, state.decorated is not None), data)
         finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+            os.close(dir_fd)
 
 
-def _create_temporary(target: Path) -> Path:
-    """A new file beside ``target`` that no other process has (``tempfile`` costs its imports at every first run)."""
-    for attempt in range(100):
-        tmp = target.parent / f".tmp-{os.getpid()}-{time.monotonic_ns()}-{attempt}.idx"
+def _write_new(dir_fd: int, name: str, data: bytes) -> None:
+    """``data`` as the file ``name`` of the directory: written to a temporary file renamed over it."""
+    tmp, out = _create_temporary(dir_fd)
+    try:
         try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.fchmod(out, 0o600)  # whatever the umask took away
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view) :]
+        finally:
+            os.close(out)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+
+
+def _create_temporary(dir_fd: int) -> tuple[str, int]:
+    """A new file in the directory that no other process has, and its descriptor open for writing (``tempfile``
+    costs its imports at every first run). Its name holds the writer's pid, for ``_sweep``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for attempt in range(100):
+        tmp = f".tmp-{os.getpid()}-{time.monotonic_ns()}-{attempt}.idx"
+        try:
+            return tmp, os.open(tmp, flags, 0o600, dir_fd=dir_fd)
         except FileExistsError:
             continue
-        return tmp
-    raise FileExistsError(f"no free temporary name beside {target}")
+    raise FileExistsError("no free temporary name in the cache directory")
+
+
+def _sweep(dir_fd: int, now: float) -> None:
+    """Delete what the cache should not keep: temporaries of writes that did not finish (``_abandoned``) and
+    indexes whose session is gone (``_orphaned``). Only names picompact writes are looked at."""
+    with os.scandir(dir_fd) as listing:
+        names = [item.name for item in listing]
+    for name in names:
+        temporary = _TEMPORARY_NAME.fullmatch(name)
+        with contextlib.suppress(OSError):
+            if (temporary and _abandoned(dir_fd, name, int(temporary[1]), now)) or (
+                _INDEX_NAME.fullmatch(name) and _orphaned(dir_fd, name)
+            ):
+                os.unlink(name, dir_fd=dir_fd)
+
+
+def _abandoned(dir_fd: int, name: str, pid: int, now: float) -> bool:
+    """A temporary file an hour old, or whose writer (the pid in its name) has exited."""
+    if now - os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime > STALE_TEMPORARY_SECONDS:
+        return True
+    if pid == os.getpid() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):  # another user's process, or not a pid at all (the age decides)
+        return False
+    return False
+
+
+def _orphaned(dir_fd: int, name: str) -> bool:
+    """An index whose session file is gone (or another file now holds its path), or that is not a readable index
+    of this format owned by this user at all. Only the owner record at its start is read."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return True  # a symlink, say: not something picompact wrote
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            return True
+        start = len(MAGIC) + _HEAD.size
+        head = read_at(fd, start + _OWNER.size, 0)
+        if len(head) < start + _OWNER.size or not head.startswith(MAGIC):
+            return True
+        if _HEAD.unpack_from(head, len(MAGIC))[0] != FORMAT:
+            return True  # written by another version of picompact: this one would rebuild it anyway
+        dev, ino, size = _OWNER.unpack_from(head, start)
+        if size > MAX_OWNER_PATH:
+            return True
+        session = read_at(fd, size, start + _OWNER.size)
+    finally:
+        os.close(fd)
+    try:
+        found = os.stat(session)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False  # not readable now (permissions, a mount not there): kept, in doubt
+    return (found.st_dev, found.st_ino) != (dev, ino)

@@ -216,22 +216,30 @@ def _corrupt_flip(data: bytes) -> bytes:
     return data[:at] + bytes([data[at] ^ 0x20]) + data[at + 1 :]
 
 
+def _parts(data: bytes) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
+    """The owner record, document and columns of an index file."""
+    parts = index.split(data)
+    assert parts is not None
+    doc, columns = index.unpack(parts[1])
+    return parts[0], doc, columns
+
+
 def _foreign_but_well_formed(data: bytes) -> bytes:
     """A valid index whose body claims other entries (its hash made to match): still never trusted blindly."""
-    doc, columns = index.unpack(data[len(index.MAGIC) + index._HEAD.size :])
-    columns["offset"] = [o + 1 for o in columns["offset"]]  # type: ignore[assignment]
-    return index.seal(index.pack(doc, columns))
+    owner, doc, columns = _parts(data)
+    columns["offset"] = [o + 1 for o in columns["offset"]]
+    return index.seal(index.pack(doc, columns), owner)
 
 
 def _column_cut_short(data: bytes) -> bytes:
     """A valid index one of whose columns lacks its last entry (its hash made to match)."""
-    doc, columns = index.unpack(data[len(index.MAGIC) + index._HEAD.size :])
+    owner, doc, columns = _parts(data)
     columns["role"] = columns["role"][:-1]
-    return index.seal(index.pack(doc, columns))
+    return index.seal(index.pack(doc, columns), owner)
 
 
 def _other_byte_order(data: bytes) -> bytes:
-    doc, columns = index.unpack(data[len(index.MAGIC) + index._HEAD.size :])
+    owner, doc, columns = _parts(data)
     body = index.pack(doc, columns)
     other = b'"big"' if b'"byteorder":"little"' in body else b'"little"'
     body = body.replace(b'"byteorder":"little"', b'"byteorder":' + other).replace(
@@ -239,7 +247,7 @@ def _other_byte_order(data: bytes) -> bytes:
     )
     size = len(body) - len(index.pack(doc, columns))  # the document grew or shrank by a byte
     head_len = int.from_bytes(body[:4], "big") + size
-    return index.seal(head_len.to_bytes(4, "big") + body[4:])
+    return index.seal(head_len.to_bytes(4, "big") + body[4:], owner)
 
 
 @pytest.mark.parametrize(
