@@ -312,7 +312,10 @@ def _user_password_ok(match: Any) -> bool:
 _TOKEN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 _WORD = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-_FLAG_VALUE = r"(?:[ \t]+|=)(?:\"(?P<secret_q>[^\"\n]+)\"|'(?P<secret_s>[^'\n]+)'|(?P<secret>[^\s\"'-][^\s\"']*))"
+_FLAG_VALUE = (
+    r"(?:[ \t]+|=)(?:\"(?P<secret_q>[^\"\n]+)\"|'(?P<secret_s>[^'\n]+)'"
+    r"|(?P<secret>[^\s\"'()\[\]{}<>,;-][^\s\"'()\[\]{}<>,;]*))"
+)
 
 
 def _token(kind: str, pattern: str, **options: Any) -> Rule:
@@ -471,8 +474,7 @@ def _rule_findings(text: str) -> Iterator[Finding]:
             yield Finding(rule.kind, start, end)
 
 
-def _find(text: str) -> Iterator[Finding]:
-    yield from _rule_findings(text)
+def _scanned(text: str) -> Iterator[Finding]:
     for scanner in SCANNERS:
         yield from scanner(text)
 
@@ -513,11 +515,14 @@ def _decoded(text: str) -> tuple[str, Callable[[int], int]] | None:
 
 def find_secrets(text: str) -> list[Finding]:
     """Every detected secret in text, as non-overlapping spans in order (the earlier, then longer, match wins)."""
-    found = list(_find(text))
     decoded = _decoded(text)
-    if decoded is not None:
-        view, to_text = decoded
-        found.extend(Finding(f.kind, to_text(f.start), to_text(f.end)) for f in _find(view))
+    found: list[Finding] = []
+    # An issuer's format names the secret better than the assignment it is in: on the same span, it comes first.
+    for find in (_rule_findings, _scanned):
+        found.extend(find(text))
+        if decoded is not None:
+            view, to_text = decoded
+            found.extend(Finding(f.kind, to_text(f.start), to_text(f.end)) for f in find(view))
     if not found:
         return []
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))
