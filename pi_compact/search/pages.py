@@ -737,7 +737,11 @@ def grep_wants_decorated(
     tree = rawregex.parse(composed, fixed=composed_fixed, ignore_case=ignore_case)
     if tree is None:
         return True
-    if not synthetic and rawregex.decorated_safe(tree, relaxed_search(tree)):
+    try:
+        relaxed = relaxed_search(tree)
+    except PatternError:
+        return True  # too large to compile (several -e, each small enough): grep says so, naming the patterns
+    if not synthetic and rawregex.decorated_safe(tree, relaxed):
         return False
     program = rawregex.compile_raw(rawregex.raw_pattern(tree, frozenset(), False))
     return program is None or any(program.search(line) is None for line in _TYPICAL_LINES)

@@ -143,6 +143,16 @@ def test_grep_from_the_cli_refuses_it_with_exit_2(tmp_path: Path, no_huge_compil
     assert "internal error" not in result.stderr
 
 
+def test_patterns_small_enough_alone_are_refused_together(tmp_path: Path) -> None:
+    sb = SessionBuilder()
+    sb.user("a" * 100)
+    path = sb.write(tmp_path / "s.jsonl")
+    half = "(?:a{60000}){1}"  # 60,000: allowed alone
+    assert run("grep", path, half, "-c").code == 1
+    result = run("grep", path, "-e", half, "-e", half.replace("a", "b"))  # 120,000 in all
+    assert result.code == 2 and "too large" in result.stderr and "internal error" not in result.stderr
+
+
 def test_context_grep_returns_the_refusal_as_the_tools_error(tmp_path: Path, no_huge_compile: None) -> None:
     sb = SessionBuilder()
     sb.user("a" * 100)
