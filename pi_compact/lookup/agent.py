@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -51,6 +51,10 @@ from pi_compact.search.quotes import Citation, Quote, find_citations, verify_quo
 from pi_compact.search.render import entry_label, safe_text
 from pi_compact.search.transcript import Transcript
 from pi_compact.session.entries import JsonDict
+
+if TYPE_CHECKING:
+    from pi_compact.lookup.masking import PageMasker
+    from pi_compact.redact import Redactor
 
 DEFAULT_BUDGET = 10
 MAX_BUDGET = 200
@@ -370,8 +374,15 @@ class _Tools:
         limits: Limits,
         result_chars: int = MAX_RESULT_CHARS,
         names: Mapping[str, str] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.transcript = transcript
+        # Pages are masked before they are cut to a window, a page or a preview (``lookup.masking``).
+        self.masker: PageMasker | None = None
+        if redactor is not None:
+            from pi_compact.lookup.masking import PageMasker
+
+            self.masker = PageMasker(transcript, redactor)
         self.names = names or {}  # a tool's name as the model knows it, where that differs
         self.limits = limits
         self.result_chars = result_chars  # one result at most (less than MAX_RESULT_CHARS for small windows)
@@ -400,6 +411,8 @@ class _Tools:
                 cursor=cursor,
                 limits=self.limits,
             )
+            if self.masker is not None:
+                page = self.masker.list(page, self.limits.preview_chars)
             text, next_cursor = _cut(format_list(page, self.name(tool)), self.result_chars), page.next_cursor
         elif tool == "grep":
             text, next_cursor = self._grep(params, cursor)
@@ -424,6 +437,8 @@ class _Tools:
                 cursor=cursor,
                 limits=self.limits,
             )
+            if self.masker is not None:
+                page = self.masker.grep(page, self.limits.line_chars)
             text = format_grep(page, self.name("grep"))
             if len(text) <= self.result_chars or len(page.matches) <= 1:
                 return _cut(text, self.result_chars), page.next_cursor
@@ -443,6 +458,8 @@ class _Tools:
                         f"entry {entry_id} is not on the branch being searched; only the current branch is searched"
                     ) from None
                 raise NotFoundError(exc.message) from None
+            if self.masker is not None:
+                page = self.masker.show(page)
             text = format_show(page, self.name("show_entry"))
             if len(text) <= self.result_chars or budget <= 1_000:
                 return _cut(text, self.result_chars), page.next_cursor
@@ -602,7 +619,7 @@ def run_lookup(
         window, max_tokens, len(system) + len(orjson.dumps([t.parameters for t in tool_defs])) + 2_000
     )
     conversation_limit = min(opts.max_conversation_chars, conversation_limit)
-    tools = _Tools(transcript, limits, result_chars)
+    tools = _Tools(transcript, limits, result_chars, redactor=redactor)
 
     usage = Usage()
     calls = 0
@@ -680,7 +697,7 @@ def run_lookup(
     if answer is None:
         if progress is not None:
             progress(f"writing up with {model.ref}")
-        log = _write_log(turns, conversation_limit)
+        log = mask(_write_log(turns, conversation_limit))
         request = Request(
             [Message.user(prompts.writeup_message(asked, about, stopped_by or "", log))],
             system=prompts.writeup_system_prompt(),

@@ -11,7 +11,8 @@ from pytest_httpserver import HTTPServer
 
 from tests.helpers.cli import run
 from tests.helpers.lookup_agent import ScriptedModel
-from tests.redact.secrets_kit import ORDINARY, PLANTED, secrets_session
+from tests.helpers.sessions import SessionBuilder
+from tests.redact.secrets_kit import CASES, LOOKALIKES, ORDINARY, PLANTED, case_leaks, corpus_session, secrets_session
 from tests.summary.conftest import (
     ANTHROPIC_KEY,
     GOOD_SUMMARY,
@@ -166,7 +167,6 @@ def test_lookup_no_redact(server: HTTPServer, tmp_path: Path, keys: dict[str, st
 
 def test_one_secret_has_one_placeholder_in_every_request_of_a_run(server: HTTPServer, tmp_path: Path) -> None:
     """A split turn sends two requests at once; a secret in both is masked alike, a second secret differently."""
-    from tests.helpers.sessions import SessionBuilder
     from tests.summary.conftest import GOOD_PREFIX
 
     token, other = PLANTED["github-token"], "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9z0"
@@ -194,3 +194,129 @@ def test_one_secret_has_one_placeholder_in_every_request_of_a_run(server: HTTPSe
         assert "[REDACTED:github-token:1]" in user and token not in user and other not in user
     assert "[REDACTED:github-token:2]" in users[1] or "[REDACTED:github-token:2]" in users[0]
     assert b"redaction: masked 2 secrets (github-token 2)" in result.stderr_bytes
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The corpus of formats, end to end
+
+
+def _decoded(server: HTTPServer) -> str:
+    """The strings of every request, decoded from their JSON (what the provider reads)."""
+    return "\n".join(s for request, _ in server.log for s in _strings(json.loads(request.get_data())))
+
+
+def test_summary_sends_no_secret_of_the_corpus_and_every_look_alike(server: HTTPServer, tmp_path: Path) -> None:
+    server.expect_request(OPENAI_PATH).respond_with_response(openai_reply(GOOD_SUMMARY))
+    path = corpus_session(tmp_path / "s.jsonl")
+    result = run(*summary_args(server, path, keep=600), env=ENV)
+    assert result.code == 0, result.stderr
+    sent = _decoded(server)
+    raw = b"".join(request.get_data() for request, _ in server.log).decode()
+    assert case_leaks(sent) == [] and case_leaks(raw) == []
+    for kind in {case.kind for case in CASES}:
+        assert f"[REDACTED:{kind}:1]" in sent, kind
+    assert f"redaction: masked {len(CASES)} secrets".encode() in result.stderr_bytes
+    for name, text in LOOKALIKES.items():
+        for line in text.splitlines():
+            assert line in sent, (name, line)
+
+
+def _page_through_grep(scripted: ScriptedModel, pattern: str, answer: str) -> None:
+    scripted.page_through("grep", {"pattern": pattern}, answer)
+
+
+def test_lookup_sends_no_secret_of_the_corpus_and_masks_the_question(
+    server: HTTPServer, tmp_path: Path, keys: dict[str, str]
+) -> None:
+    scripted = ScriptedModel(server, "openai")
+    scripted.tools(("list_entries", {}))
+    _page_through_grep(scripted, "^(?!added package).", "Not found in this session.")
+    path = corpus_session(tmp_path / "s.jsonl")
+    asked = [c for c in CASES if c.name in ("glued-env", "openrouter", "curl-u", "passphrase-env", "basic-auth")]
+    question = "Which of these is the right one? " + " ; ".join(case.text for case in asked)
+    result = run("lookup", path, question, "--model", scripted.model_arg, "--base-url", scripted.base_url)
+    assert result.code in (0, 1), result.stderr
+    sent = _decoded(server)
+    assert len(server.log) >= 4
+    assert case_leaks(sent) == []
+    assert "[REDACTED:openrouter-key:1]" in sent and "Which of these is the right one?" in sent
+    for kind in {case.kind for case in CASES}:
+        assert f"[REDACTED:{kind}:" in sent, kind
+    for name, text in LOOKALIKES.items():
+        for line in text.splitlines():
+            assert line in sent or len(line) > 400, (name, line)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Lookup masks an entry before it cuts a window or a page out of it
+
+_KEY = PLANTED["anthropic-key"] + "Zc4Lf6Jd8Ga0Hq2Wm9Xn4Kp8Rt3Yv6Zc1Lf5Jd0Ga7Hq2Wm"  # 108 characters
+
+
+def _fragments(secret: str, size: int = 12) -> list[str]:
+    return [secret[i : i + size] for i in range(0, len(secret) - size + 1)]
+
+
+def test_lookup_masks_a_key_the_grep_window_starts_inside(
+    server: HTTPServer, tmp_path: Path, keys: dict[str, str]
+) -> None:
+    from pi_compact.search.pages import grep
+    from pi_compact.search.transcript import build_transcript
+    from pi_compact.session import load_session
+
+    line = "a" * 200 + " " + _KEY + " " + "b" * 40 + " NEEDLE-7731 " + "c" * 600
+    sb = SessionBuilder()
+    sb.user("Deploy with the key from the vault.\n" + line)
+    sb.assistant("Deployed " + "o" * 300)
+    path = sb.write(tmp_path / "s.jsonl")
+    window = grep(build_transcript(load_session(path)), "NEEDLE-7731").matches[0].line
+    key_at = line.index(_KEY)
+    assert key_at < window.offset < key_at + len(_KEY)  # the window starts inside the key
+
+    scripted = ScriptedModel(server, "openai")
+    scripted.tools(("grep", {"pattern": "NEEDLE-7731"}))
+    scripted.answer("Not found in this session.")
+    result = run("lookup", path, "Where is the needle?", "--model", scripted.model_arg, "--base-url", scripted.base_url)
+    assert result.code in (0, 1), result.stderr
+    sent = _decoded(server)
+    assert "NEEDLE-7731" in sent and "[REDACTED:anthropic-key:1]" in sent
+    assert [f for f in _fragments(_KEY) if f in sent] == []
+
+
+def test_lookup_masks_a_key_a_show_page_ends_inside(server: HTTPServer, tmp_path: Path, keys: dict[str, str]) -> None:
+    from pi_compact.search.pages import show_entry
+    from pi_compact.search.transcript import build_transcript
+    from pi_compact.session import load_session
+
+    def session(line: str) -> tuple[Path, str, int]:
+        sb = SessionBuilder()
+        sb.user("Dump the vault. " + "u" * 100)
+        sb.assistant("Dumping.", tool_calls=[("c1", "bash", {"command": "vault dump"})])
+        entry = sb.tool_result("c1", "bash", "vault dump:\n" + line + "\ndone")
+        sb.assistant("Dumped " + "o" * 300)
+        path = sb.write(tmp_path / "s.jsonl")
+        transcript = build_transcript(load_session(path))
+        entry_at = transcript.find(entry)
+        assert entry_at is not None
+        number = transcript.render(entry_at).lines.index(line) + 1
+        # Where a page ends in the long line: the second page starts with it and ends inside it.
+        page = show_entry(transcript, entry, page=2)
+        edge = next(shown.offset + len(shown.text) for shown in page.lines if shown.number == number)
+        assert edge < len(line)
+        return path, entry, edge
+
+    _, _, edge = session("x" * 30_000)
+    line = "x" * (edge - 51) + " " + _KEY + " " + "y" * (30_000 - edge - 58)
+    path, entry, edge = session(line)
+    assert line.index(_KEY) < edge < line.index(_KEY) + len(_KEY)  # a page ends inside the key
+
+    scripted = ScriptedModel(server, "openai")
+    scripted.page_through("show_entry", {"id": entry}, "Not found in this session.")
+    result = run(
+        "lookup", path, "What did the dump print?", "--model", scripted.model_arg, "--base-url", scripted.base_url
+    )
+    assert result.code in (0, 1), result.stderr
+    sent = _decoded(server)
+    assert len(server.log) >= 3  # both pages were read
+    assert sent.count("[REDACTED:anthropic-key:1]") >= 1 and "yyyy" in sent
+    assert [f for f in _fragments(_KEY) if f in sent] == []
