@@ -116,6 +116,8 @@ def uninstall_command(
             out.text(f"removed {result.directory}")
     for path in result.kept:
         out.warn(f"kept {path}: changed since picompact installed it (use --force to remove it)")
+    for name in result.refused:
+        out.warn(f"left {name!r} alone: the install record names it, but it is not a file inside {result.directory}")
     return ExitCode.NO if result.kept else ExitCode.OK
 
 
@@ -177,7 +179,10 @@ def _status_text(s: InstallStatus, version: str) -> str:
         match = "same version" if s.command_version == version else f"version {s.command_version}, this is {version}"
         lines.append(f"  calls: {_shown(m.command)} ({match})")
     else:
-        lines.append(f"  calls: {_shown(m.command)}: does not run; reinstall from a working picompact")
+        lines.append(
+            f"  calls: {_shown(m.command)}: not a picompact whose version can be read (status never runs it); "
+            "reinstall from a working picompact"
+        )
     lines.append(f"  mode: {m.mode} (unless settings say otherwise)")
     lines.append(f"  loads: {s.loads}")
     return "\n".join(lines)

@@ -322,6 +322,7 @@ class PiUninstallDoc(TypedDict):
     removed: list[str]
     kept: list[str]
     removed_directory: bool
+    refused: list[str]
 
 
 class PiStatusDoc(TypedDict):

@@ -8,14 +8,21 @@ An install writes two files into a directory Pi discovers extensions in:
 
 ``install.json`` records the SHA-256 of every file written, so a later install or uninstall can tell a file the
 user changed (left alone without ``force``) from one picompact wrote (replaced or removed).
+
+A project's ``.pi/`` comes with the repository, so its install record is untrusted input: nothing here runs the
+command it names (status reads the version from the files of that picompact), uninstall removes only plain file
+names inside the extension directory, and no file is written or read through a symbolic link planted there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
+import stat
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -92,14 +99,61 @@ class Manifest:
         }
 
 
+MAX_RECORD_BYTES = 1 << 20  # install.json and index.ts are a few KiB; anything bigger is not ours
+
+
+def _read_regular(path: Path, limit: int = MAX_RECORD_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, opened without following a symbolic link and without
+    blocking on a FIFO; InstallError for anything else (FileNotFoundError passes through)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InstallError(
+                "is a symbolic link; picompact reads and writes only its own files", path=str(path)
+            ) from None
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise InstallError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InstallError("is not a regular file", path=str(path))
+        if info.st_size > limit:
+            raise InstallError(f"is larger than {limit:,} bytes: not a file picompact wrote", path=str(path))
+        chunks = []
+        while data := os.read(fd, limit + 1):
+            chunks.append(data)
+            if sum(map(len, chunks)) > limit:
+                raise InstallError(f"is larger than {limit:,} bytes: not a file picompact wrote", path=str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _own_name(name: str) -> bool:
+    """Whether a manifest's file name is a plain name inside the extension directory (no path, no ``..``)."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and "\0" not in name
+
+
+def _refuse_links(scope: Scope, directory: Path) -> None:
+    """A project install's folders (``.pi``, ``.pi/extensions``, ``.pi/extensions/picompact``) come with the
+    repository: refuse any that is a symbolic link, so nothing is written or removed outside the project."""
+    if scope != "project":
+        return
+    for folder in (directory.parent.parent, directory.parent, directory):
+        if folder.is_symlink():
+            raise InstallError("is a symbolic link; a project install writes only inside the project", path=str(folder))
+
+
 def read_manifest(directory: Path) -> Manifest | None:
     """The manifest in ``directory``; None when there is none; InstallError when it is unreadable."""
     path = directory / MANIFEST_FILE
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(_read_regular(path))
     except FileNotFoundError:
         return None
-    except (OSError, orjson.JSONDecodeError) as exc:
+    except orjson.JSONDecodeError as exc:
         raise InstallError(f"cannot read the install record: {exc}", path=str(path)) from None
     ok = (
         isinstance(data, dict)
@@ -142,9 +196,24 @@ class InstallResult:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    """Write ``path`` via a new temp file beside it (created exclusively, so a planted name or link is never
+    followed) and a rename, which replaces a link at ``path`` rather than writing through it."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, 0o644)
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(name, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
 
 
 def install(
@@ -159,6 +228,7 @@ def install(
     if mode not in MODES:
         raise UsageError(f"--mode must be one of {', '.join(MODES)} (got {mode!r})")
     directory = extension_dir(scope, cwd)
+    _refuse_links(scope, directory)
     previous = read_manifest(directory) if directory.is_dir() else None
     source = extension_source()
     cmd = command or picompact_command()
@@ -170,8 +240,8 @@ def install(
             "this directory holds files picompact did not install; move them away or use --force", path=str(directory)
         )
     target = directory / ENTRY_FILE
-    if target.exists():
-        current = target.read_bytes()
+    if target.exists() or target.is_symlink():
+        current = _read_regular(target)
         recorded = previous.files.get(ENTRY_FILE) if previous else None
         if _sha256(current) == _sha256(source):
             result.unchanged.append(target)
@@ -200,6 +270,7 @@ class UninstallResult:
     kept: list[Path] = field(default_factory=list)  # changed by the user (kept without --force)
     removed_directory: bool = False
     installed: bool = True
+    refused: list[str] = field(default_factory=list)  # manifest names outside the extension directory: never touched
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -209,6 +280,7 @@ class UninstallResult:
             "removed": [str(p) for p in self.removed],
             "kept": [str(p) for p in self.kept],
             "removed_directory": self.removed_directory,
+            "refused": self.refused,
         }
 
 
@@ -219,15 +291,27 @@ def uninstall(
     directory if nothing else is left in it."""
     directory = extension_dir(scope, cwd)
     result = UninstallResult(directory, scope)
+    _refuse_links(scope, directory)
     manifest = read_manifest(directory) if directory.is_dir() else None
     if manifest is None:
         result.installed = False
         return result
     for name, digest in manifest.files.items():
+        if not _own_name(name) or name == MANIFEST_FILE:
+            result.refused.append(name)
+            continue
         path = directory / name
+        if path.is_symlink():  # not a file install wrote: it writes regular files only
+            result.kept.append(path)
+            continue
         if not path.exists():
             continue
-        if _sha256(path.read_bytes()) != digest and not force:
+        try:
+            current = _read_regular(path)
+        except InstallError:
+            result.kept.append(path)
+            continue
+        if _sha256(current) != digest and not force:
             result.kept.append(path)
             continue
         path.unlink()
@@ -276,21 +360,70 @@ class InstallStatus:
         }
 
 
-def _command_version(command: list[str]) -> str | None:
-    """``COMMAND --version`` -> its version, or None when it does not run."""
-    import subprocess
+SCRIPT_MARK = b"from pi_compact.cli import main"  # the console script pip writes for picompact
+SH_EXEC = b"'''exec' \""  # pip's /bin/sh trampoline for an interpreter path too long for a #! line
 
-    exe = Path(command[0])
-    if not exe.is_file() or not os.access(exe, os.X_OK):
-        return None
+
+def _script_interpreter(script: Path) -> Path | None:
+    """The interpreter of picompact's console script at ``script``, read from its first lines (pip writes
+    ``#!PYTHON``, or ``#!/bin/sh`` and an exec line for a long path); None when it is not that script."""
     try:
-        proc = subprocess.run([*command, "--version"], capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):
+        head = _read_regular(script, limit=64 * 1024)
+    except (OSError, InstallError):
         return None
-    text = proc.stdout.decode("utf-8", "replace").strip()
-    if proc.returncode != 0 or not text.startswith("picompact "):
+    if not head.startswith(b"#!") or SCRIPT_MARK not in head:
         return None
-    return text.removeprefix("picompact ").strip()
+    first, _, rest = head[2:].partition(b"\n")
+    words = first.strip().split()
+    if words and words[0] == b"/bin/sh":
+        second = rest.partition(b"\n")[0]
+        if not second.startswith(SH_EXEC):
+            return None
+        words = [second[len(SH_EXEC) :].partition(b'"')[0]]
+    if not words or not words[0]:
+        return None
+    return Path(os.fsdecode(words[0]))
+
+
+def _distribution_version(interpreter: Path) -> str | None:
+    """The version of the picompact distribution installed for ``interpreter``, read from its metadata
+    (``picompact-VERSION.dist-info/METADATA`` in the site directories of its prefix, or the user's)."""
+    prefix = interpreter.parent.parent
+    roots = [prefix / "lib", prefix / "lib64", prefix / "local" / "lib", Path.home() / ".local" / "lib"]
+    for root in roots:
+        for site in sorted(root.glob("python3*/*-packages")):
+            for info in sorted(site.glob("picompact-*.dist-info")):
+                try:
+                    text = _read_regular(info / "METADATA").decode("utf-8", "replace")
+                except (OSError, InstallError):
+                    continue
+                head = text.split("\n\n", 1)[0].split("\n")
+                fields = dict(line.split(": ", 1) for line in head if ": " in line)
+                if fields.get("Name", "").lower() == "picompact" and fields.get("Version"):
+                    return fields["Version"].strip()
+    return None
+
+
+def _command_version(command: list[str]) -> str | None:
+    """The version of the picompact that ``command`` runs, or None when it is not a working picompact.
+
+    Read, never run: a project's install record comes with the repository, so its command is untrusted. This
+    picompact's own command is known; otherwise the command must be an executable picompact console script, or
+    ``PYTHON -m pi_compact``, and the version is that interpreter's picompact distribution metadata."""
+    if command == picompact_command():
+        return __version__
+    exe = Path(command[0]) if command else Path()
+    if not exe.is_absolute() or not exe.is_file() or not os.access(exe, os.X_OK):
+        return None
+    if command[1:] == ["-m", "pi_compact"]:
+        interpreter: Path | None = exe
+    elif len(command) == 1:
+        interpreter = _script_interpreter(exe)
+    else:
+        return None
+    if interpreter is None or not interpreter.is_file():
+        return None
+    return _distribution_version(interpreter)
 
 
 def location_status(scope: Scope, cwd: str | os.PathLike[str] | None = None, trust: str = "") -> InstallStatus:
@@ -306,8 +439,12 @@ def location_status(scope: Scope, cwd: str | os.PathLike[str] | None = None, tru
     status.installed = True
     status.manifest = manifest
     entry = directory / ENTRY_FILE
-    if entry.exists():
-        digest = _sha256(entry.read_bytes())
+    if entry.exists() or entry.is_symlink():
+        try:
+            digest = _sha256(_read_regular(entry))
+        except InstallError as exc:
+            status.error = str(exc)
+            return status
         if digest == _sha256(extension_source()):
             status.entry_state = "current"
         elif digest == manifest.files.get(ENTRY_FILE):

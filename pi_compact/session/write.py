@@ -529,6 +529,15 @@ def copy_content(session: Session, new_lines: list[str], *, repair: bool = False
     return original + prefix + tail
 
 
+def _names_a_descriptor(dest: str | os.PathLike[str]) -> bool:
+    """Whether ``dest`` is a name for an open descriptor (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``)
+    rather than a link someone made to a file."""
+    text = os.fspath(dest)
+    if text in ("/dev/stdout", "/dev/stderr"):
+        return True
+    return any(text.startswith(p) and text[len(p) :].isdigit() for p in ("/dev/fd/", "/proc/self/fd/"))
+
+
 def write_copy(
     dest: str | os.PathLike[str],
     session: Session,
@@ -560,6 +569,13 @@ def write_copy(
         raise _os_error(exc, Path(dest)) from None
     if found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode):
         return _write_special(Path(dest), data)
+    if found is not None and stat.S_ISREG(found.st_mode) and os.path.islink(dest):
+        if not _names_a_descriptor(dest):
+            raise UsageError(
+                "--output is a symbolic link; name the file itself (picompact never writes through a link)",
+                path=str(dest),
+            )
+        return _write_special(Path(dest), data)  # /dev/stdout redirected to a file: write it as the shell would
     target = Path(os.path.realpath(dest))
     source = session.path
     if source is not None and found is not None:
@@ -573,7 +589,9 @@ def write_copy(
     if not target.parent.is_dir():
         raise UsageError("--output: the directory does not exist", path=str(target))
     mode = None
-    if source is not None:
+    if found is not None:  # replacing a file: it keeps its own permissions
+        mode = found.st_mode & 0o7777
+    elif source is not None:  # a new file: the session's (it holds the same text)
         with contextlib.suppress(OSError):
             mode = os.stat(source).st_mode & 0o777
     tmp = _write_temp(target, data, mode, None)

@@ -142,7 +142,7 @@ def test_status_reports_a_broken_command(agent: Path, tmp_path: Path) -> None:
     manifest_path.write_bytes(orjson.dumps(data))
     status = run("pi", "status", cwd=tmp_path)
     assert status.code == 1
-    assert "does not run" in status.stdout
+    assert "not a picompact whose version can be read" in status.stdout
 
 
 def test_settings_merge_global_and_trusted_project(agent: Path, tmp_path: Path) -> None:
