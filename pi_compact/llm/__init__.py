@@ -18,6 +18,7 @@ from pi_compact.llm.choice import (
     choose_model_and_key,
     find_api_key,
     has_api_key,
+    key_source,
     model_available,
     require_api_key,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "find_api_key",
     "find_model",
     "has_api_key",
+    "key_source",
     "model_available",
     "parse_model_ref",
     "require_api_key",

@@ -9,13 +9,18 @@ available (or none is needed), else ``PICOMPACT_MODEL``. The key (``llm.keys``):
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from pi_compact.catalog import models_json_path
 from pi_compact.errors import PiCompactError, UsageError
 from pi_compact.llm.keys import (
     Secret,
     auth_file,
+    auth_file_key_configured,
+    auth_file_raw_key,
+    command_failure,
+    config_value_configured,
     config_value_env_names,
     key_for_the_run,
     key_from_auth_file,
@@ -25,42 +30,77 @@ from pi_compact.llm.keys import (
 from pi_compact.llm.providers import MODEL_ENV_VAR, ModelRef, resolve_model
 
 
-def _search(model: ModelRef, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
-    """The key in Pi's order (PICOMPACT_API_KEY, auth.json, models.json's ``apiKey``, the provider's variable), and
-    the kind of credential auth.json holds for the provider when it is not a usable key (for the message)."""
+class _Key(NamedTuple):
+    """Where the key comes from, found without running anything; ``resolve`` gives the key itself (running a
+    "!command" key helper, the one step that may)."""
+
+    source: str
+    resolve: Callable[[], Secret | None]
+
+
+def _locate(model: ModelRef, env: Mapping[str, str]) -> tuple[_Key | None, str | None]:
+    """The key's source in Pi's order (PICOMPACT_API_KEY, auth.json, models.json's ``apiKey``, the provider's
+    variable), chosen as Pi chooses it: a value counts when it is configured (``config_value_configured``: a
+    "!command" is, without being run). Also the kind of credential auth.json holds for the provider when it is not
+    a usable key (for the message)."""
     if (run_key := key_for_the_run(env)) is not None:
-        return run_key, None
-    key, other = key_from_auth_file(model.provider, env)
-    if key is not None:
-        return key, None
+        return _Key(run_key.source, lambda: run_key), None
+    configured, other = auth_file_key_configured(model.provider, env)
+    if configured:
+        return _Key(str(auth_file(env)), lambda: key_from_auth_file(model.provider, env)[0]), None
     if model.config_key is not None:
         # Pi reads no environment variable once models.json sets the provider's apiKey.
-        value = resolve_config_value(model.config_key, env)
-        return (Secret(value, f"the apiKey of {model.provider} in {models_json_path()}") if value else None), other
-    return key_from_env(model, env), other
+        raw = model.config_key
+        if not config_value_configured(raw, env):
+            return None, other
+        source = f"the apiKey of {model.provider} in {models_json_path()}"
+
+        def resolve() -> Secret | None:
+            value = resolve_config_value(raw, env)
+            return Secret(value, source) if value else None
+
+        return _Key(source, resolve), other
+    key = key_from_env(model, env)
+    return (_Key(key.source, lambda: key) if key is not None else None), other
 
 
 def find_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
-    """The key for model's provider as Pi finds it; ``Secret.source`` says where it came from."""
-    return _search(model, os.environ if env is None else env)[0]
+    """The key for model's provider as Pi finds it (a "!command" key helper is run: only for a request that needs
+    the key); ``Secret.source`` says where it came from."""
+    located, _other = _locate(model, os.environ if env is None else env)
+    return located.resolve() if located is not None else None
+
+
+def key_source(model: ModelRef, env: Mapping[str, str] | None = None) -> str | None:
+    """Where the key for model's provider would come from ("OPENAI_API_KEY", auth.json's path, …), or None when no
+    key is configured; nothing is run, as Pi decides whether a provider has auth."""
+    located, _other = _locate(model, os.environ if env is None else env)
+    return located.source if located is not None else None
 
 
 def has_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> bool:
-    """True when a request to model can be authenticated (or needs no key)."""
-    return not model.key_required or find_api_key(model, env) is not None
+    """True when a request to model can be authenticated (or needs no key), decided without running anything."""
+    return not model.key_required or key_source(model, env) is not None
 
 
 def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Secret | None:
-    """The key, None for servers that need none, or a UsageError saying how to provide one."""
+    """The key (a "!command" key helper is run), None for servers that need none, or a UsageError saying how to
+    provide one."""
     env = os.environ if env is None else env
-    key, other = _search(model, env)
+    located, other = _locate(model, env)
+    key = located.resolve() if located is not None else None
     if key is not None:
         return key
     if not model.key_required:
         return None
     path = auth_file(env)
     hint = ""
-    if other == "oauth":
+    from_auth_file = located is not None and located.source == str(path)
+    if from_auth_file:  # auth.json holds a "!command" key for the provider, which gave nothing
+        why = command_failure(auth_file_raw_key(model.provider, env) or "")
+        detail = f": its command {why}" if why else ""
+        hint = f" (the {model.provider} entry in {path} did not resolve to a key{detail})"
+    elif other == "oauth":
         hint = (
             f" ({path} holds an OAuth login for {model.provider}; picompact uses only API keys, "
             "not subscription logins)"
@@ -69,10 +109,11 @@ def require_api_key(model: ModelRef, env: Mapping[str, str] | None = None) -> Se
         hint = f" (the {model.provider} entry in {path} did not resolve to a key)"
     elif other:
         hint = f" ({path} holds a {other!r} credential for {model.provider}, which picompact cannot use)"
-    if model.config_key is not None:
+    if model.config_key is not None and not from_auth_file:
         missing = [name for name in config_value_env_names(model.config_key) if not env.get(name)]
+        why = command_failure(model.config_key)
         how = (
-            f"its command {model.config_key[1:]!r} gave no key"
+            f"its command {model.config_key[1:]!r} gave no key{f' ({why})' if why else ''}"
             if model.config_key.startswith("!")
             else f"set {' and '.join(missing)}"
             if missing
@@ -143,13 +184,13 @@ def model_available(
     session_model: tuple[str, str] | None, cli_model: str | None = None, env: Mapping[str, str] | None = None
 ) -> bool:
     """Whether a command given ``cli_model`` (``--model``; None: none given) would find a model and a key for it,
-    exactly as the command decides it (an unreadable auth file, say, counts as no)."""
+    exactly as the command decides it (an unreadable auth file, say, counts as no), and as Pi decides it: a
+    "!command" key counts without being run (the command that sends the request runs it)."""
     environ = os.environ if env is None else env
     try:
-        choose_model_and_key(session_model, cli_model, environ)
+        return has_api_key(choose_model(session_model, cli_model, environ), environ)
     except PiCompactError:
         return False
-    return True
 
 
 __all__ = [
@@ -157,6 +198,7 @@ __all__ = [
     "choose_model_and_key",
     "find_api_key",
     "has_api_key",
+    "key_source",
     "model_available",
     "require_api_key",
 ]

@@ -5,10 +5,16 @@ in is ``llm.choice``'s (``find_api_key``).
 Keys travel wrapped in `Secret` so that printing, logging or a traceback shows a mask,
 never the key; a Secret also says where it came from (``source``), for messages.
 Only API-key entries of auth.json are used; Pi's OAuth logins are not.
+
+A key in Pi's config syntax may be a "!command", a key helper whose output is the key. As in Pi, whether a key is
+there is decided without running it (``config_value_configured``); it runs only when a request needs the key,
+bounded by ``KEY_COMMAND_TIMEOUT``, and a helper that outlives it is killed with its whole process group.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,6 +24,8 @@ from pi_compact.errors import SettingsError
 from pi_compact.settings import agent_dir
 
 if TYPE_CHECKING:
+    import subprocess
+
     from pi_compact.llm.providers import ModelRef
 
 MASK = "********"
@@ -96,7 +104,12 @@ def _load_auth(path: Path) -> dict[str, Any]:
 
 
 _TEMPLATE = re.compile(r"\$(\$|!|\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+# Pi gives a "!command" 10 s (its execSync timeout); so does picompact, then stops the helper and what it started.
+KEY_COMMAND_TIMEOUT = 10.0
+# Each command's result for the life of the process, as Pi caches it (a failure too: it is not retried).
 _command_cache: dict[str, str | None] = {}
+# Why a command gave no key, for the message that says so.
+_command_failures: dict[str, str] = {}
 
 
 def _expand(value: str, env: Mapping[str, str], extra: Mapping[str, str]) -> str | None:
@@ -118,28 +131,86 @@ def _expand(value: str, env: Mapping[str, str], extra: Mapping[str, str]) -> str
     return None if missing else expanded
 
 
-def _run_command(command: str) -> str | None:
-    """A "!command" key: the command's trimmed output, cached like Pi does."""
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the helper's process group (the helper and every process it started that stayed in it) and reap it."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.stdout is not None:
+        proc.stdout.close()
+    proc.wait()
+
+
+def _run(command: str, timeout: float) -> tuple[str | None, str]:
+    """The command's trimmed output, or None and why there is none."""
     import subprocess
 
+    try:
+        # Its own session and process group, so that a timeout (or Ctrl-C here) stops all of it; stdin and stderr
+        # are not the helper's, as in Pi.
+        proc = subprocess.Popen(
+            command,
+            shell=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return None, f"could not start: {exc.strerror or exc}"
+    finished = False
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        finished = True
+    except subprocess.TimeoutExpired:
+        return None, f"did not finish within {timeout:g} s and was stopped"
+    finally:
+        if not finished:
+            _stop_group(proc)
+    if proc.returncode != 0:
+        return None, f"exited with status {proc.returncode}"
+    value = out.decode("utf-8", "replace").strip()
+    return (value, "") if value else (None, "printed nothing")
+
+
+def run_key_command(command: str, *, timeout: float | None = None) -> str | None:
+    """Run a "!command" key helper (``command`` without the "!") now, uncached: its trimmed output, or None when it
+    fails, prints nothing or outlives ``timeout`` seconds (default ``KEY_COMMAND_TIMEOUT``), in which case it is
+    killed with every process of its group."""
+    value, why = _run(command, KEY_COMMAND_TIMEOUT if timeout is None else timeout)
+    if value is None:
+        _command_failures[command] = why
+    return value
+
+
+def _run_command(command: str) -> str | None:
+    """A "!command" key: the command's trimmed output, cached like Pi does."""
     if command not in _command_cache:
-        try:
-            done = subprocess.run(
-                command, shell=True, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
-            )
-            out = done.stdout.strip() if done.returncode == 0 else ""
-        except (OSError, subprocess.SubprocessError):
-            out = ""
-        _command_cache[command] = out or None
+        _command_cache[command] = run_key_command(command)
     return _command_cache[command]
+
+
+def command_failure(value: str) -> str:
+    """Why the "!command" config value gave no key ("exited with status 1", …), or "" when it has not failed."""
+    return _command_failures.get(value[1:], "") if value.startswith("!") else ""
 
 
 def resolve_config_value(value: str, env: Mapping[str, str], extra: Mapping[str, str] | None = None) -> str | None:
     """A value in Pi's config syntax (auth.json keys, models.json ``apiKey`` and header values): "!command" runs the
-    command, else "$VAR"/"${VAR}" are read from ``extra`` then the environment; None when it does not resolve."""
+    command, else "$VAR"/"${VAR}" are read from ``extra`` then the environment; None when it does not resolve.
+
+    Only for a value about to be sent: deciding whether a key is there is ``config_value_configured``'s."""
     if value.startswith("!"):
         return _run_command(value[1:])
     return _expand(value, env, extra or {}) or None
+
+
+def config_value_configured(value: str, env: Mapping[str, str], extra: Mapping[str, str] | None = None) -> bool:
+    """Whether a config value provides a key, decided as Pi's ``isConfigValueConfigured`` decides it, without running
+    anything: a "!command" is configured (it runs only when a request needs the key); another value when every
+    variable it names is set (and it is not empty)."""
+    return value.startswith("!") or resolve_config_value(value, env, extra) is not None
 
 
 def config_value_env_names(value: str) -> list[str]:
@@ -150,19 +221,43 @@ def config_value_env_names(value: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def key_from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
-    """The provider's key from auth.json, and the credential type found when it is not a usable key."""
+def _auth_entry(provider: str, env: Mapping[str, str]) -> tuple[str | None, dict[str, str], str | None]:
+    """The provider's API key in auth.json as written (config syntax) with the entry's own variables, and the
+    credential type found when the entry holds no API key."""
     entry = _load_auth(auth_file(env)).get(provider)
     if not isinstance(entry, dict):
-        return None, None
+        return None, {}, None
     if entry.get("type") != "api_key":
-        return None, str(entry.get("type") or "unknown")
+        return None, {}, str(entry.get("type") or "unknown")
     key = entry.get("key")
     if not isinstance(key, str) or not key:
-        return None, "api_key"
+        return None, {}, "api_key"
     extra: dict[str, Any] = entry["env"] if isinstance(entry.get("env"), dict) else {}
-    value = resolve_config_value(key, env, {k: v for k, v in extra.items() if isinstance(v, str)})
+    return key, {k: v for k, v in extra.items() if isinstance(v, str)}, None
+
+
+def auth_file_raw_key(provider: str, env: Mapping[str, str]) -> str | None:
+    """The provider's API key in auth.json as written ("!command", "$VAR", literal), for messages."""
+    return _auth_entry(provider, env)[0]
+
+
+def key_from_auth_file(provider: str, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
+    """The provider's key from auth.json (a "!command" is run), and the credential type found when it is not a
+    usable key."""
+    key, extra, other = _auth_entry(provider, env)
+    if key is None:
+        return None, other
+    value = resolve_config_value(key, env, extra)
     return (Secret(value, str(auth_file(env))), None) if value else (None, "api_key")
+
+
+def auth_file_key_configured(provider: str, env: Mapping[str, str]) -> tuple[bool, str | None]:
+    """Whether auth.json provides the provider's key (``config_value_configured``: nothing is run), and the
+    credential type found when it does not."""
+    key, extra, other = _auth_entry(provider, env)
+    if key is None:
+        return False, other
+    return (True, None) if config_value_configured(key, env, extra) else (False, "api_key")
 
 
 def key_from_env(model: ModelRef, env: Mapping[str, str]) -> Secret | None:

@@ -163,7 +163,7 @@ def preview_summary(
     picompact cannot send to its provider, the preview still shows the requests as sized for that model (and says
     what a real run would need).
     """
-    from pi_compact.llm import choose_model, find_api_key
+    from pi_compact.llm import choose_model, key_source
 
     opts = options or SummaryOptions()
     environ = os.environ if env is None else env
@@ -177,8 +177,9 @@ def preview_summary(
         ref, sendable, why = _preview_model(ctx, opts)
         if why:
             warnings.append(why)
-    key = find_api_key(ref, environ) if sendable else None
-    key_available = sendable and (key is not None or not ref.key_required)
+    # Where the key would come from, found as Pi finds it: a "!command" key helper is not run for a dry run.
+    source = key_source(ref, environ) if sendable else None
+    key_available = sendable and (source is not None or not ref.key_required)
     if sendable and not key_available:
         warnings.append(f"no API key for {ref.provider}: a real run would stop before sending anything")
     model = resolve_summary_model(ref, ctx)
@@ -204,7 +205,7 @@ def preview_summary(
         warnings=tuple(warnings),
         redacted=redactor.counts if redactor is not None else None,
         sendable=sendable,
-        key_source=key.source if key is not None else None,
+        key_source=source,
         thinking=thinking,
         carried_tokens=(request_plan.chunk_output or 0) * len(request_plan.later),
         chunks=request_plan.chunks,
