@@ -1,14 +1,23 @@
 """The size cap: fit the rendered spans into a character budget, user messages last.
 
-Order (V20): 1) remove non-user content (tool signatures, replies, notes, inherited summaries) line by line,
-oldest first; 2) shorten long user messages to marked prefix stubs, oldest first; 3) as a last resort remove the
-oldest remaining content, user messages included (the last message reached keeps the longest stub that fits).
-When step 2 was needed, the stubs are unavoidable, so the newest non-user lines that then fit are given back.
-Only the rendered text is trimmed: the saved spans in ``details``
-stay whole, so every later checkpoint trims again from the originals. A stub is never shortened twice, and a larger
-cap (or ``--no-cap``) later brings the content back.
+Non-user content goes first (V20 step 1), in stages that each keep more per character than removing it would,
+oldest first within each stage:
 
-Lengths are JavaScript lengths (UTF-16 units), the unit of Pi's chars/4 estimate.
+1. a run of tool calls and replies (a *segment*, see spans.segments) is condensed into its ledger line: files
+   written and edited, commands run and how they ended, errors resolved or not, the lead sentence of the reply;
+2. ledger lines are shortened (counts in place of read paths and commands, a shorter lead sentence);
+3. facts taken from removed tool outputs are dropped;
+4. ledger lines are removed (a ``[… removed by the size cap: entries a..b …]`` marker stands for a run of them).
+
+Then (V20 step 2) long user messages become marked stubs that keep their head and the paths, identifiers, numbers
+and error lines of the rest; when stubs were needed, stages 1–4 are run again from the start so that the newest
+runs come back in whatever form fits. Then every user message is cut to a short trace (its head, its id), oldest
+first, and only as a last resort (V20 step 3) are the oldest user messages removed, the last one reached keeping the
+longest stub that fits.
+
+Only the rendered text is trimmed: the saved spans in ``details`` stay whole, so every later checkpoint trims again
+from the originals. A stub is never shortened twice, and a larger cap (or ``--no-cap``) later brings the content
+back. Lengths are JavaScript lengths (UTF-16 units), the unit of Pi's chars/4 estimate.
 """
 
 from __future__ import annotations
@@ -18,14 +27,28 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pi_compact.checkpoint.spans import Span, TrimState, item_units, render_span, unit_text
+from pi_compact.checkpoint.facts import salient_parts
+from pi_compact.checkpoint.ledger import resolutions
+from pi_compact.checkpoint.spans import (
+    CONDENSED,
+    GONE,
+    SHORT,
+    Span,
+    SpanLayout,
+    TrimState,
+    item_views,
+    render_span,
+    span_layout,
+)
 from pi_compact.tokens import js_len
 
 SPAN_SEPARATOR = "\n\n"
 LONG_USER_CHARS = 800  # a user message longer than this may be shortened in step 2
-STUB_CHARS = 400  # what a shortened user message keeps
+STUB_CHARS = 400  # what a shortened user message keeps (head and salient parts together)
+TRACE_CHARS = 120  # what a user message keeps when every message is cut to a trace
 MIN_STUB_CHARS = 60  # the shortest stub worth keeping when the last resort reaches a user message
 MIN_CONVERSATION_CHARS = 500  # the conversation part never gets a smaller budget than this
+HEAD_SHARE = 0.6  # of a stub's characters, the share the head of the message gets
 MARKER_CHARS = 60  # about what one "[… removed by the size cap: entries a..b …]" line costs
 
 
@@ -40,16 +63,35 @@ class CapResult:
 
 
 def user_stub(text: str, keep: int = STUB_CHARS) -> str:
-    """A marked prefix of a long user message, cut at whitespace when one is near the limit."""
-    prefix = text[:keep]
+    """A marked stub of a long user message: its head, cut at whitespace, and the salient parts of the rest
+    (paths, identifiers, numbers, error lines, the last line), within about ``keep`` characters."""
+    head_chars = max(int(keep * HEAD_SHARE), min(keep, MIN_STUB_CHARS))
+    prefix = text[:head_chars]
     space = max(prefix.rfind(" "), prefix.rfind("\n"))
-    if space >= keep * 3 // 4:
+    if space >= head_chars * 3 // 4:
         prefix = prefix[:space]
     prefix = prefix.rstrip()
-    return f"{prefix}… [user message shortened by the size cap: {len(prefix)} of {len(text)} characters shown]"
+    extras = salient_parts(text[len(prefix) :], keep - len(prefix))
+    kept = f"; kept from the rest: {extras}" if extras else ""
+    return f"{prefix}… [user message shortened by the size cap: {len(prefix)} of {len(text)} characters shown{kept}]"
 
 
-Step = tuple[int, tuple[int, int] | int, str | None]  # (span index, unit to remove | item to shorten, stub)
+# A step: (span index, operation, target, value). Operations: "level" sets segment ``target`` to level ``value``;
+# "stub" replaces user item ``target`` by the stub ``value``; "drop" removes user item ``target``; "facts" drops
+# the ``target`` oldest fact lines.
+Step = tuple[int, str, int, object]
+
+
+def _apply(state: TrimState, step: Step) -> None:
+    _, op, target, value = step
+    if op == "level":
+        state.levels[target] = int(value)  # type: ignore[call-overload]
+    elif op == "stub":
+        state.short[target] = str(value)
+    elif op == "drop":
+        state.removed.add(target)
+    elif op == "facts":
+        state.facts_dropped = max(state.facts_dropped, target)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +110,16 @@ class _Fitter:
     the shortest prefix that fits is found with a handful of renders, even on long sessions.
     """
 
-    def __init__(self, spans: Sequence[Span], budget: int) -> None:
-        self.spans = spans
+    def __init__(self, layouts: Sequence[SpanLayout], budget: int) -> None:
+        self.layouts = layouts
         self.budget = budget
-        self.separators = js_len(SPAN_SEPARATOR) * max(len(spans) - 1, 0)
-        texts = [render_span(span) for span in spans]
-        self.current = _Trial([TrimState() for _ in spans], texts, self._total(texts))
+        self.separators = js_len(SPAN_SEPARATOR) * max(len(layouts) - 1, 0)
+        self.current = self._plain()
         self.applied = 0  # how many changes the last successful run applied
+
+    def _plain(self) -> _Trial:
+        texts = [render_span(layout) for layout in self.layouts]
+        return _Trial([TrimState() for _ in self.layouts], texts, self._total(texts))
 
     def _total(self, texts: Sequence[str]) -> int:
         return sum(js_len(text) for text in texts) + self.separators
@@ -95,23 +140,20 @@ class _Fitter:
         base = base or self.current
         states = list(base.states)
         touched: set[int] = set()
-        for si, target, stub in steps:
+        for step in steps:
+            si = step[0]
             if si not in touched:
                 touched.add(si)
-                states[si] = TrimState(set(states[si].removed), dict(states[si].short))
-            if stub is None and isinstance(target, tuple):
-                states[si].removed.add(target)
-            elif stub is not None and isinstance(target, int):
-                states[si].short[target] = stub
+                states[si] = states[si].copy()
+            _apply(states[si], step)
         texts = list(base.texts)
         for si in touched:
-            texts[si] = render_span(self.spans[si], states[si])
+            texts[si] = render_span(self.layouts[si], states[si])
         return _Trial(states, texts, self._total(texts))
 
     def restart(self, steps: Sequence[Step]) -> None:
         """Start again from the untrimmed spans with only ``steps`` applied."""
-        plain = [render_span(span) for span in self.spans]
-        self.current = self.trial(steps, _Trial([TrimState() for _ in self.spans], plain, self._total(plain)))
+        self.current = self.trial(steps, self._plain())
 
     def run(self, steps: Sequence[Step], gains: Sequence[int]) -> bool:
         """Apply the shortest prefix of ``steps`` that meets the budget (all of them if none does).
@@ -173,22 +215,22 @@ class _Fitter:
         """If the last change removed a user message, keep the longest stub of it that still fits instead."""
         if not self.applied:
             return
-        si, target, _ = steps[self.applied - 1]
-        if not isinstance(target, tuple) or target[1] >= 0:
+        si, op, index, _ = steps[self.applied - 1]
+        if op != "drop":
             return
-        index = target[0]
-        text = self.spans[si].items[index].text
+        text = self.layouts[si].span.items[index].text
         without = self.current
-        keep = min(len(text), STUB_CHARS)
+        keep = min(len(text), TRACE_CHARS)
         for _ in range(6):  # the stub's length follows ``keep`` almost one to one: correct by the overflow
             if keep < MIN_STUB_CHARS:
                 return
-            state = TrimState(set(without.states[si].removed) - {target}, {**without.states[si].short})
+            state = without.states[si].copy()
+            state.removed.discard(index)
             state.short[index] = user_stub(text, keep)
             states = list(without.states)
             states[si] = state
             texts = list(without.texts)
-            texts[si] = render_span(self.spans[si], state)
+            texts[si] = render_span(self.layouts[si], state)
             total = self._total(texts)
             if total <= self.budget:
                 self.current = _Trial(states, texts, total)
@@ -196,73 +238,85 @@ class _Fitter:
             keep -= max(total - self.budget, 1)
 
 
+def layouts_of(spans: Sequence[Span]) -> list[SpanLayout]:
+    """Every span's layout, its ledger lines knowing which errors a later call resolved (in any later span)."""
+    resolved = resolutions([item_views(span) for span in spans])
+    return [span_layout(span, si, resolved) for si, span in enumerate(spans)]
+
+
 def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
     """Render ``spans`` oldest first within ``budget`` characters (None: no cap)."""
     if budget is None:
         text = SPAN_SEPARATOR.join(render_span(span) for span in spans)
         return CapResult(text, tuple(False for _ in spans), js_len(text), True)
-    fitter = _Fitter(spans, max(budget, MIN_CONVERSATION_CHARS))
+    layouts = layouts_of(spans)
+    fitter = _Fitter(layouts, max(budget, MIN_CONVERSATION_CHARS))
 
-    def non_user() -> list[Step]:
-        return [
-            (si, unit, None)
-            for si, span in enumerate(spans)
-            for i, item in enumerate(span.items)
-            if item.kind != "user"
-            for unit in item_units(i, item)
-        ]
+    def seg_steps(level: int) -> list[Step]:
+        return [(si, "level", k, level) for si, layout in enumerate(layouts) for k in range(len(layout.segments))]
 
-    def long_users() -> list[Step]:
-        return [
-            (si, i, user_stub(item.text))
-            for si, span in enumerate(spans)
-            for i, item in enumerate(span.items)
-            if item.kind == "user" and len(item.text) > LONG_USER_CHARS
-        ]
+    def fact_steps() -> list[Step]:
+        return [(si, "facts", n, None) for si, layout in enumerate(layouts) for n in range(1, len(layout.facts) + 1)]
 
-    def remaining() -> list[Step]:
-        return [
-            (si, unit, None)
-            for si, span in enumerate(spans)
-            for i, item in enumerate(span.items)
-            for unit in item_units(i, item)
-            if unit not in fitter.states[si].removed
-        ]
-
-    def gains(steps: list[Step]) -> list[int]:
-        """What each step saves, estimated: the line or message it drops, its entry header when it is the item's
-        first unit, less a gap marker when it opens a gap after a kept user message."""
-        out = []
-        for si, target, stub in steps:
-            index = target if isinstance(target, int) else target[0]
-            items = spans[si].items
-            item = items[index]
-            if stub is not None:
-                out.append(js_len(item.text) - js_len(stub))
-                continue
-            line = target[1] if isinstance(target, tuple) else -1
-            text = unit_text(item, (index, line)) if line >= 0 else fitter.states[si].short.get(index, item.text)
-            gain = js_len(text) + 1
-            if line <= 0:
-                gain += len(item.head) + len(item.entry) + 5
-                if index > 0 and items[index - 1].kind == "user" and line == 0:
-                    gain -= MARKER_CHARS
-            out.append(gain)
+    def user_steps(op: str, keep: int, minimum: int) -> list[Step]:
+        out: list[Step] = []
+        for si, layout in enumerate(layouts):
+            for i, item in enumerate(layout.span.items):
+                if item.kind != "user" or len(item.text) <= minimum:
+                    continue
+                if op == "stub":
+                    current = fitter.states[si].short.get(i)
+                    stub = user_stub(item.text, keep)
+                    if current is not None and len(current) <= len(stub):
+                        continue
+                    out.append((si, "stub", i, stub))
+                elif i not in fitter.states[si].removed:
+                    out.append((si, "drop", i, None))
         return out
 
-    removals = non_user()
-    removal_gains = gains(removals)
-    fits = fitter.run(removals, removal_gains)
+    def gains(steps: list[Step]) -> list[int]:
+        """What each step saves, estimated from the lengths of what it replaces."""
+        out = []
+        for si, op, target, value in steps:
+            layout = layouts[si]
+            if op == "level":
+                start, end = layout.segments[target]
+                body = sum(js_len(item.text) + len(item.head) + 14 for item in layout.span.items[start:end])
+                full, short = layout.ledger[target]
+                out.append(
+                    {CONDENSED: body - len(full), SHORT: len(full) - len(short), GONE: len(short) - MARKER_CHARS}[
+                        int(value)  # type: ignore[call-overload]
+                    ]
+                )
+            elif op == "facts":
+                out.append(js_len(layout.facts[target - 1]) + 1)
+            elif op == "stub":
+                out.append(js_len(layout.span.items[target].text) - js_len(str(value)))
+            else:
+                item = layout.span.items[target]
+                out.append(js_len(fitter.states[si].short.get(target, item.text)) + len(item.head) + 14)
+        return out
+
+    def non_user() -> bool:
+        for steps in (seg_steps(CONDENSED), seg_steps(SHORT), fact_steps(), seg_steps(GONE)):
+            if fitter.run(steps, gains(steps)):
+                return True
+        return False
+
+    fits = non_user()
     if not fits:
-        stubs = long_users()
+        stubs = user_steps("stub", STUB_CHARS, LONG_USER_CHARS)
         fits = fitter.run(stubs, gains(stubs))
         if fits:
             # The stubs were unavoidable (removing every non-user line was not enough); with them in place, give
-            # back the newest non-user lines that fit.
+            # back the newest runs of tool calls and replies in whatever form fits.
             fitter.restart(stubs[: fitter.applied])
-            fitter.run(removals, removal_gains)
+            non_user()
     if not fits:
-        last_resort = remaining()
+        traces = user_steps("stub", TRACE_CHARS, TRACE_CHARS + 80)
+        fits = fitter.run(traces, gains(traces))
+    if not fits:
+        last_resort = user_steps("drop", 0, -1)
         fits = fitter.run(last_resort, gains(last_resort))
         if fits:
             fitter.refit_last_user(last_resort)

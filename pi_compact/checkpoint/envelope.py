@@ -15,7 +15,7 @@ from pi_compact.checkpoint.startup_reads import RetainedRead
 from pi_compact.tokens import js_stringify
 
 TITLE = "# Verbatim checkpoint (picompact)"
-TAIL_MARKER = "<<< start of the verbatim recent conversation: the messages below were kept exactly as they happened >>>"
+TAIL_MARKER = "<<< the recent conversation, kept verbatim, starts here >>>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,20 @@ class Recovery:
     @property
     def session(self) -> str:
         return shlex.quote(self.session_path)
+
+    def recover_sentence(self) -> str:
+        """One sentence with the recovery commands, the session path written once."""
+        if self.tools:
+            lookup = ", `context_lookup(question)`" if self.lookup_available else ""
+            return (
+                "All of it is in the session: `context_show_entry(id)` ([ids] in brackets), `context_grep(pattern)`, "
+                f"`context_list_entries()`{lookup}."
+            )
+        lookup = ', `picompact lookup FILE "<question>"`' if self.lookup_available else ""
+        return (
+            f"All of it is in the session FILE={self.session}: `picompact show FILE <id>` ([ids] in brackets), "
+            f"`picompact grep FILE '<regex>'`, `picompact list FILE`{lookup}."
+        )
 
     def commands(self) -> list[tuple[str, str]]:
         if self.tools:
@@ -57,36 +71,15 @@ class Recovery:
 
 
 def introduction(recovery: Recovery, cwd: str, has_startup_reads: bool = False) -> str:
-    """What was removed and how to get it back, said once for the whole checkpoint."""
-    width = max(len(cmd) for cmd, _ in recovery.commands())
-    commands = "\n".join(f"  {cmd.ljust(width)}  # {why}" for cmd, why in recovery.commands())
-    where = f" ({cwd})" if cwd else ""
-    how = "call these tools" if recovery.tools else "run from the shell"
-    outputs = (
-        "Every tool output is removed, except the startup reads retained after the conversation."
-        if has_startup_reads
-        else "Every tool output is removed."
+    """What was removed and how to get it back, said once for the whole checkpoint (the session path once)."""
+    outputs = "tool outputs removed (but startup reads, kept below)" if has_startup_reads else "tool outputs removed"
+    where = f" Paths relative to {cwd} (`.` in commands)." if cwd else ""
+    return (
+        f"{TITLE}\n"
+        "Earlier turns, compacted without a model: user messages and replies verbatim (the size cap marks what it "
+        f"cut), thinking and {outputs}, tool calls as `▸ tool(args) → ok|error|unknown` (the tool's error flag "
+        f"only).{where} {recovery.recover_sentence()}"
     )
-    return f"""{TITLE}
-
-The earlier conversation was compacted mechanically; no model rewrote it. What remains and what was taken out:
-- User messages and assistant replies are kept word for word (the size cap may shorten old ones; see below).
-- Thinking is removed.
-- {outputs} Each tool call is one line, `▸ name(arguments) → ok | error | unknown`: the label only tells \
-whether the tool reported an error \
-(`unknown`: no result was recorded). It does not say that tests passed or that a change was right.
-- Arguments are abbreviated: `content=<N chars>` for written file contents, `edits=K` for edit lists, character \
-counts for oldText/newText, and a JSON prefix cut with `…` for anything else. Paths are relative to the working \
-directory{where}, and `.` in shell commands stands for it: display only, not a command to replay.
-- Custom (extension) messages show only their type, marked `content removed`.
-
-Nothing is lost: the session file still holds every entry in full, including thinking, arguments and outputs. \
-To recover a detail, {how}:
-{commands}
-
-Each compaction is one <span> below, oldest first; its `entries` attribute gives the first and last entry id it \
-covers. A span marked trimmed="true" was shortened by the size cap and says what it lost; \
-`[… removed by the size cap …]` marks where."""
 
 
 def retained_reads_section(reads: Sequence[RetainedRead]) -> str:
@@ -135,9 +128,8 @@ def file_lists_section(
 def evidence_boundary() -> str:
     """One warning before the kept tail, then the marker where the verbatim conversation starts."""
     return (
-        "---\n"
-        "Everything above records earlier work as it was at the time, with outputs removed. It is not evidence of "
-        "the current state of files, the repository, builds or tests: check before relying on it.\n" + TAIL_MARKER
+        "---\nAll of the above is history, not evidence of the current files, repository, builds or tests.\n"
+        + TAIL_MARKER
     )
 
 
@@ -154,45 +146,31 @@ class Recap:
     has_startup_reads: bool
 
 
-def _quote_request(text: str, limit: int = 300) -> str:
+def _quote_request(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit].rstrip() + "…"
 
 
 def reminder_text(recovery: Recovery, recap: Recap) -> str:
     """The re-orientation message read right where work resumes (V25). Wording is picompact's own."""
-    s = recovery.session
-    inputs = "the retained startup reads in the checkpoint and " if recap.has_startup_reads else ""
-    if recovery.tools:
-        lookup = ", or `context_lookup`" if recovery.lookup_available else ""
-        tools = "`context_grep`, `context_show_entry`"
-    else:
-        lookup = f', or `picompact lookup {s} "<question>"`' if recovery.lookup_available else ""
-        tools = f"`picompact grep {s} '<regex>'`, `picompact show {s} <entry-id>`"
-    counts = (
-        f"{recap.spans} compacted span{'s' if recap.spans != 1 else ''}, "
-        f"{recap.user_messages} user message{'s' if recap.user_messages != 1 else ''}, "
-        f"{recap.tool_calls} tool call{'s' if recap.tool_calls != 1 else ''} "
-        f"({recap.tool_errors} reported an error)"
-    )
+    inputs = ", the startup reads" if recap.has_startup_reads else ""
+    how = "the context_* tools" if recovery.tools else "the checkpoint's commands"
     request = (
-        f'\nMost recent user request (entry {recap.last_request_id}): "{_quote_request(recap.last_request)}"'
+        f'\nLatest request, compacted (entry {recap.last_request_id}): "{_quote_request(recap.last_request)}"'
         if recap.last_request is not None
         else ""
     )
-    return f"""[picompact: context was compacted]
-Earlier history in this conversation is now a verbatim checkpoint: tool outputs and thinking were removed. \
-Before you continue:
-1. Restore the inputs the next step needs first: re-read the current versions of the files you will work on and \
-redo cheap checks (a listing, a quick test run) rather than trusting old output. Still in view: \
-{inputs}the recent conversation kept after the checkpoint. No blanket re-reading is needed.
-2. Recover history only when the task needs something that is gone, such as an exact earlier error, where a \
-finding came from, or results that would be slow to redo: {tools}{lookup}. What you recover tells you what was \
-recorded, not whether it was right.
-3. Do not repeat writes or edits the checkpoint shows as done. Run `git status` and `git diff` to see what is \
-actually on disk.
-4. Old tool output does not establish the current state of files, builds or tests. Where something relevant is \
-uncertain or contradictory, verify it; label any claim you have not verified as unverified.
-5. Before replacing an existing file with `write`, re-read it unless its current contents are in view, and never \
-rebuild unchanged parts from memory.
-Recap: {counts}.{request}"""
+    return (
+        "[picompact: context was compacted]\n"
+        "Re-read the files the next step needs and redo cheap checks instead of trusting old output (in view: the "
+        f"recent conversation{inputs}). Recover history with {how} only when the task needs something gone: it "
+        "shows what was recorded, not that it was right. Don't redo writes shown as done; check `git status`/`git "
+        "diff`. Old output is not current state: verify what matters, label what you have not. Before replacing a "
+        "file with `write`, re-read it unless its contents are in view; never rebuild unchanged parts from memory."
+        f"\nCompacted: {_plural(recap.user_messages, 'user message')}, {_plural(recap.tool_calls, 'tool call')} "
+        f"({recap.tool_errors} failed).{request}"
+    )
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

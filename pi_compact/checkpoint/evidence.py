@@ -64,9 +64,8 @@ STARTUP_THEN_EDITED = "startup read retained, then edited"
 STARTUP_ORDER_UNCERTAIN = "startup read retained; order uncertain"
 
 HEADER = (
-    "Files read and modified in the compacted history, paths relative to the session cwd; "
-    "unless annotated, no retained read-tool output identified. Annotations describe the evidence this checkpoint "
-    "and its verbatim tail hold, not the live filesystem; shell reads and outside changes are not inferred."
+    "Paths relative to the session cwd; unless annotated, no retained read-tool output identified. Labels describe "
+    "what this checkpoint and its tail hold, not the live filesystem (shell reads and outside changes not inferred)."
 )
 
 Kind = Literal["read", "write", "startup"]

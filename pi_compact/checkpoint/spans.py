@@ -26,11 +26,12 @@ stub), ``branch`` (a branch summary, as prose), ``summary`` (an inherited compac
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
+from pi_compact.checkpoint.facts import Fact, dedupe, facts_of_output, render_facts
+from pi_compact.checkpoint.ledger import ItemView, Resolutions, segment_lines
 from pi_compact.checkpoint.signatures import (
     CALL_MARK,
     ELLIPSIS,
@@ -45,7 +46,6 @@ from pi_compact.session.entries import Entry, JsonDict
 REORIENTATION_CUSTOM_TYPE = "picompact.reorientation"
 
 INLINE_KINDS = frozenset({"bash", "custom", "other"})
-LINE_KINDS = frozenset({"assistant", "branch", "summary"})  # prose the cap may trim line by line
 ITEM_KINDS = frozenset({"user", "assistant", "call", "stop", "bash", "custom", "branch", "summary", "other", "note"})
 SpanSource = Literal["verbatim", "summary"]
 
@@ -82,19 +82,23 @@ class Span:
     last: str
     source: SpanSource
     items: tuple[Item, ...]
+    facts: tuple[Fact, ...] = ()  # from the tool outputs this span removed (facts.py)
 
     @property
     def entries_attr(self) -> str:
         return self.first if self.first == self.last else f"{self.first}..{self.last}"
 
     def to_json(self) -> JsonDict:
-        return {
+        data: JsonDict = {
             "compaction": self.number,
             "first": self.first,
             "last": self.last,
             "source": self.source,
             "items": [item.to_json() for item in self.items],
         }
+        if self.facts:
+            data["facts"] = [fact.to_json() for fact in self.facts]
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> Span:
@@ -109,21 +113,42 @@ class Span:
             raise ValueError("a saved span lacks its entry range or source")
         if not isinstance(items, list):
             raise ValueError("a saved span has no item list")
-        return cls(number, first, last, source, tuple(Item.from_json(i) for i in items))
+        facts = data.get("facts", [])
+        if not isinstance(facts, list):
+            raise ValueError("a saved span's facts are not a list")
+        return cls(
+            number,
+            first,
+            last,
+            source,
+            tuple(Item.from_json(i) for i in items),
+            tuple(Fact.from_json(f) for f in facts),
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Building the new span from projected entries
 
 
-def call_outcomes(entries: Iterable[Entry]) -> dict[tuple[str, str], tuple[str, JsonDict | None]]:
+class Outcome(NamedTuple):
+    """How a tool call ended: its label, the paired result message and the entry that holds it."""
+
+    label: str
+    result: JsonDict | None
+    entry: str | None
+
+
+Outcomes = dict[tuple[str, str], Outcome]
+
+
+def call_outcomes(entries: Iterable[Entry]) -> Outcomes:
     """Outcome of every tool call on the branch, keyed by (assistant entry id, toolCallId).
 
     A result pairs with the oldest unanswered call of the same id before it. The label comes from the raw
     result's ``isError`` (a context edit never changes it); no result gives ``unknown``.
     """
     pending: dict[str, list[tuple[str, str]]] = {}
-    outcomes: dict[tuple[str, str], tuple[str, JsonDict | None]] = {}
+    outcomes: Outcomes = {}
     for entry in entries:
         message = entry.message
         if message is None:
@@ -134,13 +159,13 @@ def call_outcomes(entries: Iterable[Entry]) -> dict[tuple[str, str], tuple[str, 
                 if isinstance(block, dict) and block.get("type") == "toolCall" and isinstance(block.get("id"), str):
                     key = (entry.id, block["id"])
                     if key not in outcomes:
-                        outcomes[key] = ("unknown", None)
+                        outcomes[key] = Outcome("unknown", None, None)
                         pending.setdefault(block["id"], []).append(key)
         elif role == "toolResult":
             queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
             if queue:
                 key = queue.pop(0)
-                outcomes[key] = ("error" if message.get("isError") else "ok", message)
+                outcomes[key] = Outcome("error" if message.get("isError") else "ok", message, entry.id)
     return outcomes
 
 
@@ -164,9 +189,7 @@ def user_text(content: Any) -> str:
     return text if text.strip() else "(empty message)"
 
 
-def _assistant_items(
-    entry_id: str, message: JsonDict, head: str, outcomes: dict[tuple[str, str], tuple[str, JsonDict | None]], cwd: str
-) -> list[Item]:
+def _assistant_items(entry_id: str, message: JsonDict, head: str, outcomes: Outcomes, cwd: str) -> list[Item]:
     items: list[Item] = []
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -180,14 +203,8 @@ def _assistant_items(
                 items.append(Item(entry_id, "assistant", head, text))
         elif kind == "toolCall":
             call_id = block.get("id")
-            outcome, result = (
-                outcomes.get((entry_id, call_id), ("unknown", None))
-                if isinstance(call_id, str)
-                else (
-                    "unknown",
-                    None,
-                )
-            )
+            found = outcomes.get((entry_id, call_id)) if isinstance(call_id, str) else None
+            outcome, result = (found.label, found.result) if found is not None else ("unknown", None)
             lines = [CALL_MARK + tool_signature(block.get("name"), block.get("arguments"), outcome, cwd)]
             lines += nested_signatures(result, cwd)
             items.append(Item(entry_id, "call", head, "\n".join(lines)))
@@ -204,7 +221,7 @@ def _assistant_items(
 def message_items(
     entry_id: str,
     message: JsonDict,
-    outcomes: dict[tuple[str, str], tuple[str, JsonDict | None]],
+    outcomes: Outcomes,
     cwd: str,
     edited: bool = False,
 ) -> list[Item]:
@@ -239,23 +256,47 @@ SPLIT_TURN_NOTE = "(This turn continues after this span.)"
 def build_span(
     number: int,
     entries: Sequence[ProjectedEntry],
-    outcomes: dict[tuple[str, str], tuple[str, JsonDict | None]],
+    outcomes: Outcomes,
     cwd: str,
     split_turn: bool = False,
+    known_facts: set[tuple[str, str]] | None = None,
 ) -> Span:
     """The span for the entries compacted now, rendered as projected: omitted entries vanish, replaced ones show
-    their replacement."""
+    their replacement. Its facts are those of the outputs it removes that ``known_facts`` (kind, text) does not
+    hold yet; the set is updated."""
     items: list[Item] = []
+    found: list[Fact] = []
     for pe in entries:
         if pe.entry.type == "compaction":
             continue  # an older compaction inside the kept range contributes nothing to context
         for message in pe.messages:
             items.extend(message_items(pe.entry.id, message, outcomes, cwd, pe.replaced))
+            found.extend(_output_facts(pe.entry.id, message, outcomes, cwd))
     if split_turn and items:
         items.append(Item("", "note", "", SPLIT_TURN_NOTE))
     first = entries[0].entry.id if entries else ""
     last = entries[-1].entry.id if entries else ""
-    return Span(number, first, last, "verbatim", tuple(items))
+    visible = "\n".join(item.text for item in items)
+    facts = dedupe(found, known_facts if known_facts is not None else set(), visible)
+    return Span(number, first, last, "verbatim", tuple(items), tuple(facts))
+
+
+def _output_facts(entry_id: str, message: JsonDict, outcomes: Outcomes, cwd: str) -> list[Fact]:
+    """The facts of the outputs of an assistant message's tool calls (the outputs themselves are removed)."""
+    if message.get("role") != "assistant" or not isinstance(message.get("content"), list):
+        return []
+    facts: list[Fact] = []
+    for block in message["content"]:
+        if not isinstance(block, dict) or block.get("type") != "toolCall" or not isinstance(block.get("id"), str):
+            continue
+        found = outcomes.get((entry_id, block["id"]))
+        if found is None or found.result is None:
+            continue
+        where = found.entry or entry_id
+        facts.extend(
+            facts_of_output(where, str(block.get("name")), block.get("arguments"), found.result, found.label, cwd)
+        )
+    return facts
 
 
 def summary_span(number: int, compaction: Entry) -> Span:
@@ -267,39 +308,73 @@ def summary_span(number: int, compaction: Entry) -> Span:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Rendering (with what the cap removed)
+# Rendering (with what the cap changed)
+
+
+def segments(items: Sequence[Item]) -> tuple[tuple[int, int], ...]:
+    """The runs of consecutive non-user items, as ``(start, end)`` index ranges: what the agent did between two
+    user messages, the unit the cap condenses into a ledger line."""
+    runs: list[tuple[int, int]] = []
+    start: int | None = None
+    for index, item in enumerate(items):
+        if item.kind == "user":
+            if start is not None:
+                runs.append((start, index))
+                start = None
+        elif start is None:
+            start = index
+    if start is not None:
+        runs.append((start, len(items)))
+    return tuple(runs)
+
+
+CONDENSED_HEAD = "assistant, condensed:"
+FACTS_HEAD = "facts from the removed tool output:"
+
+
+@dataclass(frozen=True, slots=True)
+class SpanLayout:
+    """A span with what the cap can put in place of its parts: each segment's full and short ledger line, and
+    its facts as rendered lines (oldest first)."""
+
+    span: Span
+    segments: tuple[tuple[int, int], ...]
+    ledger: tuple[tuple[str, str], ...]
+    facts: tuple[str, ...]
+
+
+def item_views(span: Span) -> list[ItemView]:
+    return [ItemView(item.entry, item.kind, item.text) for item in span.items]
+
+
+def span_layout(span: Span, index: int = 0, resolved: Resolutions | None = None) -> SpanLayout:
+    """The layout of ``span``, the ``index``-th of the checkpoint (``resolved``: see ledger.resolutions)."""
+    runs = segments(span.items)
+    views = item_views(span)
+    ledger = tuple(segment_lines(views, index, start, end, resolved or {}) for start, end in runs)
+    return SpanLayout(span, runs, ledger, tuple(render_facts(span.facts)))
+
+
+# Levels of a segment under the cap.
+KEPT, CONDENSED, SHORT, GONE = 0, 1, 2, 3
 
 
 @dataclass(slots=True)
 class TrimState:
-    """What the cap changed in one span: removed units and user messages shortened to stubs.
+    """What the cap changed in one span: segment levels, user messages shortened to stubs or removed, and how
+    many of its oldest fact lines were dropped."""
 
-    Units: a user item is one unit ``(i, -1)``; any other item contributes one unit per line ``(i, j)``.
-    """
-
-    removed: set[tuple[int, int]] = field(default_factory=set)
+    levels: dict[int, int] = field(default_factory=dict)
     short: dict[int, str] = field(default_factory=dict)
+    removed: set[int] = field(default_factory=set)
+    facts_dropped: int = 0
 
     @property
     def changed(self) -> bool:
-        return bool(self.removed or self.short)
+        return bool(any(self.levels.values()) or self.short or self.removed or self.facts_dropped)
 
-
-def item_units(index: int, item: Item) -> list[tuple[int, int]]:
-    """What the cap removes one at a time: a user message whole ``(i, -1)``, prose line by line ``(i, j)``, any
-    other item whole ``(i, 0)`` (a call stays together with its nested calls)."""
-    if item.kind == "user":
-        return [(index, -1)]
-    if item.kind in LINE_KINDS:
-        return [(index, j) for j in range(item.text.count("\n") + 1)]
-    return [(index, 0)]
-
-
-def unit_text(item: Item, unit: tuple[int, int]) -> str:
-    """The text one unit stands for."""
-    if unit[1] < 0 or item.kind not in LINE_KINDS:
-        return item.text
-    return item.text.split("\n")[unit[1]]
+    def copy(self) -> TrimState:
+        return TrimState(dict(self.levels), dict(self.short), set(self.removed), self.facts_dropped)
 
 
 RECOVER_HINT = "The originals are in the session file: recover them by entry id with the commands at the top"
@@ -316,82 +391,119 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def trim_note(span: Span, state: TrimState) -> str:
+def trim_note(layout: SpanLayout, state: TrimState) -> str:
     """The recovery note of a span the cap changed."""
-    users = sum(1 for _, j in state.removed if j < 0)
-    lines = sum(
-        1 if span.items[i].kind in LINE_KINDS else span.items[i].text.count("\n") + 1
-        for i, j in state.removed
-        if j >= 0
-    )
-    shortened = sum(1 for i in state.short if (i, -1) not in state.removed)
+    condensed = sum(1 for level in state.levels.values() if level in (CONDENSED, SHORT))
+    gone = sum(1 for level in state.levels.values() if level == GONE)
+    shortened = sum(1 for i in state.short if i not in state.removed)
     parts = []
-    if lines:
-        parts.append(_plural(lines, "line") + " of tool calls, replies and notes removed")
-    if users:
-        parts.append(_plural(users, "user message") + " removed")
+    if condensed:
+        parts.append(_plural(condensed, "run") + " of tool calls and replies condensed")
+    if gone:
+        parts.append(_plural(gone, "run") + " of tool calls and replies removed")
+    if state.removed:
+        parts.append(_plural(len(state.removed), "user message") + " removed")
     if shortened:
         parts.append(_plural(shortened, "user message") + " shortened")
+    if state.facts_dropped:
+        parts.append(_plural(min(state.facts_dropped, len(layout.facts)), "fact line") + " removed")
     return f"[size cap: {'; '.join(parts)}. {RECOVER_HINT}]"
 
 
-def render_body(items: Sequence[Item], state: TrimState | None = None) -> tuple[str, bool]:
-    """The span body and whether anything of it is left (False when the cap removed everything)."""
-    removed = state.removed if state else set()
-    short = state.short if state else {}
-    touched = Counter(i for i, _ in removed)  # removed units per item; untouched items are copied whole
+def _segment_blocks(items: Sequence[Item], start: int, end: int) -> list[list[str]]:
+    """The items of one kept segment, one block per entry (consecutive items of an entry share its header)."""
     blocks: list[list[str]] = []
     prev_key: tuple[str, str] | None = None
-    gap: list[str] | None = None  # [first entry, last entry] of the removed run being collected
-    kept_any = False
-
-    for index, item in enumerate(items):
-        if index not in touched:
-            pieces = [(short.get(index, item.text), False)]
-        elif item.kind not in LINE_KINDS or touched[index] == item.text.count("\n") + 1:
-            pieces = [(item.text, True)]  # removed whole
+    for index in range(start, end):
+        item = items[index]
+        key = (item.entry, item.head)
+        if item.head and key == prev_key:
+            blocks[-1].append(item.text)
+        elif not item.head:
+            blocks.append([item.text])
+        elif item.kind in INLINE_KINDS:
+            blocks.append([f"[{item.entry}] {item.head} {item.text}"])
         else:
-            pieces = [(line, (index, j) in removed) for j, line in enumerate(item.text.split("\n"))]
-        shown_head = False
-        for piece, is_removed in pieces:
-            if is_removed:
-                if gap is None:
-                    gap = [item.entry, item.entry]
-                elif item.entry:
-                    gap[0] = gap[0] or item.entry
-                    gap[1] = item.entry
-                continue
-            if gap is not None:
-                blocks.append([_marker(gap[0], gap[1])])
-                gap, prev_key, shown_head = None, None, False
-            kept_any = True
-            key = (item.entry, item.head)
-            if shown_head or (item.head and key == prev_key):
-                blocks[-1].append(piece)
-            elif not item.head:
-                blocks.append([piece])
-            elif item.kind in INLINE_KINDS:
-                blocks.append([f"[{item.entry}] {item.head} {piece}"])
+            blocks.append([f"[{item.entry}] {item.head}", item.text])
+        prev_key = key if item.head else None
+    return blocks
+
+
+def _condensed(line: str) -> str:
+    """A ledger line under the condensed head: ``[a..b] assistant, condensed: …``."""
+    if line.startswith("["):
+        where, _, body = line.partition("] ")
+        return f"{where}] {CONDENSED_HEAD} {body}"
+    return f"{CONDENSED_HEAD} {line}"
+
+
+def render_body(layout: SpanLayout, state: TrimState | None = None) -> tuple[str, bool]:
+    """The span body and whether anything of it is left (False when the cap removed everything)."""
+    items = layout.span.items
+    state = state or TrimState()
+    starts = {start: k for k, (start, _) in enumerate(layout.segments)}
+    blocks: list[list[str]] = []
+    gap: list[str] | None = None  # [first entry, last entry] of the removed run being collected
+
+    def widen(first: str, last: str) -> None:
+        nonlocal gap
+        if gap is None:
+            gap = [first, last]
+        elif last:
+            gap[0] = gap[0] or first
+            gap[1] = last
+
+    def flush() -> None:
+        nonlocal gap
+        if gap is not None:
+            blocks.append([_marker(gap[0], gap[1])])
+            gap = None
+
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if index in starts:
+            k = starts[index]
+            start, end = layout.segments[k]
+            level = state.levels.get(k, KEPT)
+            if level == GONE:
+                ids = [items[i].entry for i in range(start, end) if items[i].entry]
+                widen(ids[0] if ids else "", ids[-1] if ids else "")
             else:
-                blocks.append([f"[{item.entry}] {item.head}", piece])
-            shown_head = True
-            prev_key = key if item.head else None
-    if gap is not None:
-        blocks.append([_marker(gap[0], gap[1])])
+                flush()
+                if level == KEPT:
+                    blocks.extend(_segment_blocks(items, start, end))
+                else:
+                    blocks.append([_condensed(layout.ledger[k][level - 1])])
+            index = end
+            continue
+        if index in state.removed:
+            widen(item.entry, item.entry)
+        else:
+            flush()
+            blocks.append([f"[{item.entry}] {item.head}", state.short.get(index, item.text)])
+        index += 1
+    flush()
+    facts = layout.facts[state.facts_dropped :]
+    if facts:
+        blocks.append([FACTS_HEAD, *facts])
+    kept_any = any(not block[0].startswith(f"[{ELLIPSIS} removed by the size cap") for block in blocks)
     return "\n\n".join("\n".join(block) for block in blocks), kept_any
 
 
-def render_span(span: Span, state: TrimState | None = None) -> str:
+def render_span(span: Span | SpanLayout, state: TrimState | None = None) -> str:
     """A span wrapped in its tag; ``trimmed="true"`` and a recovery note when the cap changed it."""
+    layout = span if isinstance(span, SpanLayout) else span_layout(span)
+    span = layout.span
     attrs = f'compaction="{span.number}" entries="{span.entries_attr}"'
     if span.source == "summary":
         attrs += ' source="summary"'
-    if not span.items:
+    if not span.items and not span.facts:
         return f"<span {attrs}></span>"
-    body, kept_any = render_body(span.items, state)
+    body, kept_any = render_body(layout, state)
     if state is None or not state.changed:
         return f"<span {attrs}>\n{body}\n</span>"
     attrs += ' trimmed="true"'
     if not kept_any:
         return f"<span {attrs}>[all of it removed by the size cap. {RECOVER_HINT}]</span>"
-    return f"<span {attrs}>\n{trim_note(span, state)}\n{body}\n</span>"
+    return f"<span {attrs}>\n{trim_note(layout, state)}\n{body}\n</span>"

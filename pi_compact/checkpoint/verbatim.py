@@ -50,6 +50,7 @@ from pi_compact.checkpoint.spans import (
     summary_span,
     user_text,
 )
+from pi_compact.checkpoint.standing import render_standing, standing_instructions
 from pi_compact.checkpoint.startup_reads import select_startup_reads
 from pi_compact.errors import NothingToCompactError, UsageError
 from pi_compact.plan import CompactionPlan
@@ -162,12 +163,29 @@ def _recap(spans: list[Span], plan: CompactionPlan, has_reads: bool) -> Recap:
                 errors += item.text.split("\n", 1)[0].endswith("→ error")
     last_id: str | None = None
     last_text: str | None = None
-    for pe in reversed(plan.entries):
+    for index in range(len(plan.entries) - 1, -1, -1):
+        pe = plan.entries[index]
         message = next((m for m in reversed(pe.messages) if m.get("role") == "user"), None)
         if message is not None:
-            last_id, last_text = pe.entry.id, user_text(message.get("content"))
+            if index < plan.cut.first_kept_index:  # quoted only when it was compacted: else it is in view
+                last_id, last_text = pe.entry.id, user_text(message.get("content"))
             break
     return Recap(len(spans), users, calls, errors, last_id, last_text, has_reads)
+
+
+def _user_messages(spans: list[Span]) -> list[tuple[str, str]]:
+    """(entry id, text) of every compacted user message, oldest first (from the saved spans, whole)."""
+    return [(item.entry, item.text) for span in spans for item in span.items if item.kind == "user"]
+
+
+def _tail_user_messages(plan: CompactionPlan) -> list[tuple[str, str]]:
+    """(entry id, text) of the user messages Pi keeps after the cut: they can supersede a standing value."""
+    out: list[tuple[str, str]] = []
+    for pe in plan.entries[plan.cut.first_kept_index :]:
+        for message in pe.messages:
+            if message.get("role") == "user":
+                out.append((pe.entry.id, user_text(message.get("content"))))
+    return out
 
 
 def _assemble(intro: str, spans_text: str, appendix: str, boundary: str) -> str:
@@ -181,8 +199,8 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     read are instruction files given as paths in ``options.context_files``)."""
     if not plan.can_compact:
         raise NothingToCompactError(f"nothing to compact: {plan.nothing_reason}")
-    if options.cap_tokens is not None and options.cap_tokens <= 0:
-        raise UsageError(f"the cap must be a positive number of tokens, not {options.cap_tokens}")
+    if options.cap_tokens is not None and options.cap_tokens < 0:
+        raise UsageError(f"the cap must not be negative (got {options.cap_tokens} tokens)")
     warnings: list[str] = []
     branch = plan.projection.branch
     cwd = branch.session.cwd
@@ -191,8 +209,10 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     compacted = plan.entries[plan.boundary_start : plan.cut.first_kept_index]
     outcomes = call_outcomes(branch.entries)
     number = max((span.number for span in old_spans), default=0) + 1
-    new_span = build_span(number, compacted, outcomes, cwd, plan.cut.is_split_turn)
+    known_facts = {(fact.kind, fact.text) for span in old_spans for fact in span.facts}
+    new_span = build_span(number, compacted, outcomes, cwd, plan.cut.is_split_turn, known_facts)
     spans = [*old_spans, new_span]
+    standing = render_standing(standing_instructions(_user_messages(spans), _tail_user_messages(plan)))
 
     read_files, modified_files = cumulative_files(plan)
     previous_state = previous_mine.get("startupReads") if previous_mine is not None else None
@@ -202,6 +222,8 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
 
     recovery = Recovery(options.session_path, options.lookup_available, options.recovery_tools)
     intro = introduction(recovery, cwd, bool(retained))
+    if standing:
+        intro = f"{intro}\n\n{standing}"
     reads_text = retained_reads_section(retained)
     lists_text = file_lists_section(annotations.header, read_lines, modified_lines)
     appendix = "\n\n".join(part for part in (reads_text, lists_text) if part)

@@ -1,0 +1,180 @@
+"""Facts that only tool output held, and the salient parts of a text the cap shortens.
+
+Tool outputs are removed from a checkpoint, but some of what they said is what the next step needs: the file a
+search found, the test that failed, the error a command printed, the version a tool reported. When a span is built,
+``output_facts`` picks those out of the outputs it removes, as a small deduplicated list of ``Fact`` (entry id,
+kind, text), stored with the span and carried forward like it. Only lines that match a narrow pattern are taken,
+each cut short; nothing is paraphrased.
+
+``salient_parts`` does the same for the part of a long user message a stub leaves out: the paths, identifiers,
+numbers and error lines in it, so that a shortened message keeps what identifies it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pi_compact.checkpoint.signatures import ELLIPSIS, relative_path
+
+FACT_KINDS = ("error", "test", "path", "version")
+FACT_CHARS = 160
+MAX_PATHS_PER_OUTPUT = 10
+MAX_TESTS_PER_OUTPUT = 6
+MAX_FACTS_PER_SPAN = 60
+
+# Paths: at least one directory and a name with an extension, or a bare name with a common source extension.
+_PATH = re.compile(
+    r"(?<![\w/.@:-])(?:\.{0,2}/)?(?:[\w@+-][\w.@+-]*/)+[\w@+-][\w.@+-]*\.[A-Za-z][\w]{0,7}(?::\d+(?::\d+)?)?"
+    r"|(?<![\w/.@-])[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|cjs|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|json|ya?ml|toml"
+    r"|md|sql|sh|css|scss|html|vue|svelte|lock|cfg|ini|env|proto|tf)(?::\d+(?::\d+)?)?(?![\w.])"
+)
+_ERROR_LINE = re.compile(
+    r"\b(?:error|exception|traceback|failed|failure|fatal|panic|cannot|can't|denied|not found|no such|undefined"
+    r"|invalid|refused|timed? ?out|segmentation fault|E[A-Z]{3,})\b",
+    re.IGNORECASE,
+)
+_TEST_LINE = re.compile(
+    r"^\s*(?:FAILED\s+\S+|FAIL\s+\S+|ERROR\s+\S+::\S+|--- FAIL: \S+|not ok \d+ .+|[✗✕×✘]\s+.+"
+    r"|\S+(?:::|\.)\S+\s+(?:\.\.\.\s+)?(?:FAILED|ERROR)\b.*"
+    r"|.*\b\d+ (?:failed|passed|failing|passing)\b.*)",
+)
+_VERSION = re.compile(r"\b([A-Za-z][\w.+-]{1,30})(?:\s+version)?[\s@:/v]+v?(\d+\.\d+(?:\.\d+){0,2}(?:[-+][\w.]+)?)\b")
+_SEARCH_TOOLS = frozenset({"grep", "find", "ls", "glob", "rg", "search", "list"})
+_SEARCH_COMMAND = re.compile(r"\b(?:grep|rg|find|ls|fd|git (?:status|diff --stat|ls-files|log --stat)|tree)\b")
+_VERSION_COMMAND = re.compile(r"--version\b|\s-V\b|\bversion\b")
+_IDENTIFIER = re.compile(
+    r"https?://\S+"
+    r"|`[^`\n]{2,60}`"
+    r"|\b[A-Za-z_][\w]*(?:[._:][\w]+)+\(?\)?"  # dotted / namespaced names: pkg.mod.fn, a::b
+    r"|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b"  # camelCase, PascalCase with an inner capital
+    r"|\b[A-Za-z]+_[\w]+\b"  # snake_case, UPPER_CASE
+    r"|\b[0-9a-f]{7,40}\b"  # commit-like hashes
+    r"|\b\d[\d.:,-]{2,}\d\b|\b\d{3,}\b"  # numbers, versions, times, ports
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One fact from a removed tool output: the entry holding the output, what kind of fact, the text."""
+
+    entry: str
+    kind: str
+    text: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.entry, "kind": self.kind, "text": self.text}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Fact:
+        if not isinstance(data, dict):
+            raise ValueError("a saved fact is not an object")
+        values = [data.get(k) for k in ("id", "kind", "text")]
+        if not all(isinstance(v, str) for v in values) or values[1] not in FACT_KINDS:
+            raise ValueError("a saved fact lacks id/kind/text strings")
+        return cls(*(str(v) for v in values))
+
+
+def _cut(text: str, limit: int = FACT_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + ELLIPSIS
+
+
+def output_text(result: dict[str, Any] | None) -> str:
+    """The text of a tool result (its text blocks joined); empty for images or no result."""
+    if not isinstance(result, dict):
+        return ""
+    content = result.get("content")
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else []
+    parts = [str(block.get("text", "")) for block in blocks if isinstance(block, dict) and block.get("type") == "text"]
+    return "\n".join(parts)
+
+
+def error_line(text: str) -> str:
+    """The most telling line of a failed output: the last line that names an error, else the first line."""
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    named = [line for line in lines if _ERROR_LINE.search(line)]
+    if named:
+        return named[-1] if len(named[-1]) > 12 else named[0]
+    return lines[0] if lines else ""
+
+
+def facts_of_output(
+    entry: str, tool: str, arguments: Any, result: dict[str, Any] | None, outcome: str, cwd: str
+) -> list[Fact]:
+    """What one removed output says that the next step may need (deduplicated later, per span)."""
+    text = output_text(result)
+    if not text.strip():
+        return []
+    facts: list[Fact] = []
+    command = arguments.get("command") if isinstance(arguments, dict) else None
+    command = command if isinstance(command, str) else ""
+    if outcome == "error":
+        line = error_line(text)
+        if line:
+            facts.append(Fact(entry, "error", _cut(line)))
+    tests = [line.strip() for line in text.split("\n") if len(line) < 400 and _TEST_LINE.match(line)]
+    for line in tests[:MAX_TESTS_PER_OUTPUT]:
+        facts.append(Fact(entry, "test", _cut(line)))
+    if tool in _SEARCH_TOOLS or _SEARCH_COMMAND.search(command):
+        paths = [relative_path(found, cwd) for found in _PATH.findall(text[:200_000])]
+        for path in list(dict.fromkeys(paths))[:MAX_PATHS_PER_OUTPUT]:
+            facts.append(Fact(entry, "path", path))
+    if _VERSION_COMMAND.search(command) or tool == "version":
+        for match in list(_VERSION.finditer(text[:4000]))[:3]:
+            facts.append(Fact(entry, "version", _cut(f"{match[1]} {match[2]}")))
+    return facts
+
+
+def dedupe(facts: Iterable[Fact], seen: set[tuple[str, str]], visible: str) -> list[Fact]:
+    """Facts not seen before (by kind and text) and not already in the span's visible text, at most
+    ``MAX_FACTS_PER_SPAN``, the later of two equal ones dropped. ``seen`` is updated."""
+    out: list[Fact] = []
+    for fact in facts:
+        key = (fact.kind, fact.text)
+        if key in seen or (fact.kind == "path" and fact.text in visible):
+            continue
+        seen.add(key)
+        out.append(fact)
+    return out[-MAX_FACTS_PER_SPAN:]
+
+
+def render_facts(facts: Iterable[Fact]) -> list[str]:
+    """One line per entry and kind: ``- [id] kind: a · b · c``."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for fact in facts:
+        grouped.setdefault((fact.entry, fact.kind), []).append(fact.text)
+    return [f"- [{entry}] {kind}: {' · '.join(texts)}" for (entry, kind), texts in grouped.items()]
+
+
+def salient_parts(text: str, limit: int) -> str:
+    """The paths, identifiers, numbers and error lines of ``text``, deduplicated, in order, within ``limit``
+    characters (joined with `` · ``); the last line of the text comes first when it is short (often the ask)."""
+    picked: list[str] = []
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if lines and len(lines[-1]) <= 120:
+        picked.append(lines[-1])
+    for line in lines:
+        if _ERROR_LINE.search(line) and len(line) <= 200:
+            picked.append(_cut(line, 120))
+    for match in _PATH.finditer(text):
+        picked.append(match[0])
+    for match in _IDENTIFIER.finditer(text):
+        picked.append(match[0])
+    out: list[str] = []
+    used = 0
+    seen: set[str] = set()
+    for part in picked:
+        if part in seen or any(part in earlier for earlier in out):
+            continue
+        seen.add(part)
+        cost = len(part) + 3
+        if used + cost > limit:
+            continue
+        out.append(part)
+        used += cost
+    return " · ".join(out)

@@ -1,0 +1,233 @@
+"""Standing instructions: what the user set for the whole task, kept in a block the cap never trims.
+
+Users state early what holds throughout ("never modify the production ledger", "it must stay compatible with
+Python 3.9", "I prefer small commits", "the service listens on 4100") and correct it later ("no, make it 4317").
+Those sentences are what a resumed agent most needs and what an oldest-first cap used to drop first.
+``standing_instructions`` picks them out of the compacted user messages, sentence by sentence, with narrow cues
+(precision first: an ordinary request such as "add a --verbose flag" is not a standing instruction):
+
+- ``rule``: never / always / don't / must not / from now on / make sure …;
+- ``constraint``: must / has to / compatible with / at most / without …;
+- ``preference``: I prefer / I'd rather / please use / let's use …;
+- ``value``: a setting noun (port, timeout, version, directory …) with a value (a number, version, path, URL or
+  `code`), or a correction ("no, make it 4317") that names a value of the same shape as an earlier one;
+- ``goal``: the opening request of the session, and a later change of plan ("scratch that, …").
+
+A later value of the same setting supersedes the earlier one: the block shows the new sentence with the old one
+and both entry ids. Questions, code blocks, pasted logs and long sentences are left out. Deterministic: the same
+spans give the same block, so it is carried forward by the spans themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pi_compact.checkpoint.signatures import ELLIPSIS
+
+KINDS = ("goal", "rule", "constraint", "preference", "value")
+SENTENCE_CHARS = 240
+MIN_SENTENCE_CHARS = 12
+GOAL_CHARS = 240
+
+_RULE = re.compile(
+    r"\b(?:never|always|do not|don't|dont|must not|mustn't|shall not|should never|should always|should not|"
+    r"shouldn't|avoid|under no circumstances|at all times|from now on|going forward|make sure (?:to|that|you|it|the)|"
+    r"remember (?:to|that)|no matter what|not allowed|forbidden|off[- ]limits|leave .{1,40} alone|"
+    r"do not touch|stay away from)\b",
+    re.IGNORECASE,
+)
+_CONSTRAINT = re.compile(
+    r"\b(?:must|has to|have to be|needs to be|need to be|required|requirement|compatible with|cannot use|can't use|"
+    r"no external|without (?:adding|using|any|changing)|only (?:use|touch|change|modify|edit)|at most|at least|"
+    r"no more than|no longer than|maximum|minimum|limit(?:ed)? to|keep (?:it|them|the \w+) (?:under|below|within))\b",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:i prefer|i'd prefer|i would prefer|i'd rather|i would rather|i like|i want (?:you to|it to|all|every)|"
+    r"please use|please keep|let's use|let's stick|let's keep|we use|we prefer|we always|stick to|"
+    r"use \S+(?: \S+){0,4} (?:instead of|rather than))\b",
+    re.IGNORECASE,
+)
+_GOAL_CHANGE = re.compile(
+    r"\b(?:new goal|change of plans?|change the plan|scratch that|forget (?:about )?(?:the|that|it)|"
+    r"instead,? let's|let's instead|the goal is now|now the goal|new task|we're switching|"
+    r"the real goal|what i actually want)\b",
+    re.IGNORECASE,
+)
+_NOT_AN_INSTRUCTION = re.compile(
+    r"\b(?:i|it|that|this|they|he|she|which|there|you)\s+(?:don't|do not|didn't|doesn't|never)\s+"
+    r"(?:know|think|see|understand|get|care|mind|remember|seem|work|matter|exist|need to worry)\b"
+    r"|\bdon't worry\b|\bthank",
+    re.IGNORECASE,
+)
+_SETTING = re.compile(
+    r"\b(?:port|host(?:name)?|url|endpoint|base url|timeout|time-?out|version|node|python|runtime|region|bucket|"
+    r"database|db|schema|table|queue|topic|namespace|branch|directory|folder|dir|path|limit|threshold|retries|"
+    r"retry|interval|ttl|size|width|indent(?:ation)?|tabs|spaces|level|model|env(?:ironment)?|config|setting|"
+    r"listens? on|lives? (?:in|at|under)|go(?:es)? (?:in|into|under)|deadline|budget|concurrency|workers|"
+    r"memory|cpu|rate limit|max|min|default|license|encoding|locale|timezone|currency|precision|format)\b",
+    re.IGNORECASE,
+)
+_VALUE = re.compile(
+    r"https?://\S+|`[^`\n]{1,60}`|\b[\w.-]+:\d{2,5}\b|\b\d+\.\d+(?:\.\d+)*\b|\b\d{2,}\b"
+    r"|(?<![\w])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*"
+)
+_CORRECTION = re.compile(
+    r"^\W*(?:no|nope|actually|correction|wait|sorry|oops|instead|rather|change|update|make it|switch|not)\b"
+    r"|\b(?:instead|make it|change it to|set it to|now it's|now it is|should be|use \S+ not)\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One standing instruction: the user entry it came from, its kind, the sentence; ``replaces`` is the earlier
+    instruction of the same setting it supersedes, if any; ``superseded_by`` the later one that replaces it."""
+
+    entry: str
+    kind: str
+    text: str
+    keys: frozenset[str] = frozenset()
+    shape: str = ""
+    replaces: Instruction | None = None
+    superseded_by: str | None = None
+
+
+def _sentences(text: str) -> list[str]:
+    text = _FENCE.sub("\n", text)
+    out = []
+    for raw in _SENTENCE.split(text):
+        sentence = " ".join(raw.split()).strip(" -*>#")
+        if MIN_SENTENCE_CHARS <= len(sentence) <= SENTENCE_CHARS * 2 and not _looks_pasted(sentence):
+            out.append(sentence)
+    return out
+
+
+def _looks_pasted(sentence: str) -> bool:
+    """Log lines, stack frames and code: many symbols, few words."""
+    letters = sum(c.isalpha() or c == " " for c in sentence)
+    return letters < len(sentence) * 0.7 or sentence.startswith(("at ", 'File "', "Traceback", "$ ", "> "))
+
+
+def _shape(value: str) -> str:
+    """A value's shape, so a bare correction ("no, 4317") can find the setting it corrects."""
+    if value.startswith(("http://", "https://")):
+        return "url"
+    if value.startswith("`"):
+        return "code"
+    if "/" in value:
+        return "path"
+    if re.fullmatch(r"\d+", value):
+        return f"int{len(value)}"
+    if re.fullmatch(r"\d+(?:\.\d+)+", value):
+        return "version"
+    return "other"
+
+
+def _cut(text: str, limit: int = SENTENCE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + ELLIPSIS
+
+
+def classify(sentence: str) -> str | None:
+    """The kind of a user sentence that states a standing instruction, else None."""
+    if sentence.rstrip().endswith("?") or _NOT_AN_INSTRUCTION.search(sentence):
+        return None
+    if _GOAL_CHANGE.search(sentence):
+        return "goal"
+    if _RULE.search(sentence):
+        return "rule"
+    if _PREFERENCE.search(sentence):
+        return "preference"
+    if _SETTING.search(sentence) and _VALUE.search(sentence):
+        return "value"
+    if _CONSTRAINT.search(sentence):
+        return "constraint"
+    if _CORRECTION.search(sentence) and _VALUE.search(sentence):
+        return "value"
+    return None
+
+
+def _keys(sentence: str) -> frozenset[str]:
+    return frozenset(m.lower() for m in _SETTING.findall(sentence))
+
+
+def standing_instructions(
+    messages: Sequence[tuple[str, str]], later: Sequence[tuple[str, str]] = ()
+) -> list[Instruction]:
+    """The standing instructions in ``messages`` ((entry id, user text), oldest first): the first message's
+    opening as the goal, then every classified sentence, deduplicated (a repeated sentence keeps its latest id).
+    ``later`` are newer user messages (the kept tail): they only mark what they supersede."""
+    found: list[Instruction] = []
+    if messages:
+        entry, text = messages[0]
+        opening = " ".join(_FENCE.sub(" ", text).split())
+        if opening:
+            found.append(Instruction(entry, "goal", _cut(opening, GOAL_CHARS)))
+    for index, (entry, text) in enumerate([*messages, *later]):
+        is_later = index >= len(messages)
+        for sentence in _sentences(text):
+            kind = classify(sentence)
+            if kind is None or (index == 0 and kind == "goal"):
+                continue
+            values = _VALUE.findall(sentence)
+            item = Instruction(entry, kind, _cut(sentence), _keys(sentence), _shape(values[-1]) if values else "")
+            if kind == "value":
+                item = _link(found, item)
+            if is_later:
+                if item.replaces is not None:
+                    _mark(found, item.replaces, entry)
+                continue
+            found = [f for f in found if f.text.lower() != item.text.lower()]
+            found.append(item)
+    return found
+
+
+def _link(found: list[Instruction], item: Instruction) -> Instruction:
+    """The item, with ``replaces`` set to the newest earlier value it supersedes (same setting noun, or a
+    correction with a value of the same shape and no setting noun of its own)."""
+    correction = bool(_CORRECTION.search(item.text))
+    for index in range(len(found) - 1, -1, -1):
+        earlier = found[index]
+        if earlier.kind != "value" or earlier.superseded_by is not None:
+            continue
+        same_setting = bool(item.keys & earlier.keys) and (correction or item.shape == earlier.shape)
+        bare = correction and not item.keys and item.shape == earlier.shape
+        if same_setting or bare:
+            found[index] = _replace(earlier, superseded_by=item.entry)
+            return Instruction(item.entry, item.kind, item.text, item.keys | earlier.keys, item.shape, earlier)
+    return item
+
+
+def _replace(item: Instruction, superseded_by: str) -> Instruction:
+    return Instruction(item.entry, item.kind, item.text, item.keys, item.shape, item.replaces, superseded_by)
+
+
+def _mark(found: list[Instruction], old: Instruction, by: str) -> None:
+    for index, item in enumerate(found):
+        if item.entry == old.entry and item.text == old.text:
+            found[index] = _replace(item, superseded_by=by)
+
+
+def render_standing(items: Sequence[Instruction]) -> str:
+    """The block, or "" when there is nothing: one line per instruction, superseded ones folded into the line of
+    what replaced them (or marked with the id that replaced them, when that is in the kept conversation)."""
+    replaced = {(i.replaces.entry, i.replaces.text) for i in items if i.replaces is not None}
+    lines = []
+    for item in items:
+        if (item.entry, item.text) in replaced:
+            continue
+        text = f"- [{item.entry}] {item.text}"
+        if item.replaces is not None:
+            text += f' (supersedes [{item.replaces.entry}] "{_cut(item.replaces.text, 100)}")'
+        elif item.superseded_by is not None:
+            text += f" (superseded by [{item.superseded_by}])"
+        lines.append(text)
+    if not lines:
+        return ""
+    return "## Standing instructions\nSaid by the user in the compacted part, in their words (never trimmed):\n" + (
+        "\n".join(lines)
+    )
