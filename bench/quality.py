@@ -1,0 +1,537 @@
+"""How much of what matters survives compaction: recall of planted facts, per kind, size and cap, through chains.
+
+For each generated task session (``quality_sessions.py``) and each setting (window / keep-recent-tokens / cap), the
+session is replayed turn by turn into a working copy. After every turn Pi's compaction check runs (picompact's
+``check_session``, the rule of pi-sessions.md §6); when it says compact, ``picompact compact --mode verbatim`` is
+run on the file in place, as a subprocess of the picompact tree under test (``--tree``), and the replay goes on
+with the next turn under the new leaf. Once the session has been replayed, the text the model reads right after
+each compaction (Pi's projection: the summary, the kept tail and the entries written with the compaction, such as
+the re-orientation message; ``coverage.py``'s view) is searched for every planted fact whose entry that compaction
+had compacted away.
+
+    python bench/quality.py [--sizes 30k,100k,300k] [--windows 32000:8000,16000:4000,8000:2000]
+                            [--caps default,1000,2000,8000] [--tree DIR] [--seed 1] [--jobs 2] [--json]
+                            [--data-dir bench/data/quality] [--label NAME]
+
+Markdown on stdout (``--json``: one JSON document instead); progress on stderr. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import quality_sessions as qs
+
+# The scorer (and the replay's check) use the pi_compact this interpreter imports: the project's venv install, or
+# the tree named by PYTHONPATH. The compactions use --tree's.
+from pi_compact.check import CheckOptions, check_session
+from pi_compact.messages import convert_to_llm
+from pi_compact.projection import build_projection
+from pi_compact.session.load import load_session
+from pi_compact.session.tree import Branch, get_branch
+from pi_compact.tokens import js_len, message_text_for_count
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+# The kinds reported, in table order: "value_stale" and "error_resolved" are the separate reports of the value and
+# error kinds (see score_facts).
+REPORTED = (
+    "rule",
+    "constraint",
+    "preference",
+    "value",
+    "value_stale",
+    "goal",
+    "decision",
+    "progress",
+    "error",
+    "error_resolved",
+    "tool_fact",
+    "path_in_long_message",
+    "user_message",
+)
+# A superseded value counts as marked when one of these words is on its line (whole words, case-insensitive).
+STALE_MARKERS = ("superseded", "replaced", "was", "previously", "no longer", "outdated", "changed")
+_MARKER = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STALE_MARKERS) + r")\b", re.IGNORECASE)
+DEFAULT_SIZES = "30k,100k,300k"
+DEFAULT_WINDOWS = "32000:8000,16000:4000,8000:2000"
+DEFAULT_CAPS = "default,1000,2000,8000"
+RESERVE_SHARE = 4  # reserveTokens = window / 4 (Pi's default 16384 leaves nothing of a 16k window)
+
+
+def norm(text: str) -> str:
+    return qs.normalize(text).lower()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scoring
+
+
+@dataclass
+class Reading:
+    """What the model reads right after one compaction, and which entries existed / were compacted."""
+
+    index: int  # 1-based number of the compaction in the chain
+    compaction_id: str
+    text: str  # as the model reads it, lines kept
+    flat: str  # whitespace collapsed, lower case
+    before: set[str]  # ids of the entries on the branch before the compaction
+    kept: set[str]  # ids of the entries in the model's context after it (kept tail and later)
+    summary_tokens: int
+    extra_tokens: int  # the entries written with the compaction (re-orientation message)
+
+
+def model_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the messages as the model reads them (Pi's wire conversion), one message after the other."""
+    return "\n".join(message_text_for_count(m) for m in convert_to_llm(messages))
+
+
+def readings(path: Path) -> list[Reading]:
+    """For every compaction on the branch of the session's leaf: what the model reads right after it."""
+    session = load_session(path, keep_bodies=True)
+    branch = get_branch(session)
+    entries = branch.entries
+    out = []
+    for at, entry in enumerate(entries):
+        if entry.type != "compaction":
+            continue
+        end = at + 1
+        while end < len(entries) and entries[end].type not in ("message", "compaction"):
+            end += 1
+        after = build_projection(Branch(session, entries[:end]))
+        text = model_text(after.messages)
+        extra = [pe for pe in after.entries if pe.entry in entries[at + 1 : end]]
+        out.append(
+            Reading(
+                index=len(out) + 1,
+                compaction_id=entry.id,
+                text=text,
+                flat=norm(text),
+                before={e.id for e in entries[:at]},
+                kept={pe.entry.id for pe in after.entries if pe.entry is not entry},
+                summary_tokens=math.ceil(js_len(str(entry.raw.get("summary") or "")) / 4),
+                extra_tokens=sum(pe.tokens for pe in extra),
+            )
+        )
+    return out
+
+
+def present(needle: str, flat: str) -> bool:
+    """The scoring rule: the needle, whitespace collapsed, case-insensitive, is a substring of the model's text."""
+    n = norm(needle)
+    return bool(n) and n in flat
+
+
+def stale_unmarked(old: str, text: str) -> bool:
+    """The old value is on some line of the model's text with none of STALE_MARKERS on that line."""
+    n = norm(old)
+    return any(n in norm(line) and not _MARKER.search(line) for line in text.split("\n"))
+
+
+@dataclass
+class KindScore:
+    found: int = 0
+    total: int = 0
+    missed: list[str] = field(default_factory=list)
+
+    def add(self, ok: bool, what: str) -> None:
+        self.total += 1
+        self.found += ok
+        if not ok:
+            self.missed.append(what)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"found": self.found, "total": self.total, "missed": self.missed}
+
+
+def score_facts(facts: list[dict[str, Any]], reading: Reading) -> dict[str, KindScore]:
+    """Score every fact that ``reading``'s compaction had compacted (its entry before the compaction and not kept).
+
+    - ``value``: the latest value as of the compaction (the change if it came before, else the first setting);
+      ``value_stale`` counts, among values changed before the compaction whose first setting was compacted, those
+      whose old value is present on a line with no marker word (lower is better).
+    - ``error``: open errors (no successful rerun before the compaction); ``error_resolved``: the fixed ones, present.
+    - ``user_message``: its first 40 characters, or its entry id (an explicit stub), present.
+    - every other kind: its needle present.
+    """
+    scores = {k: KindScore() for k in REPORTED}
+
+    def compacted(entry_id: str | None) -> bool:
+        return entry_id is not None and entry_id in reading.before and entry_id not in reading.kept
+
+    for f in facts:
+        kind = f["kind"]
+        if kind == "value":
+            changed = f["entry_id"] in reading.before
+            latest_entry, latest = (f["entry_id"], f["needle"]) if changed else (f["old_entry_id"], f["old_needle"])
+            if compacted(latest_entry):
+                scores["value"].add(present(latest, reading.flat), latest)
+            if changed and compacted(f["old_entry_id"]):
+                stale = stale_unmarked(f["old_needle"], reading.text)
+                scores["value_stale"].add(stale, f["old_needle"])  # "found" here means: stale and unmarked
+            continue
+        if not compacted(f["entry_id"]):
+            continue
+        if kind == "error":
+            resolved = f.get("resolved_entry_id") in reading.before
+            scores["error_resolved" if resolved else "error"].add(present(f["needle"], reading.flat), f["needle"])
+        elif kind == "user_message":
+            ok = present(f["needle"], reading.flat) or f["entry_id"] in reading.flat
+            scores["user_message"].add(ok, f["entry_id"])
+        else:
+            scores[kind].add(present(f["needle"], reading.flat), f["needle"])
+    return scores
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Replay with chained compactions
+
+
+@dataclass(frozen=True)
+class Setting:
+    size: int
+    window: int
+    keep: int
+    cap: int | None  # None: picompact's default (keepRecentTokens / 2 unless settings say else)
+
+    @property
+    def reserve(self) -> int:
+        return self.window // RESERVE_SHARE
+
+    @property
+    def cap_label(self) -> str:
+        return "default" if self.cap is None else str(self.cap)
+
+    def flags(self) -> list[str]:
+        out = ["--context-window", str(self.window), "--keep-recent-tokens", str(self.keep)]
+        out += ["--reserve-tokens", str(self.reserve)]
+        return out + ([] if self.cap is None else ["--cap", str(self.cap)])
+
+
+def isolated_env(home: Path, tree: Path) -> dict[str, str]:
+    """No user settings, no index cache, and ``tree``'s pi_compact first on the path."""
+    env = dict(os.environ)
+    env.update(HOME=str(home), PI_CODING_AGENT_DIR=str(home / "agent"), PICOMPACT_NO_CACHE="1")
+    env["PYTHONPATH"] = str(tree)
+    env.pop("PICOMPACT_MODEL", None)
+    return env
+
+
+def compact(path: Path, setting: Setting, tree: Path, env: dict[str, str]) -> tuple[int, str]:
+    cmd = [sys.executable, "-m", "pi_compact", "compact", str(path), "--mode", "verbatim", "--force"]
+    done = subprocess.run(cmd + setting.flags(), env=env, capture_output=True, text=True, cwd=tree, timeout=300)
+    return done.returncode, done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+
+
+def session_file(data_dir: Path, size: int, seed: int) -> Path:
+    path = data_dir / f"task-{qs.size_label(size)}-s{seed}.jsonl"
+    if not path.exists() or not qs.sidecar_path(path).exists():
+        qs.write(path, size, seed)
+    return path
+
+
+def replay(source: Path, setting: Setting, tree: Path, work: Path) -> dict[str, Any]:
+    """Grow ``work`` turn by turn from ``source``, compacting whenever Pi's check says so."""
+    sidecar = orjson.loads(qs.sidecar_path(source).read_bytes())
+    lines = source.read_bytes().split(b"\n")
+    header, entries = lines[0], [orjson.loads(line) for line in lines[1:] if line]
+    starts = set(sidecar["turn_starts"])
+    home = work.parent / "home"
+    (home / "agent").mkdir(parents=True, exist_ok=True)
+    env = isolated_env(home, tree)
+    os.environ.update(HOME=env["HOME"], PI_CODING_AGENT_DIR=env["PI_CODING_AGENT_DIR"], PICOMPACT_NO_CACHE="1")
+    options = CheckOptions(
+        context_window=setting.window, reserve_tokens=setting.reserve, keep_recent_tokens=setting.keep
+    )
+    work.write_bytes(header + b"\n")
+    leaf: str | None = None
+    turns = [[e] if e["id"] in starts else [] for e in entries]
+    grouped: list[list[dict[str, Any]]] = []
+    for e, t in zip(entries, turns, strict=True):
+        if t or not grouped:
+            grouped.append([e])
+        else:
+            grouped[-1].append(e)
+    chain: list[dict[str, Any]] = []
+    failures: list[str] = []
+    for n, turn in enumerate(grouped):
+        with work.open("ab") as fh:
+            for e in turn:
+                fh.write(orjson.dumps({**e, "parentId": leaf}) + b"\n")
+                leaf = e["id"]
+        if not check_session(work, options).should_compact:
+            continue
+        code, err = compact(work, setting, tree, env)
+        if code != 0:
+            failures.append(f"turn {n}: exit {code}: {err}")
+            continue
+        last = work.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        leaf = orjson.loads(last)["id"]
+        chain.append({"turn": n})
+    return {"sidecar": sidecar, "chain": chain, "failures": failures}
+
+
+def run_setting(job: tuple[Setting, str, str, int]) -> dict[str, Any]:
+    setting, data_dir, tree, seed = job
+    t0 = time.monotonic()
+    source = session_file(Path(data_dir), setting.size, seed)
+    with tempfile.TemporaryDirectory(prefix="picompact-quality-") as tmp:
+        work = Path(tmp) / "session.jsonl"
+        run = replay(source, setting, Path(tree), work)
+        reads = readings(work)
+    facts = run["sidecar"]["facts"]
+    per = [score_facts(facts, r) for r in reads]
+    chain_total = {k: KindScore() for k in REPORTED}
+    for s in per:
+        for k, v in s.items():
+            chain_total[k].found += v.found
+            chain_total[k].total += v.total
+    for c, r in zip(run["chain"], reads, strict=False):
+        c.update(summary_tokens=r.summary_tokens, extra_tokens=r.extra_tokens)
+    return {
+        "size": setting.size,
+        "size_label": qs.size_label(setting.size),
+        "history_tokens": run["sidecar"]["history_tokens"],
+        "turns": run["sidecar"]["turns"],
+        "window": setting.window,
+        "keep": setting.keep,
+        "reserve": setting.reserve,
+        "cap": setting.cap_label,
+        "compactions": len(reads),
+        "chain": run["chain"],
+        "failures": run["failures"],
+        "final": {k: v.to_json() for k, v in per[-1].items()} if per else None,
+        "chain_total": {k: {"found": v.found, "total": v.total} for k, v in chain_total.items()},
+        "final_summary_tokens": reads[-1].summary_tokens if reads else None,
+        "max_summary_tokens": max((r.summary_tokens for r in reads), default=None),
+        "final_extra_tokens": reads[-1].extra_tokens if reads else None,
+        "seconds": round(time.monotonic() - t0, 1),
+    }
+
+
+def fixed_overhead(tree: Path) -> dict[str, int]:
+    """Tokens of the checkpoint of a session with one short compacted turn: the introduction and envelope (the
+    summary) and the re-orientation message, with next to nothing inside."""
+    with tempfile.TemporaryDirectory(prefix="picompact-quality-") as tmp:
+        home = Path(tmp) / "home"
+        (home / "agent").mkdir(parents=True)
+        path = Path(tmp) / "tiny.jsonl"
+        header = {"type": "session", "version": 3, "id": "0199-overhead", "timestamp": "2026-01-01T00:00:00.000Z"}
+        header["cwd"] = qs.CWD
+        call = {"type": "toolCall", "id": "toolu_1", "name": "read", "arguments": {"path": f"{qs.CWD}/README.md"}}
+        msgs = [
+            {"role": "user", "content": "Read the README."},
+            {"role": "assistant", "content": [call], "stopReason": "toolUse"},
+            {
+                "role": "toolResult",
+                "toolCallId": "toolu_1",
+                "toolName": "read",
+                "content": [{"type": "text", "text": "weatherly: forecasts.\n" * 1000}],  # removed by a checkpoint
+                "isError": False,
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "Read it."}], "stopReason": "stop"},
+            {"role": "user", "content": "Thanks, that is all for now."},
+            {"role": "assistant", "content": [{"type": "text", "text": "You're welcome."}], "stopReason": "stop"},
+        ]
+        rows, parent = [header], None
+        for i, m in enumerate(msgs):
+            eid = f"0000000{i + 1}"
+            stamp = f"2026-01-01T00:00:0{i}.000Z"
+            rows.append({"type": "message", "id": eid, "parentId": parent, "timestamp": stamp, "message": m})
+            parent = eid
+        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+        env = isolated_env(home, tree)
+        cmd = [sys.executable, "-m", "pi_compact", "compact", str(path), "--mode", "verbatim", "--force"]
+        cmd += ["--keep-recent-tokens", "10", "--context-window", "32000"]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"overhead session: compact exit {done.returncode}: {done.stderr.strip()[-300:]}")
+        r = readings(path)[-1]
+        return {
+            "summary_tokens": r.summary_tokens,
+            "reorientation_tokens": r.extra_tokens,
+            "total": r.summary_tokens + r.extra_tokens,
+        }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Report
+
+
+def cell(score: dict[str, Any]) -> str:
+    if not score["total"]:
+        return "–"
+    return f"{score['found']}/{score['total']}"
+
+
+def pct(found: int, total: int) -> str:
+    return f"{100 * found / total:.0f}%" if total else "–"
+
+
+SHORT = {
+    "rule": "rule",
+    "constraint": "constr.",
+    "preference": "pref.",
+    "value": "value",
+    "value_stale": "stale↓",
+    "goal": "goal",
+    "decision": "decis.",
+    "progress": "progr.",
+    "error": "err open",
+    "error_resolved": "err fixed",
+    "tool_fact": "tool fact",
+    "path_in_long_message": "long msg",
+    "user_message": "user msg",
+}
+SCORED = [k for k in REPORTED if k not in ("value_stale", "error_resolved", "user_message")]
+
+
+def overall(scores: dict[str, dict[str, Any]]) -> tuple[int, int]:
+    return sum(scores[k]["found"] for k in SCORED), sum(scores[k]["total"] for k in SCORED)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    out = [
+        f"### Checkpoint quality: {report['label']}",
+        "",
+        f"- {report['date']}; {report['machine']}; scorer {report['scorer']}; compacting tree {report['tree']}",
+        f"- `{report['command']}`",
+        f"- fixed overhead (a checkpoint of one short compacted turn): {report['overhead']}",
+        "",
+        "After the last compaction of each chain: facts found / facts compacted away (`stale↓`: superseded values "
+        "shown with no marker, lower is better; `err fixed`: resolved errors still shown). `all` = every kind "
+        "but stale, fixed errors and user messages. `ckpt` = the last checkpoint's tokens (max over the chain).",
+        "",
+    ]
+    head = ["size", "window/keep", "cap", "comp.", "ckpt", *(SHORT[k] for k in REPORTED), "all", "all, chain"]
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in report["runs"]:
+        final = r["final"]
+        if final is None:
+            out.append(f"| {r['size_label']} | {r['window']}/{r['keep']} | {r['cap']} | 0 | | no compaction |")
+            continue
+        f, t = overall(final)
+        cf, ct = overall(r["chain_total"])
+        row = [
+            r["size_label"],
+            f"{r['window']}/{r['keep']}",
+            r["cap"],
+            str(r["compactions"]),
+            f"{r['final_summary_tokens']} ({r['max_summary_tokens']})",
+            *(cell(final[k]) for k in REPORTED),
+            f"{pct(f, t)} ({f}/{t})",
+            pct(cf, ct),
+        ]
+        out.append("| " + " | ".join(row) + " |")
+    failures = [(r, x) for r in report["runs"] for x in r["failures"]]
+    if failures:
+        out += ["", "Compactions that failed (the replay went on):"]
+        out += [f"- {r['size_label']} {r['window']}/{r['keep']} cap {r['cap']}: {x}" for r, x in failures[:20]]
+    return "\n".join(out) + "\n"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}"
+
+
+def parse_windows(text: str) -> list[tuple[int, int]]:
+    out = []
+    for part in text.split(","):
+        window, _, keep = part.partition(":")
+        out.append((int(window), int(keep) if keep else int(window) // 4))
+    return out
+
+
+def settings(args: argparse.Namespace) -> list[Setting]:
+    sizes = [qs.parse_tokens(s) for s in args.sizes.split(",") if s]
+    windows = parse_windows(args.windows)
+    caps = [None if c == "default" else int(c) for c in args.caps.split(",") if c]
+    out = []
+    for size in sizes:
+        for i, (window, keep) in enumerate(windows):
+            for cap in caps if i == 0 or args.caps_everywhere else [None]:
+                out.append(Setting(size, window, keep, cap))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default=DEFAULT_SIZES, help=f"tokens of history (default {DEFAULT_SIZES})")
+    ap.add_argument("--windows", default=DEFAULT_WINDOWS, help="WINDOW:KEEP,… (reserve = window/4)")
+    ap.add_argument("--caps", default=DEFAULT_CAPS, help="checkpoint caps for the first window (default: all)")
+    ap.add_argument("--caps-everywhere", action="store_true", help="run every cap at every window")
+    ap.add_argument("--tree", type=Path, default=ROOT, help="the picompact source tree whose compact is measured")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--data-dir", type=Path, default=HERE / "data" / "quality")
+    ap.add_argument("--label", default=None, help="name of this run in the report (default: the tree's commit)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-overhead", action="store_true")
+    args = ap.parse_args(argv)
+    tree = args.tree.resolve()
+    if not (tree / "pi_compact" / "__init__.py").exists():
+        ap.error(f"{tree} holds no pi_compact package")
+    jobs = settings(args)
+    for size in sorted({s.size for s in jobs}):  # generate once, before the workers race for the files
+        session_file(args.data_dir, size, args.seed)
+    results: list[dict[str, Any]] = []
+    t0 = time.monotonic()
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for r in pool.map(run_setting, [(s, str(args.data_dir), str(tree), args.seed) for s in jobs]):
+            print(
+                f"{r['size_label']} {r['window']}/{r['keep']} cap {r['cap']}: {r['compactions']} compactions, "
+                f"{r['seconds']} s",
+                file=sys.stderr,
+            )
+            results.append(r)
+    commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "-C", str(tree), "status", "--porcelain", "pi_compact"], capture_output=True, text=True
+    )
+    rev = (commit.stdout.strip() or "?") + (" + uncommitted changes in pi_compact/" if dirty.stdout.strip() else "")
+    import pi_compact
+
+    report = {
+        "label": args.label or rev,
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": machine(),
+        "tree": f"{tree} ({rev})",
+        "scorer": str(Path(pi_compact.__file__).parent.parent),
+        "command": " ".join(["python bench/quality.py", *(argv if argv is not None else sys.argv[1:])]),
+        "seed": args.seed,
+        "reserve_rule": f"window / {RESERVE_SHARE}",
+        "stale_markers": list(STALE_MARKERS),
+        "overhead": None if args.no_overhead else fixed_overhead(tree),
+        "seconds": round(time.monotonic() - t0, 1),
+        "runs": results,
+    }
+    sys.stdout.write(
+        orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n" if args.json else markdown(report)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
