@@ -162,9 +162,9 @@ def reminder_text(recovery: Recovery, recap: Recap) -> str:
     )
     return (
         "[picompact: context was compacted]\n"
-        "Re-read the files the next step needs and redo cheap checks instead of trusting old output (in view: the "
-        f"recent conversation{inputs}). Recover history with {how} only when the task needs something gone: it "
-        "shows what was recorded, not that it was right. Don't redo writes shown as done; check `git status`/`git "
+        "Re-read the files the next step needs and redo cheap checks, not trust old output (in view: the recent "
+        f"conversation{inputs}). Recover history with {how} only if the task needs what is gone: it shows what was "
+        "recorded, not that it was right. Don't redo writes shown as done; check `git status`/`git "
         "diff`. Old output is not current state: verify what matters, label what you have not. Before replacing a "
         "file with `write`, re-read it unless its contents are in view; never rebuild unchanged parts from memory."
         f"\nCompacted: {_plural(recap.user_messages, 'user message')}, {_plural(recap.tool_calls, 'tool call')} "

@@ -118,8 +118,10 @@ def facts_of_output(
         if line:
             facts.append(Fact(entry, "error", _cut(line)))
     tests = [line.strip() for line in text.split("\n") if len(line) < 400 and _TEST_LINE.match(line)]
+    said = {fact.text for fact in facts}
     for line in tests[:MAX_TESTS_PER_OUTPUT]:
-        facts.append(Fact(entry, "test", _cut(line)))
+        if _cut(line) not in said:
+            facts.append(Fact(entry, "test", _cut(line)))
     if tool in _SEARCH_TOOLS or _SEARCH_COMMAND.search(command):
         paths = [relative_path(found, cwd) for found in _PATH.findall(text[:200_000])]
         for path in list(dict.fromkeys(paths))[:MAX_PATHS_PER_OUTPUT]:
@@ -151,30 +153,41 @@ def render_facts(facts: Iterable[Fact]) -> list[str]:
     return [f"- [{entry}] {kind}: {' · '.join(texts)}" for (entry, kind), texts in grouped.items()]
 
 
+_TIMESTAMP = re.compile(r"^\d{1,4}[-:/]\d{1,2}(?:[-:/T ]\d{1,2})*(?:[.,]\d+)?Z?$")
+MAX_NUMBERS = 3
+
+
 def salient_parts(text: str, limit: int) -> str:
-    """The paths, identifiers, numbers and error lines of ``text``, deduplicated, in order, within ``limit``
-    characters (joined with `` · ``); the last line of the text comes first when it is short (often the ask)."""
-    picked: list[str] = []
+    """What identifies the part of a message a stub leaves out, within ``limit`` characters (joined with `` · ``),
+    in order of use: its last line when short (often the actual ask), its error lines, paths, URLs and `code`,
+    names (dotted, snake_case, camelCase), then at most a few numbers (dates and times left out)."""
     lines = [line.strip() for line in text.split("\n") if line.strip()]
+    tiers: list[list[str]] = [[], [], [], [], []]
     if lines and len(lines[-1]) <= 120:
-        picked.append(lines[-1])
+        tiers[0].append(lines[-1])
     for line in lines:
         if _ERROR_LINE.search(line) and len(line) <= 200:
-            picked.append(_cut(line, 120))
-    for match in _PATH.finditer(text):
-        picked.append(match[0])
+            tiers[1].append(_cut(line, 120))
+    tiers[2].extend(match[0] for match in _PATH.finditer(text))
+    numbers = 0
     for match in _IDENTIFIER.finditer(text):
-        picked.append(match[0])
+        token = match[0]
+        if token[0].isdigit():
+            if _TIMESTAMP.match(token) or numbers >= MAX_NUMBERS:
+                continue
+            numbers += 1
+            tiers[4].append(token)
+        else:
+            tiers[3].append(token)
     out: list[str] = []
     used = 0
-    seen: set[str] = set()
-    for part in picked:
-        if part in seen or any(part in earlier for earlier in out):
-            continue
-        seen.add(part)
-        cost = len(part) + 3
-        if used + cost > limit:
-            continue
-        out.append(part)
-        used += cost
+    for tier in tiers:
+        for part in tier:
+            if any(part in earlier for earlier in out):
+                continue
+            cost = len(part) + 3
+            if used + cost > limit:
+                continue
+            out.append(part)
+            used += cost
     return " · ".join(out)

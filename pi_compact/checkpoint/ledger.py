@@ -50,7 +50,7 @@ class Call:
 
 def parse_call(line: str) -> Call | None:
     """``▸ name(args) → outcome`` (or a nested ``↳`` line) as a Call; None when it is not a signature."""
-    text = line.removeprefix(CALL_MARK).removeprefix(NESTED_MARK)
+    text = line.strip().removeprefix(CALL_MARK.strip()).removeprefix(NESTED_MARK.strip()).strip()
     match = _SIGNATURE.match(text)
     if match is None:
         return None

@@ -113,6 +113,21 @@ def _looks_pasted(sentence: str) -> bool:
     return letters < len(sentence) * 0.7 or sentence.startswith(("at ", 'File "', "Traceback", "$ ", "> "))
 
 
+def _opening(text: str) -> str:
+    """The opening of a message as one line: its first paragraph, up to where pasted text (logs, code) starts."""
+    kept: list[str] = []
+    for line in _FENCE.sub("\n\n", text).split("\n"):
+        stripped = line.strip()
+        if not stripped:
+            if kept:
+                break
+            continue
+        if kept and _looks_pasted(stripped):
+            break
+        kept.append(stripped)
+    return " ".join(" ".join(kept).split())
+
+
 def _shape(value: str) -> str:
     """A value's shape, so a bare correction ("no, 4317") can find the setting it corrects."""
     if value.startswith(("http://", "https://")):
@@ -156,15 +171,16 @@ def _keys(sentence: str) -> frozenset[str]:
 
 
 def standing_instructions(
-    messages: Sequence[tuple[str, str]], later: Sequence[tuple[str, str]] = ()
+    messages: Sequence[tuple[str, str]], later: Sequence[tuple[str, str]] = (), *, opening: bool = True
 ) -> list[Instruction]:
     """The standing instructions in ``messages`` ((entry id, user text), oldest first): the first message's
     opening as the goal, then every classified sentence, deduplicated (a repeated sentence keeps its latest id).
-    ``later`` are newer user messages (the kept tail): they only mark what they supersede."""
+    ``later`` are newer user messages (the kept tail): they only mark what they supersede. ``opening`` False: the
+    first message is not the session's opening (an earlier summary holds that), so no goal is taken from it."""
     found: list[Instruction] = []
-    if messages:
+    if messages and opening:
         entry, text = messages[0]
-        opening = " ".join(_FENCE.sub(" ", text).split())
+        opening = _opening(text)
         if opening:
             found.append(Instruction(entry, "goal", _cut(opening, GOAL_CHARS)))
     for index, (entry, text) in enumerate([*messages, *later]):

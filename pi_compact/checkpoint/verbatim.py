@@ -212,7 +212,8 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     known_facts = {(fact.kind, fact.text) for span in old_spans for fact in span.facts}
     new_span = build_span(number, compacted, outcomes, cwd, plan.cut.is_split_turn, known_facts)
     spans = [*old_spans, new_span]
-    standing = render_standing(standing_instructions(_user_messages(spans), _tail_user_messages(plan)))
+    opening = spans[0].source == "verbatim"  # else the session's opening is in an earlier summary
+    standing = render_standing(standing_instructions(_user_messages(spans), _tail_user_messages(plan), opening=opening))
 
     read_files, modified_files = cumulative_files(plan)
     previous_state = previous_mine.get("startupReads") if previous_mine is not None else None
