@@ -23,6 +23,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -285,14 +286,18 @@ def replay(source: Path, setting: Setting, tree: Path, work: Path) -> dict[str, 
     return {"sidecar": sidecar, "chain": chain, "failures": failures}
 
 
-def run_setting(job: tuple[Setting, str, str, int]) -> dict[str, Any]:
-    setting, data_dir, tree, seed = job
+def run_setting(job: tuple[Setting, str, str, int, str | None]) -> dict[str, Any]:
+    setting, data_dir, tree, seed, keep_dir = job
     t0 = time.monotonic()
     source = session_file(Path(data_dir), setting.size, seed)
     with tempfile.TemporaryDirectory(prefix="picompact-quality-") as tmp:
         work = Path(tmp) / "session.jsonl"
         run = replay(source, setting, Path(tree), work)
         reads = readings(work)
+        if keep_dir:
+            name = f"task-{qs.size_label(setting.size)}-w{setting.window}-k{setting.keep}-cap{setting.cap_label}.jsonl"
+            Path(keep_dir).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(work, Path(keep_dir) / name)
     facts = run["sidecar"]["facts"]
     per = [score_facts(facts, r) for r in reads]
     chain_total = {k: KindScore() for k in REPORTED}
@@ -488,7 +493,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, default=HERE / "data" / "quality")
     ap.add_argument("--label", default=None, help="name of this run in the report (default: the tree's commit)")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--no-overhead", action="store_true")
+    ap.add_argument("--no-overhead", action="store_true", help="skip the fixed-overhead measurement")
+    ap.add_argument("--keep-sessions", type=Path, help="copy each replayed (compacted) session into this folder")
+    ap.add_argument("--save-json", type=Path, help="also write the JSON document to this file")
     args = ap.parse_args(argv)
     tree = args.tree.resolve()
     if not (tree / "pi_compact" / "__init__.py").exists():
@@ -497,9 +504,10 @@ def main(argv: list[str] | None = None) -> int:
     for size in sorted({s.size for s in jobs}):  # generate once, before the workers race for the files
         session_file(args.data_dir, size, args.seed)
     results: list[dict[str, Any]] = []
+    keep = str(args.keep_sessions) if args.keep_sessions else None
     t0 = time.monotonic()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for r in pool.map(run_setting, [(s, str(args.data_dir), str(tree), args.seed) for s in jobs]):
+        for r in pool.map(run_setting, [(s, str(args.data_dir), str(tree), args.seed, keep) for s in jobs]):
             print(
                 f"{r['size_label']} {r['window']}/{r['keep']} cap {r['cap']}: {r['compactions']} compactions, "
                 f"{r['seconds']} s",
@@ -527,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.monotonic() - t0, 1),
         "runs": results,
     }
+    if args.save_json:
+        args.save_json.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.write(
         orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n" if args.json else markdown(report)
     )
