@@ -39,12 +39,12 @@ def test_tools_when_installed_shell_commands_otherwise(agent: Path, tmp_path: Pa
     project.mkdir()
     path = _session(tmp_path, project)
     shell = _summary(path)
-    assert "run from the shell" in shell and "picompact grep" in shell and "context_grep" not in shell
+    assert "`picompact grep FILE '<regex>'`" in shell and "context_grep" not in shell
     assert run("pi", "install", cwd=tmp_path).code == 0
     tools = _summary(path)
-    assert "call these tools" in tools and "context_grep(pattern)" in tools and "picompact grep" not in tools
+    assert "`context_grep(pattern)`" in tools and "`context_show_entry(id)`" in tools and "picompact grep" not in tools
     reminder = _reminder(path)
-    assert "`context_grep`, `context_show_entry`" in reminder and "picompact grep" not in reminder
+    assert "the context_* tools" in reminder and "picompact" not in reminder.split("\n", 1)[1]
     assert "context_lookup" not in tools  # no lookup model with a key here
     (agent / "settings.json").write_text('{"picompact": {"enabled": false}}')
     assert _summary(path) == shell
