@@ -1,10 +1,26 @@
 // Loads the Pi extension (index.ts, next to install.json in the directory given as argv[2]) with a stand-in for
 // Pi's ExtensionAPI, drives a scripted sequence of events, and prints what the extension did as one JSON document.
 // The installed command (install.json) is a fake picompact that logs its arguments; see test_extension_logic.py.
+// With "script" and a JSON file of steps as argv[3..4], it runs those steps instead (see runScript below).
+import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 
 const dir = process.argv[2];
+const scripted = process.argv[3] === "script";
+// In a script, every wait of a second or more (picompact's time limits) is recorded and cut to 1.5 s, so that a
+// fake picompact that hangs is given up on quickly; the test reads the limits the extension asked for.
+const limits = [];
+if (scripted) {
+	const realSetTimeout = globalThis.setTimeout;
+	globalThis.setTimeout = (fn, ms, ...rest) => {
+		if (ms >= 1000) {
+			limits.push(ms);
+			ms = 1500;
+		}
+		return realSetTimeout(fn, ms, ...rest);
+	};
+}
 const handlers = new Map();
 const tools = new Map();
 const commands = new Map();
@@ -70,82 +86,126 @@ async function lookup(id) {
 
 const mod = await import(pathToFileURL(join(dir, "index.ts")).href);
 mod.default(pi);
-const out = {};
-await emit("session_start", { reason: "startup" });
-out.tools = [...tools.keys()].sort();
-out.commands = [...commands.keys()];
-if (process.argv[3] === "disabled") {
-	const preparation = { firstKeptEntryId: "k1", tokensBefore: 1234, settings: {} };
-	const signal = new AbortController().signal;
-	const event = { preparation, branchEntries: branch, reason: "threshold", willRetry: false, signal };
-	out.compaction = (await emit("session_before_compact", event)) ?? null;
-	process.stdout.write(JSON.stringify(out));
-	process.exit(0);
-}
 
-// One assistant message with two lookups: both are judged before either runs.
-await emit("tool_execution_start", { toolCallId: "a", toolName: "context_lookup", args: {} });
-await emit("tool_execution_start", { toolCallId: "b", toolName: "context_lookup", args: {} });
-out.a = await lookup("a");
-out.b = await lookup("b");
-await emit("tool_result", { toolCallId: "x", toolName: "context_grep", content: [], isError: false });
-await emit("tool_execution_start", { toolCallId: "c", toolName: "context_lookup", args: {} });
-out.c = await lookup("c"); // a fallback search does not reset
-await emit("tool_result", { toolCallId: "y", toolName: "bash", content: [], isError: false });
-await emit("tool_execution_start", { toolCallId: "d", toolName: "context_lookup", args: {} });
-out.d = await lookup("d"); // another tool's result resets
-await emit("before_agent_start", { messageType: "user", prompt: "next", systemPrompt: "" });
-await emit("tool_execution_start", { toolCallId: "e", toolName: "context_lookup", args: {} });
-await emit("tool_execution_start", { toolCallId: "f", toolName: "context_lookup", args: {} });
-out.e = await lookup("e"); // a user message resets
-out.f = await lookup("f");
-await emit("user_bash", { command: "ls" });
-await emit("tool_execution_start", { toolCallId: "g", toolName: "context_lookup", args: {} });
-out.g = await lookup("g"); // a bash execution resets
-
-// Only the reminder of the latest compaction on the branch (c2) reaches the model.
-const reminder = (n, id) => ({
-	role: "custom",
-	customType: "picompact.reorientation",
-	content: `r${n}`,
-	display: false,
-	details: { compactionId: id },
-});
-const user = { role: "user", content: "u" };
-const filtered = await emit("context", {
-	messages: [user, reminder(1, "c1"), { role: "assistant", content: [] }, reminder(2, "c2"), reminder(3, "c2")],
-});
-out.context = filtered ? filtered.messages.map((m) => m.content) : null;
-out.contextUnchanged = (await emit("context", { messages: [user, reminder(4, "c2")] })) ?? null;
-const stale = await emit("context", { messages: [user, reminder(5, "c1")] });
-out.contextStale = stale ? stale.messages.map((m) => m.content) : null;
-
-// Compaction: picompact's cut must be Pi's; the reminder goes where the work resumes.
-const settings = { enabled: true, reserveTokens: 4096, keepRecentTokens: 4000 };
-async function compact(firstKeptEntryId, reason, willRetry) {
-	const preparation = { firstKeptEntryId, tokensBefore: 1234, settings };
-	const result = await emit("session_before_compact", {
-		preparation,
-		branchEntries: branch,
-		reason,
-		willRetry,
-		signal: new AbortController().signal,
-	});
-	if (result?.compaction) {
-		const entry = { type: "compaction", id: `c-${reason}`, ...result.compaction };
-		await emit("session_compact", { compactionEntry: entry, fromExtension: true, reason, willRetry });
+// A script: steps of ["behave", {config: B, checkpoint: B}] (what the fake picompact does next: ok, hang, ...),
+// ["start"], ["compact"] or ["command", args] (/picompact). Prints, per step, the notices the extension gave, how
+// many times picompact was run so far and what the step returned.
+async function runScript(steps) {
+	const notices = [];
+	ctx.hasUI = true;
+	ctx.ui = { notify: (text, level) => notices.push({ text, level }) };
+	const calls = () => {
+		try {
+			return readFileSync(join(dir, "calls.jsonl"), "utf8").split("\n").filter(Boolean).length;
+		} catch {
+			return 0; // not run yet
+		}
+	};
+	const settings = { enabled: true, reserveTokens: 4096, keepRecentTokens: 4000 };
+	const done = [];
+	for (const [kind, arg] of steps) {
+		const before = notices.length;
+		let result = null;
+		if (kind === "behave") writeFileSync(join(dir, "behaviour.json"), JSON.stringify(arg));
+		else if (kind === "start") await emit("session_start", { reason: "startup" });
+		else if (kind === "compact") {
+			const preparation = { firstKeptEntryId: "k1", tokensBefore: 1234, settings };
+			const signal = new AbortController().signal;
+			const event = { preparation, branchEntries: branch, reason: "threshold", willRetry: false, signal };
+			result = (await emit("session_before_compact", event)) ?? null;
+		} else if (kind === "command") await commands.get("picompact").handler(arg ?? "", ctx);
+		done.push({ kind, result, notices: notices.slice(before), calls: calls(), tools: [...tools.keys()].sort() });
 	}
-	return result ?? null;
+	return done;
 }
-out.disagree = await compact("u1", "threshold", false);
-out.agreeIdle = await compact("k1", "threshold", false);
-await emit("agent_start", {});
-out.agreeRunning = await compact("k1", "threshold", false);
-await emit("agent_end", { messages: [] });
-out.overflow = await compact("k1", "overflow", true);
-out.manual = await compact("k1", "manual", false);
-out.sent = sent;
-// /picompact: the configuration and the last compaction's figures (on stderr: print mode has no UI).
-process.stderr.write("--- /picompact ---\n");
-await commands.get("picompact").handler("", ctx);
-process.stdout.write(JSON.stringify(out));
+
+if (scripted) {
+	// No exit here: node ends once the extension's children and timers are done (a picompact that ignores SIGTERM
+	// is killed after the grace period first).
+	const steps = JSON.parse(readFileSync(process.argv[4], "utf8"));
+	process.stdout.write(JSON.stringify({ steps: await runScript(steps), limits }));
+} else {
+	await fixedSequence();
+}
+
+async function fixedSequence() {
+	const out = {};
+	await emit("session_start", { reason: "startup" });
+	out.tools = [...tools.keys()].sort();
+	out.commands = [...commands.keys()];
+	if (process.argv[3] === "disabled") {
+		const preparation = { firstKeptEntryId: "k1", tokensBefore: 1234, settings: {} };
+		const signal = new AbortController().signal;
+		const event = { preparation, branchEntries: branch, reason: "threshold", willRetry: false, signal };
+		out.compaction = (await emit("session_before_compact", event)) ?? null;
+		process.stdout.write(JSON.stringify(out));
+		process.exit(0);
+	}
+
+	// One assistant message with two lookups: both are judged before either runs.
+	await emit("tool_execution_start", { toolCallId: "a", toolName: "context_lookup", args: {} });
+	await emit("tool_execution_start", { toolCallId: "b", toolName: "context_lookup", args: {} });
+	out.a = await lookup("a");
+	out.b = await lookup("b");
+	await emit("tool_result", { toolCallId: "x", toolName: "context_grep", content: [], isError: false });
+	await emit("tool_execution_start", { toolCallId: "c", toolName: "context_lookup", args: {} });
+	out.c = await lookup("c"); // a fallback search does not reset
+	await emit("tool_result", { toolCallId: "y", toolName: "bash", content: [], isError: false });
+	await emit("tool_execution_start", { toolCallId: "d", toolName: "context_lookup", args: {} });
+	out.d = await lookup("d"); // another tool's result resets
+	await emit("before_agent_start", { messageType: "user", prompt: "next", systemPrompt: "" });
+	await emit("tool_execution_start", { toolCallId: "e", toolName: "context_lookup", args: {} });
+	await emit("tool_execution_start", { toolCallId: "f", toolName: "context_lookup", args: {} });
+	out.e = await lookup("e"); // a user message resets
+	out.f = await lookup("f");
+	await emit("user_bash", { command: "ls" });
+	await emit("tool_execution_start", { toolCallId: "g", toolName: "context_lookup", args: {} });
+	out.g = await lookup("g"); // a bash execution resets
+
+	// Only the reminder of the latest compaction on the branch (c2) reaches the model.
+	const reminder = (n, id) => ({
+		role: "custom",
+		customType: "picompact.reorientation",
+		content: `r${n}`,
+		display: false,
+		details: { compactionId: id },
+	});
+	const user = { role: "user", content: "u" };
+	const filtered = await emit("context", {
+		messages: [user, reminder(1, "c1"), { role: "assistant", content: [] }, reminder(2, "c2"), reminder(3, "c2")],
+	});
+	out.context = filtered ? filtered.messages.map((m) => m.content) : null;
+	out.contextUnchanged = (await emit("context", { messages: [user, reminder(4, "c2")] })) ?? null;
+	const stale = await emit("context", { messages: [user, reminder(5, "c1")] });
+	out.contextStale = stale ? stale.messages.map((m) => m.content) : null;
+
+	// Compaction: picompact's cut must be Pi's; the reminder goes where the work resumes.
+	const settings = { enabled: true, reserveTokens: 4096, keepRecentTokens: 4000 };
+	async function compact(firstKeptEntryId, reason, willRetry) {
+		const preparation = { firstKeptEntryId, tokensBefore: 1234, settings };
+		const result = await emit("session_before_compact", {
+			preparation,
+			branchEntries: branch,
+			reason,
+			willRetry,
+			signal: new AbortController().signal,
+		});
+		if (result?.compaction) {
+			const entry = { type: "compaction", id: `c-${reason}`, ...result.compaction };
+			await emit("session_compact", { compactionEntry: entry, fromExtension: true, reason, willRetry });
+		}
+		return result ?? null;
+	}
+	out.disagree = await compact("u1", "threshold", false);
+	out.agreeIdle = await compact("k1", "threshold", false);
+	await emit("agent_start", {});
+	out.agreeRunning = await compact("k1", "threshold", false);
+	await emit("agent_end", { messages: [] });
+	out.overflow = await compact("k1", "overflow", true);
+	out.manual = await compact("k1", "manual", false);
+	out.sent = sent;
+	// /picompact: the configuration and the last compaction's figures (on stderr: print mode has no UI).
+	process.stderr.write("--- /picompact ---\n");
+	await commands.get("picompact").handler("", ctx);
+	process.stdout.write(JSON.stringify(out));
+}

@@ -4,9 +4,12 @@ and where the reminder is delivered. (The same behaviour in the real Pi CLI: tes
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +22,33 @@ from tests.oracle import NODE22
 HARNESS = Path(__file__).with_name("extension_harness.mjs")
 
 FAKE = r"""#!{python}
-import json, sys
+import json, os, signal, sys, time
 args = sys.argv[1:]
 with open({log!r}, "a") as f:
     f.write(json.dumps(args) + "\n")
+# What to do instead of answering (a script's "behave" step writes it): hang, hang ignoring SIGTERM, reply with
+# something that is not JSON, crash, or report an error.
+try:
+    with open({behaviour!r}) as f:
+        behaviour = json.load(f)
+except FileNotFoundError:
+    behaviour = {{}}
+what = behaviour.get({{"config": "config", "checkpoint": "checkpoint"}}.get(args[1] if len(args) > 1 else "", ""), "ok")
+if what in ("hang", "stubborn"):
+    if what == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with open({pids!r}, "a") as f:
+        f.write(str(os.getpid()) + "\n")
+    time.sleep(600)
+elif what == "garbage":
+    print("Checkpoint written.")
+    sys.exit(0)
+elif what == "crash":
+    sys.stderr.write("picompact: error: internal error (RuntimeError); run with --debug for the traceback\n")
+    sys.exit(70)
+elif what == "error":
+    sys.stderr.write("picompact: error: s.jsonl: line 3 is not valid JSON\n")
+    sys.exit(2)
 if args[:2] == ["pi", "config"]:
     print(json.dumps({{"enabled": {enabled}, "mode": None, "cap": None, "lookupModel": None, "capArgs": [],
                       "lookupAvailable": True, "warnings": []}}))
@@ -40,22 +66,34 @@ else:
 """
 
 
-def _run_harness(work: Path, *, enabled: bool = True) -> dict[str, Any]:
+def _run_harness(
+    work: Path, *, enabled: bool = True, script: list[Any] | None = None, session_bytes: int = 0
+) -> dict[str, Any]:
+    """Run the harness with the fake picompact; ``script``: steps to run instead of the fixed sequence."""
     if not NODE22.exists():
         pytest.skip("node 22 (the Pi oracle's) is not installed")
     log = work / "calls.jsonl"
+    pids = work / "hung.pids"
     fake = work / "fake-picompact"
-    fake.write_text(FAKE.format(python=sys.executable, log=str(log), enabled=enabled))
+    behaviour = work / "behaviour.json"
+    fake.write_text(
+        FAKE.format(python=sys.executable, log=str(log), enabled=enabled, behaviour=str(behaviour), pids=str(pids))
+    )
     fake.chmod(0o755)
     (work / "index.ts").write_bytes(extension_source())
     (work / "install.json").write_bytes(orjson.dumps({"command": [str(fake)], "version": "0", "mode": "verbatim"}))
-    (work / "session.jsonl").write_text("")
-    args = [str(NODE22), str(HARNESS), str(work), *([] if enabled else ["disabled"])]
+    (work / "session.jsonl").write_bytes(b" " * session_bytes)
+    mode = [] if enabled else ["disabled"]
+    if script is not None:
+        (work / "script.json").write_bytes(orjson.dumps(script))
+        mode = ["script", str(work / "script.json")]
+    args = [str(NODE22), str(HARNESS), str(work), *mode]
     proc = subprocess.run(args, capture_output=True, timeout=120, check=False, cwd=work)
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-3000:]
     data = orjson.loads(proc.stdout)
-    data["calls"] = [orjson.loads(line) for line in log.read_bytes().split(b"\n") if line]
+    data["calls"] = [orjson.loads(line) for line in log.read_bytes().split(b"\n") if line] if log.exists() else []
     data["stderr"] = proc.stderr.decode("utf-8", "replace")
+    data["hung"] = [int(pid) for pid in pids.read_text().split()] if pids.exists() else []
     shutil.rmtree(work, ignore_errors=True)
     return data
 
@@ -124,3 +162,130 @@ def test_picompact_command_shows_configuration_and_last_compaction(observed: dic
     shown = observed["stderr"].split("--- /picompact ---\n", 1)[1]
     assert "picompact: enabled, mode verbatim, cap default (keepRecentTokens / 2), lookup session model" in shown
     assert "last compaction (manual, verbatim): 1234 -> 600 tokens, 634 freed (51%), trimmed by the cap: yes" in shown
+
+
+# --------------------------------------------------------------------------------------------------------------
+# When picompact does not answer in time, crashes or replies with something that is not its JSON
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie nobody reaps counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+def _all_gone(pids: list[int]) -> bool:
+    deadline = time.monotonic() + 10  # the SIGKILL follows a grace period after the SIGTERM
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    leftover = [pid for pid in pids if not _gone(pid)]
+    for pid in leftover:
+        os.kill(pid, signal.SIGKILL)
+    return not leftover
+
+
+def _texts(step: dict[str, Any]) -> list[str]:
+    return [n["text"] for n in step["notices"]]
+
+
+def test_a_hung_pi_config_is_given_up_and_picompact_is_off_until_picompact_retries(tmp_path: Path) -> None:
+    data = _run_harness(
+        tmp_path,
+        script=[
+            ["behave", {"config": "hang"}],
+            ["start"],
+            ["compact"],
+            ["compact"],
+            ["behave", {}],
+            ["command", ""],
+            ["compact"],
+        ],
+    )
+    _behave, start, compact1, compact2, _ok, command, compact3 = data["steps"]
+    assert data["limits"][0] == 5000  # the configuration's limit (cut short here)
+    # At start: one notice, and no tools (there is no configuration to offer them with).
+    assert start["calls"] == 1 and start["tools"] == []
+    assert len(start["notices"]) == 1
+    notice = start["notices"][0]["text"]
+    assert "did not answer within 5 s" in notice and "off for the rest of this session" in notice
+    assert "/picompact retries" in notice
+    # Compactions in the same session leave it to Pi without running picompact again, and without another notice.
+    for step in (compact1, compact2):
+        assert step["result"] is None and step["calls"] == 1 and step["notices"] == []
+    # /picompact retries: the configuration loads, the tools come, and the next compaction is picompact's.
+    assert command["calls"] == 2
+    assert "picompact: enabled, mode verbatim" in _texts(command)[0]
+    assert command["tools"] == ["context_grep", "context_list_entries", "context_lookup", "context_show_entry"]
+    assert compact3["calls"] == 3 and compact3["result"]["compaction"]["firstKeptEntryId"] == "k1"
+    assert [c[:2] for c in data["calls"]] == [["pi", "config"], ["pi", "config"], ["pi", "checkpoint"]]
+    assert _all_gone(data["hung"]), "the hung picompact is still running"
+
+
+def test_a_hung_checkpoint_is_killed_and_later_compactions_do_not_wait_for_it(tmp_path: Path) -> None:
+    data = _run_harness(
+        tmp_path,
+        session_bytes=2 * 1_048_576,
+        script=[
+            ["start"],
+            ["behave", {"checkpoint": "stubborn"}],  # it ignores SIGTERM: the SIGKILL after the grace ends it
+            ["compact"],
+            ["compact"],
+            ["compact"],
+            ["behave", {}],
+            ["command", ""],
+            ["compact"],
+        ],
+    )
+    start, _behave, hung, later1, later2, _ok, command, after = data["steps"]
+    assert start["calls"] == 1 and start["notices"] == []
+    # 5 s and 25 ms a MB of session file: 5,050 ms for 2 MB.
+    assert data["limits"][:2] == [5000, 5050]
+    assert hung["result"] is None and hung["calls"] == 2
+    assert len(hung["notices"]) == 1
+    assert "did not answer within 5.05 s" in hung["notices"][0]["text"]
+    assert "off for the rest of this session" in hung["notices"][0]["text"]
+    for step in (later1, later2):
+        assert step["result"] is None and step["calls"] == 2 and step["notices"] == []
+    shown = _texts(command)[0]
+    assert command["calls"] == 3  # the retry loads the configuration again
+    assert "last compaction (threshold): Pi's own, because picompact is off for this session" in shown
+    assert after["calls"] == 4 and after["result"]["compaction"]["firstKeptEntryId"] == "k1"
+    assert _all_gone(data["hung"]), "the hung picompact outlived its SIGKILL"
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "said"),
+    [
+        ("garbage", "picompact exited normally but printed 20 bytes that are not the JSON answer expected"),
+        ("crash", "picompact crashed (exit status 70: internal error (RuntimeError); run with --debug"),
+    ],
+)
+def test_a_reply_that_is_not_its_json_or_a_crash_turns_picompact_off_saying_what_happened(
+    tmp_path: Path, behaviour: str, said: str
+) -> None:
+    data = _run_harness(
+        tmp_path, script=[["start"], ["behave", {"checkpoint": behaviour}], ["compact"], ["compact"], ["command", ""]]
+    )
+    _start, _behave, failed, later, command = data["steps"]
+    assert failed["result"] is None and failed["calls"] == 2
+    assert len(failed["notices"]) == 1
+    notice = failed["notices"][0]["text"]
+    assert said in notice and "off for the rest of this session" in notice
+    assert "exit 0" not in notice
+    assert later["calls"] == 2 and later["notices"] == []
+    assert command["calls"] == 3
+
+
+def test_an_error_picompact_reports_falls_back_this_time_only(tmp_path: Path) -> None:
+    data = _run_harness(
+        tmp_path, script=[["start"], ["behave", {"checkpoint": "error"}], ["compact"], ["behave", {}], ["compact"]]
+    )
+    _start, _behave, failed, _ok, again = data["steps"]
+    assert failed["result"] is None
+    assert _texts(failed) == [
+        "picompact: picompact failed: s.jsonl: line 3 is not valid JSON; Pi compacts its own way this time"
+    ]
+    assert again["calls"] == 3 and again["result"]["compaction"]["firstKeptEntryId"] == "k1"

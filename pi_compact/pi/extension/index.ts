@@ -10,8 +10,9 @@
  * - /picompact shows the configuration and the last compaction; /picompact compact compacts now.
  *
  * Thin on purpose: every decision about the checkpoint and every search is picompact's (Python); this file runs
- * it and translates. Any failure leaves Pi to compact its own way, with a notice. Installed by
- * `picompact pi install`, which writes install.json beside this file.
+ * it and translates. Any failure leaves Pi to compact its own way, with a notice. When picompact does not answer in
+ * time, crashes or replies with something that is not its JSON, it is not run again in this session (one notice)
+ * until /picompact retries. Installed by `picompact pi install`, which writes install.json beside this file.
  */
 import type {
 	ExtensionAPI,
@@ -21,16 +22,28 @@ import type {
 	SessionBeforeCompactResult,
 } from "@earendil-works/pi-coding-agent";
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REMINDER_TYPE = "picompact.reorientation";
 const TOOL_NAMES = ["context_lookup", "context_list_entries", "context_grep", "context_show_entry"];
-const CHECKPOINT_TIMEOUT_MS = 120_000;
+// How long Pi waits for picompact before going on without it. Measured on two shared cores, a fresh process each time
+// as here: `pi config` takes 130-210 ms; a verbatim `pi checkpoint` 250-300 ms on a 1 MB session, 300-370 ms on
+// 11 MB, 0.95-1.1 s on 105 MB, 4.5-6.2 s on 525 MB (about 9 ms a MB above start-up, the first run without the file's
+// index the slowest). The limits keep a wide margin: 5 s for the configuration (25 times the slowest run); for a
+// verbatim checkpoint 5 s plus 25 ms a MB of session file (about 3 times the measured rate: 7.6 s at 105 MB, 18 s at
+// 525 MB).
+const CONFIG_TIMEOUT_MS = 5_000;
+const CHECKPOINT_TIMEOUT_MS = 5_000;
+const CHECKPOINT_MS_PER_MB = 25;
+// A summary waits for the model (each answer bounded by picompact's own --timeout); Esc aborts it.
 const SUMMARY_TIMEOUT_MS = 600_000;
+// The recovery tools: the model asked for them, and Esc aborts them.
 const TOOL_TIMEOUT_MS = 120_000;
 const LOOKUP_TIMEOUT_MS = 600_000;
+// After a timeout, SIGTERM; if picompact is still there this much later, SIGKILL.
+const KILL_GRACE_MS = 2_000;
 
 interface InstallRecord {
 	command: string[];
@@ -69,10 +82,16 @@ interface Checkpoint {
 
 interface RunResult {
 	code: number | null;
+	signal?: string | null;
 	stdout: string;
 	stderr: string;
 	error?: string;
+	aborted?: boolean;
 }
+
+/** What a run of picompact came to: its JSON answer, or why there is none. ``broken``: picompact itself failed (no
+ * answer in time, not started, a crash, a reply that is not its JSON), as opposed to an error it reported. */
+type Outcome<T> = { ok: true; data: T } | { ok: false; why: string; broken: boolean };
 
 interface LastCompaction {
 	reason: string;
@@ -138,11 +157,14 @@ function runPicompact(
 		}
 		const timer = setTimeout(() => {
 			child.kill("SIGTERM");
+			setTimeout(() => {
+				if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+			}, KILL_GRACE_MS);
 			finish({ code: null, stdout: "", stderr: "", error: `picompact did not answer within ${timeoutMs / 1000} s` });
 		}, timeoutMs);
 		const onAbort = () => {
 			child.kill("SIGINT");
-			finish({ code: null, stdout: "", stderr: "", error: "aborted" });
+			finish({ code: null, stdout: "", stderr: "", error: "aborted", aborted: true });
 		};
 		if (signal?.aborted) {
 			onAbort();
@@ -152,42 +174,70 @@ function runPicompact(
 		child.stdout?.on("data", (chunk: Buffer) => out.push(chunk));
 		child.stderr?.on("data", (chunk: Buffer) => err.push(chunk));
 		child.on("error", (error) => finish({ code: null, stdout: "", stderr: "", error: error.message }));
-		child.on("close", (code) =>
-			finish({ code, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }),
+		child.on("close", (code, signal) =>
+			finish({
+				code,
+				signal,
+				stdout: Buffer.concat(out).toString("utf8"),
+				stderr: Buffer.concat(err).toString("utf8"),
+			}),
 		);
 	});
 }
 
-/** The error line picompact printed, or what went wrong running it. */
-function failure(result: RunResult): string {
-	if (result.error) return result.error;
+/** The last error line picompact printed ("picompact: error: …", without the prefix), if any. */
+function errorLine(result: RunResult): string | undefined {
 	const lines = result.stderr.split("\n").filter((l) => l.startsWith("picompact: error:"));
-	const line = lines.length > 0 ? lines[lines.length - 1] : result.stderr.trim().split("\n").pop();
-	return (line || `exit ${result.code}`).replace(/^picompact: error: /, "");
+	return lines.length > 0 ? lines[lines.length - 1].replace(/^picompact: error: /, "") : undefined;
 }
 
-/** The variable picompact reads a provider's API key from: OPENAI_API_KEY for openai, MY_LLM_API_KEY for my-llm. */
-function keyVariable(provider: string): string {
-	return `${provider
-		.replace(/[^A-Za-z0-9]+/g, "_")
-		.toUpperCase()
-		.replace(/^_+|_+$/g, "")}_API_KEY`;
-}
-
-function parseJson<T>(result: RunResult): T | undefined {
-	if (result.code !== 0) return undefined;
-	try {
-		return JSON.parse(result.stdout) as T;
-	} catch {
-		return undefined;
+/** Why a run gave no answer, in words, and whether picompact itself failed (see Outcome). */
+function failure(result: RunResult): { why: string; broken: boolean } {
+	if (result.error) return { why: result.error, broken: !result.aborted };
+	if (result.code === null) return { why: `picompact was killed by ${result.signal ?? "a signal"}`, broken: true };
+	const line = errorLine(result);
+	if (result.code === 0) {
+		const size = Buffer.byteLength(result.stdout);
+		const what = size === 0 ? "printed nothing" : `printed ${size} bytes that are not the JSON answer expected`;
+		return { why: `picompact exited normally but ${what}`, broken: true };
 	}
+	// An error picompact reported (bad settings, a session it refuses) is an answer; an internal error (exit 70) or
+	// an exit without its error line (a traceback, a missing interpreter) is a crash.
+	if (line !== undefined && result.code !== 70) return { why: line, broken: false };
+	const detail = line ?? result.stderr.trim().split("\n").pop();
+	return { why: `picompact crashed (exit status ${result.code}${detail ? `: ${detail}` : ""})`, broken: true };
 }
+
+/** picompact's JSON answer when it exited 0 with one that ``valid`` accepts, else why not. */
+function outcome<T>(result: RunResult, valid: (data: T) => boolean): Outcome<T> {
+	if (result.code === 0 && !result.error) {
+		try {
+			const data = JSON.parse(result.stdout) as T;
+			if (data !== null && typeof data === "object" && valid(data)) return { ok: true, data };
+		} catch {
+			// not JSON: a failure, said below
+		}
+	}
+	return { ok: false, ...failure(result) };
+}
+
+const isConfig = (c: Config) => typeof c.enabled === "boolean" && Array.isArray(c.capArgs) && Array.isArray(c.warnings);
+const isCheckpoint = (c: Checkpoint) =>
+	typeof c.summary === "string" &&
+	typeof c.firstKeptEntryId === "string" &&
+	typeof c.tokensBefore === "number" &&
+	typeof c.settings === "object" &&
+	c.settings !== null &&
+	Array.isArray(c.warnings);
 
 export default function picompact(pi: ExtensionAPI) {
 	const install = readInstall();
 	const command = install?.command ?? ["picompact"];
 	let config: Config | undefined;
 	let configError: string | undefined;
+	// Why picompact is off for the rest of this session: it did not answer in time, crashed or replied with
+	// something that is not its JSON. Pi compacts its own way without asking it again; /picompact retries.
+	let off: string | undefined;
 	let running = false; // between agent_start and agent_end
 	let pending: { entryLeaf: string; checkpoint: Checkpoint; reason: string } | undefined;
 	let last: LastCompaction | undefined;
@@ -205,19 +255,40 @@ export default function picompact(pi: ExtensionAPI) {
 		return config?.mode ?? install?.mode ?? "verbatim";
 	}
 
-	async function loadConfig(ctx: ExtensionContext): Promise<void> {
+	/** Turn picompact off for this session, with the one notice that says so (none when ``quiet``: the caller
+	 * shows it). */
+	function turnOff(ctx: ExtensionContext, why: string, quiet = false) {
+		off = why;
+		if (quiet) return;
+		notify(ctx, `${why}; picompact is off for the rest of this session, Pi compacts its own way (/picompact retries)`);
+	}
+
+	async function loadConfig(ctx: ExtensionContext, quiet = false): Promise<void> {
+		if (off) return;
 		const args = ["pi", "config", "--json", "--cwd", ctx.cwd, ctx.isProjectTrusted() ? "--trusted" : "--untrusted"];
 		if (ctx.model) args.push("--session-model", `${ctx.model.provider}/${ctx.model.id}`);
-		const result = await runPicompact(command, args, TOOL_TIMEOUT_MS);
-		const data = parseJson<Config>(result);
-		if (!data) {
+		const result = await runPicompact(command, args, CONFIG_TIMEOUT_MS);
+		const answer = outcome<Config>(result, isConfig);
+		if (!answer.ok) {
 			config = undefined;
-			configError = failure(result);
+			configError = answer.why;
+			if (answer.broken) turnOff(ctx, answer.why, quiet);
 			return;
 		}
-		config = data;
+		config = answer.data;
 		configError = undefined;
-		for (const warning of data.warnings) notify(ctx, warning);
+		for (const warning of answer.data.warnings) notify(ctx, warning);
+	}
+
+	/** How long a verbatim checkpoint of ``file`` may take: a base, plus a little for each MB (see the constants). */
+	function checkpointTimeout(file: string): number {
+		let size = 0;
+		try {
+			size = statSync(file).size;
+		} catch {
+			// gone since: picompact says so, quickly
+		}
+		return CHECKPOINT_TIMEOUT_MS + Math.ceil((size / 1_048_576) * CHECKPOINT_MS_PER_MB);
 	}
 
 	function sessionFile(ctx: ExtensionContext): string | undefined {
@@ -249,9 +320,8 @@ export default function picompact(pi: ExtensionAPI) {
 	): Promise<SessionBeforeCompactResult | undefined> {
 		pending = undefined;
 		if (!config) await loadConfig(ctx);
-		if (config && !config.enabled) return undefined;
-		const fallback = (why: string): undefined => {
-			notify(ctx, `${why}; Pi compacts its own way this time`);
+		const fallback = (why: string, quiet = false): undefined => {
+			if (!quiet) notify(ctx, `${why}; Pi compacts its own way this time`);
 			last = {
 				reason: event.reason,
 				mode: "pi",
@@ -265,6 +335,8 @@ export default function picompact(pi: ExtensionAPI) {
 			};
 			return undefined;
 		};
+		if (off) return fallback(`picompact is off for this session (${off})`, true); // the notice was given
+		if (config && !config.enabled) return undefined;
 		if (!config) return fallback(`picompact did not run (${configError ?? "no answer"})`);
 		const file = sessionFile(ctx);
 		if (!file) return fallback("this session is in memory only (no session file to read)");
@@ -302,16 +374,23 @@ export default function picompact(pi: ExtensionAPI) {
 			if (model) {
 				args.push("--model", `${model.provider}/${model.id}`);
 				if (model.api === "openai-completions" && model.baseUrl) args.push("--base-url", model.baseUrl);
+				// PICOMPACT_API_KEY comes first in picompact's order, so the key Pi resolved is the one used (a key
+				// helper of models.json or auth.json is not run a second time).
 				const key = await ctx.modelRegistry.getApiKeyForProvider(model.provider).catch(() => undefined);
-				if (key) env[keyVariable(model.provider)] = key;
+				if (key) env.PICOMPACT_API_KEY = key;
 			}
 			if (event.customInstructions) args.push("--instructions", event.customInstructions);
 		}
-		const timeout = chosen === "summary" ? SUMMARY_TIMEOUT_MS : CHECKPOINT_TIMEOUT_MS;
+		const timeout = chosen === "summary" ? SUMMARY_TIMEOUT_MS : checkpointTimeout(file);
 		const result = await runPicompact(command, args, timeout, event.signal, env);
 		if (event.signal.aborted) return undefined;
-		const checkpoint = parseJson<Checkpoint>(result);
-		if (!checkpoint) return fallback(`picompact failed: ${failure(result)}`);
+		const answer = outcome<Checkpoint>(result, isCheckpoint);
+		if (!answer.ok) {
+			if (!answer.broken) return fallback(`picompact failed: ${answer.why}`);
+			turnOff(ctx, answer.why);
+			return fallback(answer.why, true);
+		}
+		const checkpoint = answer.data;
 		const prep = event.preparation;
 		if (checkpoint.firstKeptEntryId !== prep.firstKeptEntryId) {
 			return fallback(
@@ -430,9 +509,9 @@ export default function picompact(pi: ExtensionAPI) {
 		const leaf = searchLeaf(ctx, toolCallId);
 		if (leaf) args.push("--leaf", leaf);
 		const result = await runPicompact(command, args, TOOL_TIMEOUT_MS, signal);
-		const data = parseJson<{ text: string }>(result);
-		if (!data) throw new Error(failure(result));
-		return { content: [{ type: "text" as const, text: data.text }], details: {} };
+		const answer = outcome<{ text: string }>(result, (d) => typeof d.text === "string");
+		if (!answer.ok) throw new Error(answer.why);
+		return { content: [{ type: "text" as const, text: answer.data.text }], details: {} };
 	}
 
 	const cursorParam = {
@@ -561,7 +640,7 @@ export default function picompact(pi: ExtensionAPI) {
 				} catch {
 					data = undefined;
 				}
-				if (!data || typeof data.answer !== "string") throw new Error(failure(result));
+				if (!data || typeof data.answer !== "string") throw new Error(failure(result).why);
 				const text = data.note ? `${data.answer}\n\n[note] ${data.note}` : data.answer;
 				return { content: [{ type: "text" as const, text }], details: {} };
 			},
@@ -582,14 +661,19 @@ export default function picompact(pi: ExtensionAPI) {
 		if (event.messageType === "user") lookupAttempts = 0;
 	});
 
+	/** The tools read the session file: none for a session that lives only in memory (--no-session). */
+	function registerToolsIfUsable(ctx: ExtensionContext) {
+		if (config?.enabled && ctx.sessionManager.getSessionFile()) registerTools(config.lookupAvailable);
+	}
+
 	pi.on("session_start", async (_event, ctx) => {
 		await loadConfig(ctx);
+		if (off) return; // the notice was given
 		if (!config) {
 			notify(ctx, `picompact does not run (${configError}); Pi compacts its own way`);
 			return;
 		}
-		// The tools read the session file: none for a session that lives only in memory (--no-session).
-		if (config.enabled && ctx.sessionManager.getSessionFile()) registerTools(config.lookupAvailable);
+		registerToolsIfUsable(ctx);
 	});
 
 	// ---------------------------------------------------------------------------------------------------------
@@ -597,7 +681,8 @@ export default function picompact(pi: ExtensionAPI) {
 
 	function describe(): string {
 		const lines: string[] = [];
-		if (!config) lines.push(`picompact does not run: ${configError ?? "not loaded yet"}`);
+		if (off) lines.push(`picompact is off for this session: ${off} (/picompact retries)`);
+		else if (!config) lines.push(`picompact does not run: ${configError ?? "not loaded yet"}`);
 		else {
 			const cap = config.cap === false ? "none" : config.cap === null ? "default (keepRecentTokens / 2)" : `${config.cap}`;
 			lines.push(
@@ -624,6 +709,12 @@ export default function picompact(pi: ExtensionAPI) {
 		description: "picompact: show the configuration and the last compaction; `/picompact compact` compacts now",
 		handler: async (args: string, ctx: ExtensionCommandContext) => {
 			const [sub, ...rest] = args.trim().split(/\s+/);
+			if (off) {
+				// The user asks for picompact again: try it afresh.
+				off = undefined;
+				config = undefined;
+				configError = undefined;
+			}
 			if (sub === "compact") {
 				const focus = rest.join(" ").trim();
 				// Wait for it: print mode ends (and cancels a running compaction) once the command returns.
@@ -642,7 +733,8 @@ export default function picompact(pi: ExtensionAPI) {
 				});
 				return;
 			}
-			if (!config) await loadConfig(ctx);
+			if (!config) await loadConfig(ctx, true); // a failure is in what describe() shows
+			registerToolsIfUsable(ctx);
 			notify(ctx, describe(), "info");
 		},
 	});
