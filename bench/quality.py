@@ -278,7 +278,7 @@ def replay(source: Path, setting: Setting, tree: Path, work: Path) -> dict[str, 
             continue
         code, err = compact(work, setting, tree, env)
         if code != 0:
-            failures.append(f"turn {n}: exit {code}: {err}")
+            failures.append(f"turn {n}: exit {code}: {err.replace(str(work), '<session>')}")
             continue
         last = work.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
         leaf = orjson.loads(last)["id"]
