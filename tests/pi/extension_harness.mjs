@@ -61,6 +61,7 @@ const ctx = {
 	hasUI: false,
 	mode: "print",
 	model: { provider: "fake", id: "fake-model", contextWindow: 24000 },
+	modelRegistry: { getApiKeyForProvider: async () => "sk-pi-resolved-key" },
 	isProjectTrusted: () => false,
 	sessionManager: {
 		getSessionFile: () => join(dir, "session.jsonl"),

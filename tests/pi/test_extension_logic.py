@@ -26,6 +26,8 @@ import json, os, signal, sys, time
 args = sys.argv[1:]
 with open({log!r}, "a") as f:
     f.write(json.dumps(args) + "\n")
+with open({log!r} + ".key", "a") as f:  # the key the extension passed
+    f.write(json.dumps(os.environ.get("PICOMPACT_API_KEY")) + "\n")
 # What to do instead of answering (a script's "behave" step writes it): hang, hang ignoring SIGTERM, reply with
 # something that is not JSON, crash, or report an error.
 try:
@@ -67,7 +69,12 @@ else:
 
 
 def _run_harness(
-    work: Path, *, enabled: bool = True, script: list[Any] | None = None, session_bytes: int = 0
+    work: Path,
+    *,
+    enabled: bool = True,
+    script: list[Any] | None = None,
+    session_bytes: int = 0,
+    mode: str = "verbatim",
 ) -> dict[str, Any]:
     """Run the harness with the fake picompact; ``script``: steps to run instead of the fixed sequence."""
     if not NODE22.exists():
@@ -81,18 +88,22 @@ def _run_harness(
     )
     fake.chmod(0o755)
     (work / "index.ts").write_bytes(extension_source())
-    (work / "install.json").write_bytes(orjson.dumps({"command": [str(fake)], "version": "0", "mode": "verbatim"}))
+    (work / "install.json").write_bytes(orjson.dumps({"command": [str(fake)], "version": "0", "mode": mode}))
     (work / "session.jsonl").write_bytes(b" " * session_bytes)
-    mode = [] if enabled else ["disabled"]
+    scenario = [] if enabled else ["disabled"]
     if script is not None:
         (work / "script.json").write_bytes(orjson.dumps(script))
-        mode = ["script", str(work / "script.json")]
-    args = [str(NODE22), str(HARNESS), str(work), *mode]
+        scenario = ["script", str(work / "script.json")]
+    args = [str(NODE22), str(HARNESS), str(work), *scenario]
     proc = subprocess.run(args, capture_output=True, timeout=120, check=False, cwd=work)
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-3000:]
     data = orjson.loads(proc.stdout)
     data["calls"] = [orjson.loads(line) for line in log.read_bytes().split(b"\n") if line] if log.exists() else []
     data["stderr"] = proc.stderr.decode("utf-8", "replace")
+    key_log = Path(f"{log}.key")
+    data["keys"] = (
+        [orjson.loads(line) for line in key_log.read_bytes().split(b"\n") if line] if key_log.exists() else []
+    )
     data["hung"] = [int(pid) for pid in pids.read_text().split()] if pids.exists() else []
     shutil.rmtree(work, ignore_errors=True)
     return data
@@ -289,3 +300,14 @@ def test_an_error_picompact_reports_falls_back_this_time_only(tmp_path: Path) ->
         "picompact: picompact failed: s.jsonl: line 3 is not valid JSON; Pi compacts its own way this time"
     ]
     assert again["calls"] == 3 and again["result"]["compaction"]["firstKeptEntryId"] == "k1"
+
+
+def test_a_summary_checkpoint_is_given_the_key_pi_resolved(tmp_path: Path) -> None:
+    """As PICOMPACT_API_KEY, first in picompact's order: a key helper of models.json or auth.json is not run again."""
+    data = _run_harness(tmp_path, mode="summary", script=[["start"], ["compact"]])
+    _config, checkpoint = data["calls"]
+    assert checkpoint[:2] == ["pi", "checkpoint"] and checkpoint[checkpoint.index("--mode") + 1] == "summary"
+    assert checkpoint[checkpoint.index("--model") + 1] == "fake/fake-model"
+    assert data["keys"] == [None, "sk-pi-resolved-key"]
+    # The summary waits for the model: its own, long limit, not the verbatim checkpoint's.
+    assert data["limits"][:2] == [5000, 600_000]
