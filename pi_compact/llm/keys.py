@@ -142,32 +142,58 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+class _Terminated(BaseException):
+    """SIGTERM arrived while a key helper ran."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def _run(command: str, timeout: float) -> tuple[str | None, str]:
     """The command's trimmed output, or None and why there is none."""
+    import signal
     import subprocess
+    import threading
 
+    # A SIGTERM meanwhile (the Pi extension giving up on picompact, say) stops the helper's group first, then ends
+    # picompact as it would have; Ctrl-C does the same through the ``finally``.
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if on_main else None
+    proc: subprocess.Popen[bytes] | None = None
+    finished = terminated = False
     try:
-        # Its own session and process group, so that a timeout (or Ctrl-C here) stops all of it; stdin and stderr
-        # are not the helper's, as in Pi.
-        proc = subprocess.Popen(
-            command,
-            shell=True,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return None, f"could not start: {exc.strerror or exc}"
-    finished = False
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        finished = True
-    except subprocess.TimeoutExpired:
-        return None, f"did not finish within {timeout:g} s and was stopped"
+        if on_main:
+            signal.signal(signal.SIGTERM, _raise_terminated)
+        try:
+            # Its own session and process group, so that stopping it stops all of it; stdin and stderr are not the
+            # helper's, as in Pi.
+            proc = subprocess.Popen(
+                command,
+                shell=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return None, f"could not start: {exc.strerror or exc}"
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+            finished = True
+        except subprocess.TimeoutExpired:
+            return None, f"did not finish within {timeout:g} s and was stopped"
+    except _Terminated:
+        terminated = True
     finally:
-        if not finished:
+        if proc is not None and not finished:
             _stop_group(proc)
+        if on_main:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+    if terminated:
+        signal.raise_signal(signal.SIGTERM)  # handled as it would have been without the helper
+        return None, "was stopped"
+    assert proc is not None and finished
     if proc.returncode != 0:
         return None, f"exited with status {proc.returncode}"
     value = out.decode("utf-8", "replace").strip()

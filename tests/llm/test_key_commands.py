@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from pytest_httpserver import HTTPServer
 from pi_compact.llm import keys
 from pi_compact.llm.choice import find_api_key, has_api_key, model_available
 from pi_compact.llm.providers import resolve_model
-from tests.helpers.cli import run, run_process
+from tests.helpers.cli import picompact_exe, run, run_process
 from tests.helpers.sessions import SessionBuilder
 from tests.summary.conftest import GOOD_SUMMARY, OPENAI_PATH, openai_reply, settle
 
@@ -140,6 +142,12 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
+def _kill_leftovers(pid: int) -> None:
+    """After a failure: what the helper left running (its process group), so that nothing outlives the test."""
+    if not _gone(pid):
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+
 def _wait_gone(pid: int) -> bool:
     deadline = time.monotonic() + 10
     while not _gone(pid) and time.monotonic() < deadline:
@@ -162,8 +170,7 @@ def test_a_helper_that_hangs_is_stopped_with_its_whole_process_group(
     try:
         assert _wait_gone(child), "the helper's child is still running"
     finally:
-        if not _gone(child):
-            os.kill(child, 9)
+        _kill_leftovers(child)
 
 
 def test_the_timeout_can_be_given_per_call(tmp_path: Path) -> None:
@@ -174,5 +181,36 @@ def test_the_timeout_can_be_given_per_call(tmp_path: Path) -> None:
     try:
         assert _wait_gone(child)
     finally:
-        if not _gone(child):
-            os.kill(child, 9)
+        _kill_leftovers(child)
+
+
+def test_a_sigterm_while_the_helper_runs_stops_the_helper_too(
+    agent_dir: Path, server: HTTPServer, tmp_path: Path
+) -> None:
+    """The extension gives up on a picompact with SIGTERM: the helper it was waiting for goes with it."""
+    script, mark = _helper(tmp_path, hang=True)
+    _models_json(agent_dir, server.url_for("/v1"), f"!{script}")
+    path, _leaf = _session(tmp_path / "s.jsonl")
+    pid_file = tmp_path / "child.pid"
+    proc = subprocess.Popen(
+        [*picompact_exe(), "compact", str(path), "--mode", "summary", "--keep-recent-tokens", "400"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert pid_file.exists(), "the helper never started"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    child = int(pid_file.read_text())
+    try:
+        assert _wait_gone(child), "the helper's child is still running"
+    finally:
+        _kill_leftovers(child)
+    assert _runs(mark) == 1 and not server.log
