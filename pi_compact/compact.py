@@ -164,6 +164,7 @@ class CompactResult:
     output: str | None = None
     mode: str = "verbatim"
     forecast: Forecast | None = None  # from the compacted context: the turns it buys
+    coverage: dict[str, Any] | None = None  # a dry run's coverage categories of what the model would read
     preview: ModePreview | None = None  # a dry run of a mode whose checkpoint costs a model call: what it would send
 
     @property
@@ -204,12 +205,13 @@ class CompactResult:
             "file_evidence": self.checkpoint.file_evidence if self.checkpoint else None,
             "entries": self.entries,
             "forecast": self.forecast.to_json() if self.forecast is not None else None,
+            "coverage": self.coverage,
             "warnings": self.warnings,
         }
 
 
-def compaction_stats(check: CheckResult, entries: list[JsonDict]) -> CompactStats:
-    """Pi's numbers for the session as it will be: the new entries added in memory, projected, estimated."""
+def session_after(check: CheckResult, entries: list[JsonDict]) -> tuple[Session, str]:
+    """The session as it will be, in memory: the new entries added; and the id of the last of them (the leaf)."""
     session = check.session
     added = entries_as_session_entries(session, entries)
     after = Session(
@@ -219,7 +221,13 @@ def compaction_stats(check: CheckResult, entries: list[JsonDict]) -> CompactStat
         by_id={**session.by_id, **{e.id: e for e in added}},
         original_version=session.original_version,
     )
-    projection = build_projection(get_branch(after, added[-1].id))
+    return after, added[-1].id
+
+
+def compaction_stats(check: CheckResult, entries: list[JsonDict]) -> CompactStats:
+    """Pi's numbers for the session as it will be: the new entries added in memory, projected, estimated."""
+    after, leaf = session_after(check, entries)
+    projection = build_projection(get_branch(after, leaf))
     ctx = context_tokens(projection)
     ids = {e["id"] for e in entries}
     messages = projection.messages
@@ -350,9 +358,20 @@ def _prepare(p: Path, mode: CheckpointMode, opts: CompactOptions, attempts: int,
             raise NothingToCompactError(f"nothing written: {no_gain_message(stats)}", path=str(p))
         if refusal is not None and not opts.force:
             raise CompactionRefusedError(f"nothing written: {refusal}", path=str(p))
-    elif session.torn_last_line and not opts.repair:
-        result.warnings.append(torn_line_message(session))
+    else:
+        result.coverage = _dry_run_coverage(check, entries)
+        if session.torn_last_line and not opts.repair:
+            result.warnings.append(torn_line_message(session))
     return result
+
+
+def _dry_run_coverage(check: CheckResult, entries: list[JsonDict]) -> dict[str, Any]:
+    """``coverage``'s categories for the compaction a dry run would write (measured in memory, nothing searched)."""
+    from pi_compact.coverage import measure_coverage
+
+    after, leaf = session_after(check, entries)
+    measured = measure_coverage(after, str(entries[0]["id"]), leaf_id=leaf, recover=False)
+    return {c.category: c.to_json() for c in measured.categories}
 
 
 def draft_compaction(

@@ -11,7 +11,11 @@ picompact's re-orientation message). Four categories of items are looked for in 
 - modified files (write/edit tool calls): ``found`` when the path appears (as written or relative to the session
   cwd);
 - failed tool results (and failed shell commands): their most distinctive error line;
-- decision-like assistant sentences ("I'll…", "decided…", "instead of…"): ``verbatim``, ``partial``, ``missing``.
+- decision-like assistant sentences ("I'll…", "decided…", "instead of…"): ``verbatim``, ``partial``, ``missing``;
+- standing instructions of the compacted user messages (checkpoint/standing.py decides which sentences state one):
+  ``rules`` (rules, constraints, preferences) and ``values`` (settings; a value a later message superseded is not
+  counted, only the one in force): ``verbatim``, ``partial``, ``missing``;
+- ``progress``: each command the agent ran (found when the command's text appears).
 
 Every missing item is looked up with ``picompact grep`` (fixed string) on the raw branch: ``recovered`` says whether
 the search finds it in its own entry (it always should).
@@ -32,9 +36,9 @@ from pi_compact.plan import FileOps
 from pi_compact.projection import build_projection
 from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch, get_branch, resolve_entry
-from pi_compact.tokens import message_text_for_count
+from pi_compact.tokens import js_stringify, message_text_for_count
 
-CATEGORIES = ("user_messages", "modified_files", "failed_tool_results", "decisions")
+CATEGORIES = ("user_messages", "rules", "values", "decisions", "progress", "modified_files", "failed_tool_results")
 NEEDLE_CHARS = 80
 PARTIAL_PREFIX_CHARS = 60
 SNIPPET_CHARS = 120
@@ -237,9 +241,45 @@ def _error_line(text: str) -> str:
     return lines[0][:SNIPPET_CHARS] if lines else ""
 
 
+def _standing_items(span: list[Entry], context: str, trigrams: set[tuple[str, ...]]) -> list[CoverageItem]:
+    """The rules and the values in force that the compacted user messages state."""
+    from pi_compact.checkpoint.standing import standing_instructions
+
+    lines = {e.id: e.line for e in span}
+    messages = [
+        (e.id, _text_blocks(e.message)) for e in span if e.message is not None and e.message.get("role") == "user"
+    ]
+    items = []
+    for found in standing_instructions(messages, opening=False):
+        if found.superseded_by is not None:
+            continue
+        category = "values" if found.kind == "value" else "rules" if found.kind != "goal" else None
+        if category is None:
+            continue
+        items.append(
+            CoverageItem(
+                category,
+                found.entry,
+                lines.get(found.entry, 0),
+                found.text,
+                _grade(found.text.rstrip("…"), context, trigrams),
+                found.text[:NEEDLE_CHARS].rstrip("…").strip(),
+            )
+        )
+    return items
+
+
+def _command_text(block: Any) -> str | None:
+    if not isinstance(block, dict) or block.get("type") != "toolCall":
+        return None
+    arguments = block.get("arguments")
+    command = arguments.get("command") if isinstance(arguments, dict) else None
+    return command if isinstance(command, str) and command.strip() else None
+
+
 def _items(span: list[Entry], cwd: str, context: str) -> list[CoverageItem]:
     trigrams = _trigrams(context)
-    items: list[CoverageItem] = []
+    items: list[CoverageItem] = _standing_items(span, context, trigrams)
     seen_paths: set[str] = set()
     for entry in span:
         message = entry.message
@@ -277,6 +317,18 @@ def _items(span: list[Entry], cwd: str, context: str) -> list[CoverageItem]:
                         "found" if found else "missing",
                         path[:NEEDLE_CHARS],
                     )
+                )
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                command = _command_text(block)
+                if command is None:
+                    continue
+                shown = normalize(command)[:NEEDLE_CHARS].strip()
+                relative = shown.replace(cwd.rstrip("/"), ".") if cwd else shown
+                escaped = (js_stringify(relative) or "")[1:-1]
+                present = any(form in context for form in (shown, relative, escaped))
+                items.append(
+                    CoverageItem("progress", entry.id, entry.line, shown, "found" if present else "missing", shown)
                 )
             for sentence in _decisions(_text_blocks(message)):
                 items.append(

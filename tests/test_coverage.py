@@ -134,10 +134,18 @@ def test_a_compaction_keeping_everything_relevant_scores_full(tmp_path: Path) ->
         if m.get("type") == "text"
     ]
     users = [e["message"]["content"] for e in sb0.entries if e.get("message", {}).get("role") == "user"]
+    commands = [
+        block["arguments"]["command"]
+        for e in sb0.entries
+        if e.get("message", {}).get("role") == "assistant" and isinstance(e["message"]["content"], list)
+        for block in e["message"]["content"]
+        if block.get("type") == "toolCall" and "command" in block.get("arguments", {})
+    ]
     summary = "\n".join(
         [
             *users,
             *texts,
+            *commands,
             "/repo/src/money.py /repo/CHANGELOG.md",
             "ImportError: cannot import name 'convert_legacy' from 'money'",
         ]
@@ -196,7 +204,15 @@ def test_json_keys(tmp_path: Path) -> None:
         "missing",
         "items",
     }
-    assert set(data["categories"]) == {"user_messages", "modified_files", "failed_tool_results", "decisions"}
+    assert set(data["categories"]) == {
+        "user_messages",
+        "rules",
+        "values",
+        "decisions",
+        "progress",
+        "modified_files",
+        "failed_tool_results",
+    }
     assert set(data["categories"]["decisions"]) == {
         "category",
         "total",

@@ -414,6 +414,14 @@ def _report(env: Environment, result: CompactResult, *, json_output: bool, dry_r
         kept = f"; the original is kept as {write.backup}" if write.backup else "; no backup kept (--no-backup)"
         env.note(f"migrated the v{write.migrated_from} file to v3 and rewrote it, as Pi does on open{kept}")
     env.note(summary_line(data))
+    if dry_run and data.get("coverage"):
+        from pi_compact.cli.coverage import score_lines
+
+        lines = score_lines({"categories": data["coverage"]})
+        env.note(
+            "what of the compacted span the model would still read (as `picompact coverage` measures):\n"
+            + ("\n".join(lines))
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------

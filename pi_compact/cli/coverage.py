@@ -14,9 +14,12 @@ from pi_compact.errors import ExitCode
 
 LABELS = {
     "user_messages": "user messages",
+    "rules": "rules",
+    "values": "values in force",
+    "decisions": "decisions",
+    "progress": "commands run",
     "modified_files": "modified files",
     "failed_tool_results": "failed tool results",
-    "decisions": "decisions",
 }
 
 

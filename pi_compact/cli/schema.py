@@ -103,6 +103,7 @@ class CompactDoc(TypedDict):
     file_evidence: dict[str, Any] | None
     entries: list[dict[str, Any]]
     forecast: dict[str, Any] | None
+    coverage: dict[str, Any] | None
     warnings: list[str]
 
 
