@@ -31,7 +31,9 @@ from pi_compact.checkpoint.facts import salient_parts
 from pi_compact.checkpoint.ledger import resolutions
 from pi_compact.checkpoint.spans import (
     CONDENSED,
+    EMPTIED_SUFFIX,
     GONE,
+    RECOVER_HINT,
     SHORT,
     Span,
     SpanLayout,
@@ -113,7 +115,6 @@ class _Fitter:
     def __init__(self, layouts: Sequence[SpanLayout], budget: int) -> None:
         self.layouts = layouts
         self.budget = budget
-        self.separators = js_len(SPAN_SEPARATOR) * max(len(layouts) - 1, 0)
         self.current = self._plain()
         self.applied = 0  # how many changes the last successful run applied
 
@@ -122,7 +123,7 @@ class _Fitter:
         return _Trial([TrimState() for _ in self.layouts], texts, self._total(texts))
 
     def _total(self, texts: Sequence[str]) -> int:
-        return sum(js_len(text) for text in texts) + self.separators
+        return js_len(join_spans(self.layouts, texts))
 
     @property
     def states(self) -> list[TrimState]:
@@ -238,6 +239,33 @@ class _Fitter:
             keep -= max(total - self.budget, 1)
 
 
+def join_spans(layouts: Sequence[SpanLayout], texts: Sequence[str]) -> str:
+    """The rendered spans, oldest first; consecutive spans the cap emptied become one tag (``compaction="1-9"``),
+    so a long chain of compactions cannot grow the checkpoint past its cap with their markers alone."""
+    out: list[str] = []
+    run: list[int] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(texts[run[0]])
+        elif run:
+            first, last = layouts[run[0]].span, layouts[run[-1]].span
+            out.append(
+                f'<span compaction="{first.number}-{last.number}" entries="{first.first}..{last.last}" '
+                f'trimmed="true">[all of them removed by the size cap. {RECOVER_HINT}]</span>'
+            )
+        run.clear()
+
+    for index, text in enumerate(texts):
+        if text.endswith(EMPTIED_SUFFIX):
+            run.append(index)
+            continue
+        flush()
+        out.append(text)
+    flush()
+    return SPAN_SEPARATOR.join(out)
+
+
 def layouts_of(spans: Sequence[Span]) -> list[SpanLayout]:
     """Every span's layout, its ledger lines knowing which errors a later call resolved (in any later span)."""
     resolved = resolutions([item_views(span) for span in spans])
@@ -255,8 +283,14 @@ def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
     def seg_steps(level: int) -> list[Step]:
         return [(si, "level", k, level) for si, layout in enumerate(layouts) for k in range(len(layout.segments))]
 
-    def fact_steps() -> list[Step]:
-        return [(si, "facts", n, None) for si, layout in enumerate(layouts) for n in range(1, len(layout.facts) + 1)]
+    def fact_steps(errors: bool) -> list[Step]:
+        """Dropping fact lines: first those that are not errors (all spans, oldest first), later the errors."""
+        steps: list[Step] = []
+        for si, layout in enumerate(layouts):
+            low = sum(1 for line in layout.facts if not _is_error_fact(line))
+            numbers = range(low + 1, len(layout.facts) + 1) if errors else range(1, low + 1)
+            steps.extend((si, "facts", n, None) for n in numbers)
+        return steps
 
     def user_steps(op: str, keep: int, minimum: int) -> list[Step]:
         out: list[Step] = []
@@ -298,27 +332,30 @@ def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
         return out
 
     def non_user() -> bool:
-        for steps in (seg_steps(CONDENSED), seg_steps(SHORT), fact_steps(), seg_steps(GONE)):
-            if fitter.run(steps, gains(steps)):
-                return True
-        return False
+        stages = (seg_steps(CONDENSED), seg_steps(SHORT), fact_steps(False), seg_steps(GONE), fact_steps(True))
+        return any(fitter.run(steps, gains(steps)) for steps in stages)
 
     fits = non_user()
-    if not fits:
-        stubs = user_steps("stub", STUB_CHARS, LONG_USER_CHARS)
-        fits = fitter.run(stubs, gains(stubs))
+    applied: list[Step] = []
+    for keep, longer_than in ((STUB_CHARS, LONG_USER_CHARS), (TRACE_CHARS, TRACE_CHARS + 80)):
+        if fits:
+            break
+        steps = user_steps("stub", keep, longer_than)
+        fits = fitter.run(steps, gains(steps))
+        applied += steps[: fitter.applied]
         if fits:
             # The stubs were unavoidable (removing every non-user line was not enough); with them in place, give
             # back the newest runs of tool calls and replies in whatever form fits.
-            fitter.restart(stubs[: fitter.applied])
+            fitter.restart(applied)
             non_user()
-    if not fits:
-        traces = user_steps("stub", TRACE_CHARS, TRACE_CHARS + 80)
-        fits = fitter.run(traces, gains(traces))
     if not fits:
         last_resort = user_steps("drop", 0, -1)
         fits = fitter.run(last_resort, gains(last_resort))
         if fits:
             fitter.refit_last_user(last_resort)
-    text = SPAN_SEPARATOR.join(fitter.texts)
+    text = join_spans(layouts, fitter.texts)
     return CapResult(text, tuple(state.changed for state in fitter.states), js_len(text), fits)
+
+
+def _is_error_fact(line: str) -> bool:
+    return line.partition("] ")[2].startswith("error:")

@@ -21,9 +21,12 @@ from pi_compact.checkpoint.signatures import ELLIPSIS, relative_path
 
 FACT_KINDS = ("error", "test", "path", "version")
 FACT_CHARS = 160
-MAX_PATHS_PER_OUTPUT = 10
-MAX_TESTS_PER_OUTPUT = 6
-MAX_FACTS_PER_SPAN = 60
+MAX_PATHS_PER_OUTPUT = 6
+MAX_TESTS_PER_OUTPUT = 4
+# At most this many facts of each kind per span, the newest kept: what the next step needs is rarely older.
+PER_SPAN = {"error": 12, "test": 10, "path": 16, "version": 4}
+# The cap drops facts of the first kinds first (a path a search found is easier to find again than an error).
+DROP_ORDER = ("path", "version", "test", "error")
 
 # Paths: at least one directory and a name with an extension, or a bare name with a common source extension.
 _PATH = re.compile(
@@ -45,6 +48,7 @@ _VERSION = re.compile(r"\b([A-Za-z][\w.+-]{1,30})(?:\s+version)?[\s@:/v]+v?(\d+\
 _SEARCH_TOOLS = frozenset({"grep", "find", "ls", "glob", "rg", "search", "list"})
 _SEARCH_COMMAND = re.compile(r"\b(?:grep|rg|find|ls|fd|git (?:status|diff --stat|ls-files|log --stat)|tree)\b")
 _VERSION_COMMAND = re.compile(r"--version\b|\s-V\b|\bversion\b")
+_VERSION_FIELD = re.compile(r"^Name:\s*(\S+)$.*?^Version:\s*(\S+)$", re.MULTILINE | re.DOTALL)
 _IDENTIFIER = re.compile(
     r"https?://\S+"
     r"|`[^`\n]{2,60}`"
@@ -129,6 +133,8 @@ def facts_of_output(
     if _VERSION_COMMAND.search(command) or tool == "version":
         for match in list(_VERSION.finditer(text[:4000]))[:3]:
             facts.append(Fact(entry, "version", _cut(f"{match[1]} {match[2]}")))
+    for match in list(_VERSION_FIELD.finditer(text[:20000]))[:3]:  # pip show, npm view, apt-cache policy …
+        facts.append(Fact(entry, "version", _cut(f"{match[1]} {match[2]}")))
     return facts
 
 
@@ -138,19 +144,26 @@ def dedupe(facts: Iterable[Fact], seen: set[tuple[str, str]], visible: str) -> l
     out: list[Fact] = []
     for fact in facts:
         key = (fact.kind, fact.text)
-        if key in seen or (fact.kind == "path" and fact.text in visible):
+        if key in seen or (fact.kind == "path" and fact.text.split(":", 1)[0] in visible):
             continue
         seen.add(key)
         out.append(fact)
-    return out[-MAX_FACTS_PER_SPAN:]
+    kept: list[Fact] = []
+    for kind, limit in PER_SPAN.items():
+        kept.extend([fact for fact in out if fact.kind == kind][-limit:])
+    order = {id(fact): i for i, fact in enumerate(out)}
+    return sorted(kept, key=lambda fact: order[id(fact)])
 
 
 def render_facts(facts: Iterable[Fact]) -> list[str]:
-    """One line per entry and kind: ``- [id] kind: a · b · c``."""
+    """One line per entry and kind, ``- [id] kind: a · b · c``, in the order the cap drops them (``DROP_ORDER``,
+    oldest first within a kind)."""
     grouped: dict[tuple[str, str], list[str]] = {}
     for fact in facts:
         grouped.setdefault((fact.entry, fact.kind), []).append(fact.text)
-    return [f"- [{entry}] {kind}: {' · '.join(texts)}" for (entry, kind), texts in grouped.items()]
+    rank = {kind: i for i, kind in enumerate(DROP_ORDER)}
+    ordered = sorted(grouped.items(), key=lambda pair: rank.get(pair[0][1], 0))  # stable: oldest first in a kind
+    return [f"- [{entry}] {kind}: {' · '.join(texts)}" for (entry, kind), texts in ordered]
 
 
 _TIMESTAMP = re.compile(r"^\d{1,4}[-:/]\d{1,2}(?:[-:/T ]\d{1,2})*(?:[.,]\d+)?Z?$")

@@ -31,6 +31,15 @@ _SIGNATURE = re.compile(r"^(?P<name>[^(]*)\((?P<args>.*)\) → (?P<outcome>\S+)$
 _PATH_ARG = re.compile(r'(?:^|, )path=("(?:[^"\\]|\\.)*"|[^,]*)')
 _COMMAND_ARG = re.compile(r'(?:^|, )(?:command|cmd)=("(?:[^"\\]|\\.)*"|"[^…]*…)')
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])|\n+")
+_DECISION = re.compile(
+    r"\b(?:I'll|I will|I'm going to|let's|we'll|we will|I decided|decided|decision|instead of|rather than|chose|"
+    r"going with|switch(?:ed)? to|the plan is|the approach|will use|I prefer|root cause|the bug (?:is|was)|"
+    r"the problem (?:is|was)|because)\b",
+    re.IGNORECASE,
+)
+MAX_DECISIONS = 2
+DECISION_CHARS = 160
+_COMMIT = re.compile(r"\bgit\b.*\bcommit\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +77,28 @@ def parse_call(line: str) -> Call | None:
 def calls_of(text: str) -> list[Call]:
     """Every call in a call item's text (its own line and its nested lines)."""
     return [call for line in text.split("\n") if (call := parse_call(line.strip())) is not None]
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a reply, one line each, code blocks left out."""
+    out = []
+    for part in _SENTENCE_END.split(re.sub(r"```.*?(?:```|$)", "\n", text, flags=re.DOTALL)):
+        part = " ".join(part.split())
+        if part:
+            out.append(part)
+    return out
+
+
+def decision_sentences(texts: Sequence[str], skip: str = "") -> list[str]:
+    """Up to ``MAX_DECISIONS`` sentences that say what was decided or found (and why), in order, cut short."""
+    found: list[str] = []
+    for text in texts:
+        for sentence in sentences(text):
+            if len(sentence) >= 20 and _DECISION.search(sentence) and not sentence.endswith("?"):
+                cut = _cut(sentence, DECISION_CHARS)
+                if cut not in found and not skip.startswith(cut.rstrip(ELLIPSIS)):
+                    found.append(cut)
+    return found[:MAX_DECISIONS]
 
 
 def lead_sentence(text: str, limit: int = LEAD_CHARS) -> str:
@@ -128,6 +159,8 @@ def segment_lines(items: Sequence[ItemView], si: int, start: int, end: int, reso
     other: dict[str, int] = {}
     errors_other: list[str] = []
     prose = ""
+    proses: list[str] = []
+    kept_commands: list[str] = []  # commits and failed commands: named even in the short line
     notes: list[str] = []
     for ii in range(start, end):
         item = items[ii]
@@ -143,13 +176,17 @@ def segment_lines(items: Sequence[ItemView], si: int, start: int, end: int, reso
                 elif call.command is not None:
                     command_calls += 1
                     command_errors += call.outcome == "error"
-                    commands.append(f"{_cut(call.command, COMMAND_CHARS)} → {status}")
+                    shown = f"{_cut(call.command, COMMAND_CHARS)} → {status}"
+                    commands.append(shown)
+                    if (call.outcome == "error" and not later) or _COMMIT.search(call.command):
+                        kept_commands.append(shown)
                 else:
                     other[call.name] = other.get(call.name, 0) + 1
                     if call.outcome == "error":
                         errors_other.append(f"{call.name} → {status}")
         elif item.kind in ("assistant", "branch", "summary"):
             prose = item.text  # the last prose of the segment: where the agent left it
+            proses.append(item.text)
         elif item.kind == "bash":
             commands.append(f"user ran {_cut(item.text, COMMAND_CHARS)}")
             command_calls += 1
@@ -179,7 +216,8 @@ def segment_lines(items: Sequence[ItemView], si: int, start: int, end: int, reso
         more = f" (+{len(commands) - MAX_COMMANDS} more)" if len(commands) > MAX_COMMANDS else ""
         full.append(f"ran {shown}{more}")
         failed = f" ({command_errors} failed)" if command_errors else ""
-        short.append(f"ran {command_calls} command{'s' if command_calls != 1 else ''}{failed}")
+        named = f": {', '.join(kept_commands[:3])}" if kept_commands else ""
+        short.append(f"ran {command_calls} command{'s' if command_calls != 1 else ''}{failed}{named}")
     if other:
         listed = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in other.items())
         full.append(f"called {listed}")
@@ -189,8 +227,13 @@ def segment_lines(items: Sequence[ItemView], si: int, start: int, end: int, reso
     full.extend(notes)
     short.extend(notes)
     if prose:
-        full.append(f'said: "{lead_sentence(prose)}"')
+        lead = lead_sentence(prose)
+        full.append(f'said: "{lead}"')
         short.append(f'said: "{lead_sentence(prose, SHORT_LEAD_CHARS)}"')
+        decided = decision_sentences(proses, skip=lead)
+        if decided:
+            full.append("noted: " + " ".join(f'"{d}"' for d in decided))
+            short.append(f'noted: "{_cut(decided[0], SHORT_LEAD_CHARS + 30)}"')
     body_full = "; ".join(full) or "nothing to report"
     body_short = "; ".join(short) or "nothing to report"
     return where + body_full, where + body_short

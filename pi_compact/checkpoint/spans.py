@@ -378,9 +378,15 @@ class TrimState:
 
 
 RECOVER_HINT = "The originals are in the session file: recover them by entry id with the commands at the top"
+EMPTIED_SUFFIX = f"[all of it removed by the size cap. {RECOVER_HINT}]</span>"
 
 
-def _marker(first: str, last: str) -> str:
+RUN_MARKER = f"[{ELLIPSIS}]"  # a removed run of tool calls and replies between two kept items
+
+
+def _marker(first: str, last: str, users: bool = True) -> str:
+    if not users:
+        return RUN_MARKER
     if not first:
         return f"[{ELLIPSIS} removed by the size cap {ELLIPSIS}]"
     where = f"entry {first}" if first == last else f"entries {first}..{last}"
@@ -400,7 +406,7 @@ def trim_note(layout: SpanLayout, state: TrimState) -> str:
     if condensed:
         parts.append(_plural(condensed, "run") + " of tool calls and replies condensed")
     if gone:
-        parts.append(_plural(gone, "run") + " of tool calls and replies removed")
+        parts.append(_plural(gone, "run") + f" of tool calls and replies removed ({RUN_MARKER} between kept items)")
     if state.removed:
         parts.append(_plural(len(state.removed), "user message") + " removed")
     if shortened:
@@ -444,9 +450,11 @@ def render_body(layout: SpanLayout, state: TrimState | None = None) -> tuple[str
     starts = {start: k for k, (start, _) in enumerate(layout.segments)}
     blocks: list[list[str]] = []
     gap: list[str] | None = None  # [first entry, last entry] of the removed run being collected
+    gap_users = False  # whether the run holds a user message (then its ids are named)
 
-    def widen(first: str, last: str) -> None:
-        nonlocal gap
+    def widen(first: str, last: str, user: bool = False) -> None:
+        nonlocal gap, gap_users
+        gap_users = gap_users or user
         if gap is None:
             gap = [first, last]
         elif last:
@@ -454,10 +462,10 @@ def render_body(layout: SpanLayout, state: TrimState | None = None) -> tuple[str
             gap[1] = last
 
     def flush() -> None:
-        nonlocal gap
+        nonlocal gap, gap_users
         if gap is not None:
-            blocks.append([_marker(gap[0], gap[1])])
-            gap = None
+            blocks.append([_marker(gap[0], gap[1], gap_users or not blocks)])
+            gap, gap_users = None, False
 
     index = 0
     while index < len(items):
@@ -478,7 +486,7 @@ def render_body(layout: SpanLayout, state: TrimState | None = None) -> tuple[str
             index = end
             continue
         if index in state.removed:
-            widen(item.entry, item.entry)
+            widen(item.entry, item.entry, user=True)
         else:
             flush()
             blocks.append([f"[{item.entry}] {item.head}", state.short.get(index, item.text)])
@@ -487,7 +495,9 @@ def render_body(layout: SpanLayout, state: TrimState | None = None) -> tuple[str
     facts = layout.facts[state.facts_dropped :]
     if facts:
         blocks.append([FACTS_HEAD, *facts])
-    kept_any = any(not block[0].startswith(f"[{ELLIPSIS} removed by the size cap") for block in blocks)
+    kept_any = any(
+        block[0] != RUN_MARKER and not block[0].startswith(f"[{ELLIPSIS} removed by the size cap") for block in blocks
+    )
     return "\n\n".join("\n".join(block) for block in blocks), kept_any
 
 
@@ -505,5 +515,5 @@ def render_span(span: Span | SpanLayout, state: TrimState | None = None) -> str:
         return f"<span {attrs}>\n{body}\n</span>"
     attrs += ' trimmed="true"'
     if not kept_any:
-        return f"<span {attrs}>[all of it removed by the size cap. {RECOVER_HINT}]</span>"
+        return f"<span {attrs}>{EMPTIED_SUFFIX}"
     return f"<span {attrs}>\n{trim_note(layout, state)}\n{body}\n</span>"

@@ -80,6 +80,66 @@ _CORRECTION = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_WORD = re.compile(r"[A-Za-z][\w-]{3,}")
+_STOP = frozenset(
+    [
+        "this",
+        "that",
+        "with",
+        "from",
+        "have",
+        "been",
+        "will",
+        "would",
+        "should",
+        "could",
+        "make",
+        "into",
+        "your",
+        "they",
+        "them",
+        "then",
+        "than",
+        "when",
+        "what",
+        "which",
+        "also",
+        "just",
+        "only",
+        "still",
+        "some",
+        "more",
+        "most",
+        "very",
+        "much",
+        "each",
+        "every",
+        "about",
+        "above",
+        "after",
+        "before",
+        "again",
+        "instead",
+        "actually",
+        "change",
+        "mind",
+        "sorry",
+        "wait",
+        "please",
+        "note",
+        "heads",
+        "sure",
+        "rather",
+        "alright",
+        "okay",
+        "thanks",
+    ]
+)
+_FILLER = re.compile(
+    r"^(?:(?:ok(?:ay)?|alright|so|now|and|also|oh|wait|btw|by the way|note|heads up|before i forget|one rule|"
+    r"for reference|one more thing|actually)\b[\s,:;.!-]*)+",
+    re.IGNORECASE,
+)
 _FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 
 
@@ -110,7 +170,7 @@ def _sentences(text: str) -> list[str]:
 def _looks_pasted(sentence: str) -> bool:
     """Log lines, stack frames and code: many symbols, few words."""
     letters = sum(c.isalpha() or c == " " for c in sentence)
-    return letters < len(sentence) * 0.7 or sentence.startswith(("at ", 'File "', "Traceback", "$ ", "> "))
+    return letters < len(sentence) * 0.6 or sentence.startswith(("at ", 'File "', "Traceback", "$ ", "> "))
 
 
 def _opening(text: str) -> str:
@@ -166,6 +226,16 @@ def classify(sentence: str) -> str | None:
     return None
 
 
+def _gist(sentence: str) -> str:
+    """A sentence without its leading discourse words and case, to tell a repeated instruction from a new one."""
+    return " ".join(_FILLER.sub("", sentence.lower()).split()).strip(" .!")
+
+
+def _content(sentence: str) -> frozenset[str]:
+    """The sentence's content words (four letters or more, no common words), lower case, values left out."""
+    return frozenset(w.lower() for w in _WORD.findall(_VALUE.sub(" ", sentence)) if w.lower() not in _STOP)
+
+
 def _keys(sentence: str) -> frozenset[str]:
     return frozenset(m.lower() for m in _SETTING.findall(sentence))
 
@@ -180,14 +250,14 @@ def standing_instructions(
     found: list[Instruction] = []
     if messages and opening:
         entry, text = messages[0]
-        opening = _opening(text)
-        if opening:
-            found.append(Instruction(entry, "goal", _cut(opening, GOAL_CHARS)))
+        head = _opening(text)
+        if head:
+            found.append(Instruction(entry, "goal", _cut(head, GOAL_CHARS)))
     for index, (entry, text) in enumerate([*messages, *later]):
         is_later = index >= len(messages)
         for sentence in _sentences(text):
             kind = classify(sentence)
-            if kind is None or (index == 0 and kind == "goal"):
+            if kind is None or (index == 0 and opening and kind == "goal"):
                 continue
             values = _VALUE.findall(sentence)
             item = Instruction(entry, kind, _cut(sentence), _keys(sentence), _shape(values[-1]) if values else "")
@@ -197,7 +267,8 @@ def standing_instructions(
                 if item.replaces is not None:
                     _mark(found, item.replaces, entry)
                 continue
-            found = [f for f in found if f.text.lower() != item.text.lower()]
+            same = _gist(item.text)
+            found = [f for f in found if _gist(f.text) != same]
             found.append(item)
     return found
 
@@ -206,12 +277,18 @@ def _link(found: list[Instruction], item: Instruction) -> Instruction:
     """The item, with ``replaces`` set to the newest earlier value it supersedes (same setting noun, or a
     correction with a value of the same shape and no setting noun of its own)."""
     correction = bool(_CORRECTION.search(item.text))
+    words = _content(item.text)
     for index in range(len(found) - 1, -1, -1):
         earlier = found[index]
         if earlier.kind != "value" or earlier.superseded_by is not None:
             continue
-        same_setting = bool(item.keys & earlier.keys) and (correction or item.shape == earlier.shape)
-        bare = correction and not item.keys and item.shape == earlier.shape
+        shared = words & _content(earlier.text)
+        # A shared setting noun and a word of what it is set for ("the dev server port"), or a correction ("no,
+        # make it 4317") with a value of the same shape that names the same thing, or names nothing at all.
+        same_setting = (
+            bool(item.keys & earlier.keys) and bool(shared - item.keys) and (correction or item.shape == earlier.shape)
+        )
+        bare = correction and item.shape == earlier.shape and (bool(shared) or not (words - _content("no make it")))
         if same_setting or bare:
             found[index] = _replace(earlier, superseded_by=item.entry)
             return Instruction(item.entry, item.kind, item.text, item.keys | earlier.keys, item.shape, earlier)
