@@ -157,9 +157,9 @@ function runPicompact(
 		}
 		const timer = setTimeout(() => {
 			child.kill("SIGTERM");
-			setTimeout(() => {
-				if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-			}, KILL_GRACE_MS);
+			// Not unref'd, so that it fires even when Pi is about to exit; cleared once picompact is gone.
+			const kill = setTimeout(() => child.kill("SIGKILL"), KILL_GRACE_MS);
+			child.once("exit", () => clearTimeout(kill));
 			finish({ code: null, stdout: "", stderr: "", error: `picompact did not answer within ${timeoutMs / 1000} s` });
 		}, timeoutMs);
 		const onAbort = () => {
