@@ -6,7 +6,7 @@ set -u
 session="$1"
 pattern="${2:-Error|FAILED}"
 # grep --json writes JSON Lines: match records, then a summary; or one error record (and exit 2).
-id=$(picompact grep "$session" "$pattern" --max-count 1 --json |
+id=$(picompact grep "$pattern" "$session" --max-count 1 --json |
   python3 -c 'import json,sys
 for line in sys.stdin:
     rec = json.loads(line)
@@ -22,4 +22,4 @@ if [ -z "$id" ]; then
   echo "no match for /$pattern/" >&2
   exit 1
 fi
-picompact show "$session" "$id" | head -40
+picompact show "$id" "$session" | head -40

@@ -19,6 +19,22 @@ from pi_compact import __version__
 from pi_compact.cli.env import Environment, current_env
 
 
+def _usage_metavar(make_metavar: Any) -> Any:
+    """Typer writes a required argument ``{NAME}`` in the usage line; picompact writes it ``NAME``, as click and
+    most tools do, so that SESSION reads ``SESSION`` (required) or ``[SESSION]`` (optional) in every help."""
+
+    def make(self: Any, ctx: Any, *, usage: bool = False) -> str:
+        var = str(make_metavar(self, ctx, usage=usage))
+        if usage and self.required and var.startswith("{") and var.endswith("}"):
+            return var[1:-1]
+        return var
+
+    return make
+
+
+typer.core.TyperArgument.make_metavar = _usage_metavar(typer.core.TyperArgument.make_metavar)  # type: ignore[method-assign]
+
+
 class ReaderGone(Exception):
     """stdout's reader went away (EPIPE); carried past click, which would turn it into exit 1."""
 

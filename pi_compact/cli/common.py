@@ -60,13 +60,29 @@ def check_nonneg(name: str, value: int | None, maximum: int = 100_000_000) -> No
         raise UsageError(f"{name} is absurdly large (got {value}; at most {maximum})")
 
 
-def split_session_args(args: list[str], what: str) -> tuple[Path | None, str]:
-    """``[SESSION] THING``: one argument is THING, two are SESSION and THING."""
+def _names_session(arg: str) -> bool:
+    return arg == "-" or Path(arg).is_file()
+
+
+def split_thing_session(env: Environment, args: list[str], what: str, command: str) -> tuple[Path | None, str]:
+    """``THING [SESSION]``, as grep takes ``PATTERN [FILE]``: one argument is THING, two are THING and SESSION.
+
+    The older order, ``SESSION THING``, still works where it cannot mean anything else: the first argument an
+    existing file (or ``-``) and the second not one; a one-line hint on stderr gives the command in the new order."""
     if len(args) == 1:
         return None, args[0]
     if len(args) == 2:
-        return Path(args[0]), args[1]
-    raise UsageError(f"expected [SESSION] {what}, got {len(args)} arguments")
+        first, second = args
+        if _names_session(first) and not _names_session(second):
+            import shlex
+
+            env.note(
+                f"hint: {what} comes first, SESSION second (as grep takes PATTERN FILE): "
+                f"{env.program_name} {command} {shlex.quote(second)} {shlex.quote(first)}"
+            )
+            return Path(first), second
+        return Path(second), first
+    raise UsageError(f"expected {what} [SESSION], got {len(args)} arguments (quote an argument that holds spaces)")
 
 
 def human_size(n: int) -> str:

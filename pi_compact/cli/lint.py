@@ -61,6 +61,7 @@ def lint(
     ctx: typer.Context,
     sessions: list[Path] | None = typer.Argument(
         None,
+        metavar="SESSION...",
         help="Session files (default: the most recent session for the current directory); with --all, "
         "directories to walk (default: Pi's sessions directory).",
         show_default=False,

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import report_diagnostics, resolve_session_path, split_session_args
+from pi_compact.cli.common import report_diagnostics, resolve_session_path, split_thing_session
 from pi_compact.cli.options import JsonOpt, LeafOpt
 from pi_compact.errors import ExitCode, UsageError
 
@@ -55,7 +55,7 @@ cache_read_tokens, cache_write_tokens, cost}, "leaf_id", "note"}.
 def recovery_note(session: Path) -> str:
     """Where to look next when the answer is partial: the direct search commands, session filled in."""
     s = shlex.quote(str(session))
-    return f"for more detail, search directly: picompact grep {s} '<regex>' and picompact show {s} <entry-id>"
+    return f"for more detail, search directly: picompact grep '<regex>' {s} and picompact show <entry-id> {s}"
 
 
 def _status_line(result: Any) -> str:
@@ -121,7 +121,7 @@ def lookup_exit_code(result: Any) -> ExitCode:
 @app.command(help=_HELP)
 def lookup(
     ctx: typer.Context,
-    args: list[str] = typer.Argument(..., metavar='[SESSION] "QUESTION"', show_default=False),
+    args: list[str] = typer.Argument(..., metavar='"QUESTION" [SESSION]', show_default=False),
     model: str | None = typer.Option(
         None,
         "--model",
@@ -153,7 +153,7 @@ def lookup(
     from pi_compact.session.load import load_session
 
     env = env_of(ctx)
-    session_arg, question = split_session_args(args, '"QUESTION" (quote the question)')
+    session_arg, question = split_thing_session(env, args, '"QUESTION"', "lookup")
     if not question.strip():
         raise UsageError("the question is empty")
     options = LookupOptions(budget=budget, timeout=timeout, redact=not no_redact)

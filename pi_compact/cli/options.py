@@ -36,6 +36,7 @@ def json_option(help: str = "Print one JSON document (see README for the schema)
 
 SessionArg = typer.Argument(
     None,
+    metavar="SESSION",
     help="Pi session file (.jsonl). Default: the most recent session for the current directory.",
     show_default=False,
 )

@@ -236,7 +236,7 @@ def config_command(
 @pi_app.command("checkpoint")
 def checkpoint_command(
     ctx: typer.Context,
-    session: Path = typer.Argument(..., help="The Pi session file.", show_default=False),
+    session: Path = typer.Argument(..., metavar="SESSION", help="The Pi session file.", show_default=False),
     leaf: str = typer.Option(..., "--leaf", help="The branch's leaf: the last entry Pi has."),
     context_window: int = typer.Option(..., "--context-window", help="The model's context window in tokens."),
     reserve_tokens: int = typer.Option(..., "--reserve-tokens", help="Pi's compaction.reserveTokens."),
@@ -297,8 +297,10 @@ def checkpoint_command(
 @pi_app.command("tool")
 def tool_command(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="context_list_entries, context_grep or context_show_entry."),
-    session: Path = typer.Argument(..., help="The Pi session file.", show_default=False),
+    name: str = typer.Argument(
+        ..., metavar="NAME", help="context_list_entries, context_grep or context_show_entry.", show_default=False
+    ),
+    session: Path = typer.Argument(..., metavar="SESSION", help="The Pi session file.", show_default=False),
     arguments: str = typer.Option("{}", "--args", metavar="JSON", help="The tool call's arguments (a JSON object)."),
     leaf: str | None = typer.Option(None, "--leaf", help="Search the branch ending here (default: the last entry)."),
     json_output: bool = typer.Option(True, "--json", hidden=True),

@@ -14,7 +14,7 @@ import typer
 
 from pi_compact.cli._progress import Progress
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import human_size, report_diagnostics, resolve_session_path, split_session_args
+from pi_compact.cli.common import human_size, report_diagnostics, resolve_session_path, split_thing_session
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import JsonOpt, LeafOpt, SessionArg, json_option
 from pi_compact.errors import ExitCode, UsageError
@@ -175,9 +175,13 @@ id=... error") are searched only when asked: --section header for headers, --sec
 `grep assistant` finds what was said, not every assistant header. Values from the session (a label's text,
 an error message) are always searched.
 
-Patterns: PATTERN, or -e PATTERN (repeatable; a line matches when any pattern does; use -e for a pattern that
-starts with "-"); with -e every argument is SESSION. SESSION "-" reads the session from standard input.
+Arguments, as grep takes them: PATTERN [SESSION]. Or -e PATTERN (repeatable; a line matches when any pattern
+does; use -e for a pattern that starts with "-") and -f FILE (one pattern a line; "-" for standard input);
+with -e or -f the only argument is SESSION. SESSION "-" reads the session from standard input. The older
+order SESSION PATTERN still works when SESSION is an existing file and PATTERN is not (a hint says so).
 
+On a terminal: an "ENTRY <id> <role> <time>" heading per entry with a match, then each line as
+LINE:SECTION:TEXT (a context line LINE-SECTION-TEXT), the match highlighted, a blank line between entries.
 Plain output (in a pipe): ENTRY_ID:SECTION:LINE:TEXT for a match, ENTRY_ID-SECTION-LINE-TEXT for a context
 line, "--" between groups; LINE counts lines within the entry, as `show` numbers them. With --all-branches
 an entry off the current branch is written ENTRY_ID@LEAF (the leaf of its branch). -c prints ENTRY_ID:COUNT
@@ -201,9 +205,12 @@ printed as a command with --cursor.
 @app.command(help=_GREP_HELP)
 def grep(
     ctx: typer.Context,
-    args: list[str] | None = typer.Argument(None, metavar="[SESSION] PATTERN", show_default=False),
+    args: list[str] | None = typer.Argument(None, metavar="PATTERN [SESSION]", show_default=False),
     regexp: list[str] | None = typer.Option(
         None, "-e", "--regexp", metavar="PATTERN", help="A pattern (repeatable; also for one starting with -)."
+    ),
+    pattern_file: list[str] | None = typer.Option(
+        None, "-f", "--file", metavar="FILE", help='Patterns from FILE, one a line ("-": standard input; repeatable).'
     ),
     ignore_case: bool = typer.Option(False, "-i", "--ignore-case", help="Case-insensitive match."),
     fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="PATTERN is a literal string."),
@@ -262,14 +269,15 @@ def grep(
         raise UsageError(f"--color must be auto, always or never (got {color!r})")
     env.color_choice = None if color == "auto" else color == "always"
     positional = list(args or [])
-    if regexp:
+    if regexp or pattern_file:
         if len(positional) > 1:
-            raise UsageError(f"with -e, the only argument is SESSION; got {len(positional)} arguments")
-        session, patterns = (Path(positional[0]) if positional else None), list(regexp)
+            raise UsageError(f"with -e or -f, the only argument is SESSION; got {len(positional)} arguments")
+        session = Path(positional[0]) if positional else None
+        patterns = [*(regexp or []), *(_patterns_from_files(env, pattern_file, session) if pattern_file else [])]
     else:
         if not positional:
-            raise UsageError("missing PATTERN (give PATTERN, or -e PATTERN)")
-        session, pattern = split_session_args(positional, "PATTERN")
+            raise UsageError("missing PATTERN (give PATTERN, -e PATTERN or -f FILE)")
+        session, pattern = split_thing_session(env, positional, "PATTERN", "grep")
         patterns = [pattern]
     if count and ids_only:
         raise UsageError("-c and -l clash: -c counts matching lines per entry, -l lists the entries only")
@@ -330,6 +338,29 @@ def grep(
             if page.next_cursor:
                 env.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(env, page.next_cursor)}")
     return ExitCode.OK if page.count else ExitCode.NO
+
+
+def _patterns_from_files(env: Environment, files: list[str], session: Path | None) -> list[str]:
+    """grep -f: one pattern a line of each FILE (an empty line matches every line, as in grep)."""
+    patterns: list[str] = []
+    for name in files:
+        if name == STDIN:
+            if session is not None and str(session) == STDIN:
+                raise UsageError('-f - and SESSION "-" clash: standard input can hold the patterns or the session')
+            data = env.stdin.buffer.read()
+        else:
+            try:
+                data = Path(name).read_bytes()
+            except OSError as exc:
+                raise UsageError(f"cannot read the pattern file: {exc.strerror or exc}", path=name) from None
+        text = data.decode("utf-8", "surrogateescape")
+        if text.endswith("\n"):
+            text = text[:-1]
+        if text:
+            patterns.extend(text.split("\n"))
+    if not patterns:
+        raise UsageError(f"no pattern in {', '.join(files)}: -f needs a file with one pattern a line")
+    return patterns
 
 
 def _print_counts(env: Environment, counts: Any, *, ids_only: bool, json_output: bool) -> None:
@@ -431,7 +462,7 @@ def _print_grep(printer: _Printer, page: Any) -> None:
 @app.command()
 def show(
     ctx: typer.Context,
-    args: list[str] = typer.Argument(..., metavar="[SESSION] ENTRY_ID", show_default=False),
+    args: list[str] = typer.Argument(..., metavar="ENTRY_ID [SESSION]", show_default=False),
     page: int | None = typer.Option(
         None, "--page", metavar="N", help="Page N of a long entry (pages of 20,000 characters)."
     ),
@@ -443,7 +474,8 @@ def show(
     """Show one entry in full, rendered as grep sees it (or its raw JSON line with --raw).
 
     ENTRY_ID may be any entry of the file (a unique prefix of 4+ characters works); an unknown id exits 2 and
-    names the nearest ids. Long entries are paged; a line longer than a page is split across pages.
+    names the nearest ids. Long entries are paged; a line longer than a page is split across pages. The older
+    order SESSION ENTRY_ID still works when SESSION is an existing file and ENTRY_ID is not (a hint says so).
 
     JSON: {"schema_version": 1, "entry": {id, type, role, timestamp, preview, size, line, branch, on_branch},
     "page", "pages", "total_lines", "total_chars", "lines": [{line_number, section, text, offset, length}],
@@ -452,7 +484,7 @@ def show(
     from pi_compact.search.pages import entry_raw, show_entry
 
     env = env_of(ctx)
-    session, entry_id = split_session_args(args, "ENTRY_ID")
+    session, entry_id = split_thing_session(env, args, "ENTRY_ID", "show")
     if raw and (page is not None or cursor is not None):
         raise UsageError("--raw prints the whole line: it cannot be combined with --page or --cursor")
     with Progress(env, f"reading {session if session is not None else 'the session'}"):

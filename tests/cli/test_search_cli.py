@@ -69,7 +69,7 @@ def test_list_plain_json_and_cursor_round_trip(session_file) -> None:
 
 def test_grep_exit_codes_and_plain_format(session_file) -> None:
     path, ids = session_file
-    found = run("grep", path, "TypeError")
+    found = run("grep", "TypeError", path)
     assert found.code == 0, found.stderr
     lines = found.stdout_bytes.split(b"\n")[:-1]
     assert lines == [
@@ -79,7 +79,7 @@ def test_grep_exit_codes_and_plain_format(session_file) -> None:
         f"{ids['answer']}:text:3:Fixed the TypeError in src/app.ts.".encode(),
     ]
     assert found.stderr_bytes == b""
-    none = run("grep", path, "no such thing anywhere")
+    none = run("grep", "no such thing anywhere", path)
     assert (none.code, none.stdout_bytes, none.stderr_bytes) == (1, b"", b"")
 
 
@@ -150,7 +150,7 @@ def test_grep_context_and_all_branches_labels() -> None:
 @pytest.mark.process
 def test_grep_into_head_ends_quietly() -> None:
     big = PI_FIXTURES / "gen-medium-101.jsonl"
-    cmd = " ".join(picompact_exe()) + f" grep {big} . --max-count 100000 --max-chars 100000000 | head -n 2"
+    cmd = " ".join(picompact_exe()) + f" grep . {big} --max-count 100000 --max-chars 100000000 | head -n 2"
     proc = subprocess.run(["sh", "-c", cmd], capture_output=True, check=False)
     assert proc.returncode == 0
     assert len(proc.stdout.split(b"\n")) == 3

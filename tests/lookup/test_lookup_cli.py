@@ -90,7 +90,7 @@ def test_the_budget_write_up_is_labelled_with_a_note(history: History, scripted:
     assert lines[0].startswith("[incomplete] The search stopped (all searches of the budget were used)")
     assert f"So far: TS2339 in ENTRY {history.ids['build_output']}." in lines
     note = next(line for line in lines if line.startswith("[note] "))
-    assert f"picompact grep {history.path} '<regex>'" in note and f"picompact show {history.path} <entry-id>" in note
+    assert f"picompact grep '<regex>' {history.path}" in note and f"picompact show <entry-id> {history.path}" in note
     assert tool_names(scripted.bodies[-1]) == [] and len(scripted.bodies) == 3
 
 

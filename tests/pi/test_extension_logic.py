@@ -62,7 +62,7 @@ elif args[:2] == ["pi", "checkpoint"]:
                       "stats": {{"tokens_before": 1234, "tokens_after": 600, "freed_tokens": 634,
                                 "freed_percent": 51.4}}, "trimmed": True, "warnings": []}}))
 elif args[:1] == ["lookup"]:
-    print(json.dumps({{"answer": "ANSWER " + args[-1], "note": None}}))
+    print(json.dumps({{"answer": "ANSWER " + args[-2], "note": None}}))
 else:
     sys.exit(2)
 """
@@ -133,8 +133,8 @@ def test_context_lookup_allows_one_attempt_until_a_reset(observed: dict[str, Any
     assert allowed == {"a": True, "b": False, "c": False, "d": True, "e": True, "f": False, "g": True}
     assert "context_grep" in observed["b"]
     lookups = [c for c in observed["calls"] if c[0] == "lookup"]
-    assert [c[-1] for c in lookups] == ["q a", "q d", "q e", "q g"]
-    assert all(c[-3] == "--" for c in lookups)
+    assert [c[-2] for c in lookups] == ["q a", "q d", "q e", "q g"]  # QUESTION [SESSION], as grep takes them
+    assert all(c[-3] == "--" and c[-1].endswith(".jsonl") for c in lookups)
     # Searched up to the message before the assistant message holding the call.
     assert all(c[c.index("--leaf") + 1] == "u1" for c in lookups)
 

@@ -632,7 +632,7 @@ export default function picompact(pi: ExtensionAPI) {
 				const leaf = searchLeaf(ctx, toolCallId);
 				if (leaf) args.push("--leaf", leaf);
 				if (config?.lookupModel) args.push("--model", config.lookupModel);
-				args.push("--", file, question); // a question may start with "-"
+				args.push("--", question, file); // a question may start with "-"
 				const result = await runPicompact(command, args, LOOKUP_TIMEOUT_MS, signal);
 				let data: { answer?: string; note?: string | null } | undefined;
 				try {
