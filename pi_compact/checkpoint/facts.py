@@ -67,9 +67,13 @@ class Fact:
     entry: str
     kind: str
     text: str
+    call: str = ""  # for an error: the failed call's signature (what a later success must repeat)
 
     def to_json(self) -> dict[str, str]:
-        return {"id": self.entry, "kind": self.kind, "text": self.text}
+        data = {"id": self.entry, "kind": self.kind, "text": self.text}
+        if self.call:
+            data["call"] = self.call
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> Fact:
@@ -78,7 +82,8 @@ class Fact:
         values = [data.get(k) for k in ("id", "kind", "text")]
         if not all(isinstance(v, str) for v in values) or values[1] not in FACT_KINDS:
             raise ValueError("a saved fact lacks id/kind/text strings")
-        return cls(*(str(v) for v in values))
+        call = data.get("call", "")
+        return cls(str(values[0]), str(values[1]), str(values[2]), call if isinstance(call, str) else "")
 
 
 def _cut(text: str, limit: int = FACT_CHARS) -> str:
@@ -98,17 +103,33 @@ def output_text(result: dict[str, Any] | None) -> str:
     return "\n".join(parts)
 
 
+_EXIT_NOTE = re.compile(r"^(?:Command exited with code -?\d+|\(?exit (?:code|status) -?\d+\)?)$", re.IGNORECASE)
+
+
+_SPECIFIC_ERROR = re.compile(
+    r"\b\w*(?:Error|Exception|Exit)\b[:(]|\berror(?:\[\w+\])?:|^E\s+\S|\bFAILED\s|\bpanic:|\bfatal:|\bTS\d{4}\b"
+)
+_SUMMARY_LINE = re.compile(r"^(?:Found \d+ errors?\b.*|=+ .* =+|\d+ (?:failed|errors?)\b.*|Traceback \(most recent.*)$")
+
+
 def error_line(text: str) -> str:
-    """The most telling line of a failed output: the last line that names an error, else the first line."""
-    lines = [line.strip() for line in text.split("\n") if line.strip()]
-    named = [line for line in lines if _ERROR_LINE.search(line)]
-    if named:
-        return named[-1] if len(named[-1]) > 12 else named[0]
+    """The most telling line of a failed output: the last line that names a specific error (``KeyError: …``,
+    ``error[E0308]: …``, ``FAILED test``), else the last that names one at all, counts and banners last, else the
+    first line; the exit notice Pi's bash tool appends is never it."""
+    lines = [line.strip() for line in text.split("\n") if line.strip() and not _EXIT_NOTE.match(line.strip())]
+    named = [line for line in lines if _ERROR_LINE.search(line) or _SPECIFIC_ERROR.search(line)]
+    for pool in (
+        [line for line in named if _SPECIFIC_ERROR.search(line) and not _SUMMARY_LINE.match(line)],
+        [line for line in named if not _SUMMARY_LINE.match(line)],
+        named,
+    ):
+        if pool:
+            return pool[-1]
     return lines[0] if lines else ""
 
 
 def facts_of_output(
-    entry: str, tool: str, arguments: Any, result: dict[str, Any] | None, outcome: str, cwd: str
+    entry: str, tool: str, arguments: Any, result: dict[str, Any] | None, outcome: str, cwd: str, call: str = ""
 ) -> list[Fact]:
     """What one removed output says that the next step may need (deduplicated later, per span)."""
     text = output_text(result)
@@ -120,7 +141,7 @@ def facts_of_output(
     if outcome == "error":
         line = error_line(text)
         if line:
-            facts.append(Fact(entry, "error", _cut(line)))
+            facts.append(Fact(entry, "error", _cut(line), call))
     tests = [line.strip() for line in text.split("\n") if len(line) < 400 and _TEST_LINE.match(line)]
     said = {fact.text for fact in facts}
     for line in tests[:MAX_TESTS_PER_OUTPUT]:
@@ -143,7 +164,7 @@ def dedupe(facts: Iterable[Fact], seen: set[tuple[str, str]], visible: str) -> l
     ``MAX_FACTS_PER_SPAN``, the later of two equal ones dropped. ``seen`` is updated."""
     out: list[Fact] = []
     for fact in facts:
-        key = (fact.kind, fact.text)
+        key = (fact.kind, f"{fact.call}\n{fact.text}" if fact.kind == "error" else fact.text)
         if key in seen or (fact.kind == "path" and fact.text.split(":", 1)[0] in visible):
             continue
         seen.add(key)

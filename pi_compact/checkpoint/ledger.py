@@ -237,3 +237,32 @@ def segment_lines(items: Sequence[ItemView], si: int, start: int, end: int, reso
     body_full = "; ".join(full) or "nothing to report"
     body_short = "; ".join(short) or "nothing to report"
     return where + body_full, where + body_short
+
+
+def open_errors(
+    spans_items: Sequence[Sequence[ItemView]], errors: Sequence[tuple[int, str, str, str]], limit: int = 8
+) -> list[str]:
+    """Lines for the failures no later call resolved: ``errors`` are (span, result entry, failed call's signature,
+    error line) oldest first; ``spans_items`` may end with the kept tail's items (a success there resolves too).
+    The newest ``limit``, oldest first, one line each: ``- [id] signature: error line``."""
+    resolved = resolutions(spans_items)
+    fixed: dict[tuple[int, tuple[str, str]], bool] = {}  # (span, key) -> every failure of it there was resolved
+    for (si, ii, ci), _ in resolved.items():
+        call = calls_of(spans_items[si][ii].text)[ci]
+        fixed.setdefault((si, call.key), True)
+    for si, items in enumerate(spans_items):
+        for ii, item in enumerate(items):
+            if item.kind != "call":
+                continue
+            for ci, call in enumerate(calls_of(item.text)):
+                if call.outcome == "error" and (si, ii, ci) not in resolved:
+                    fixed[(si, call.key)] = False
+    latest: dict[tuple[str, str], str] = {}  # one line per failing call: its latest failure
+    for si, entry, signature, line in errors:
+        failed = parse_call(signature)
+        if failed is None or fixed.get((si, failed.key), False):
+            continue
+        shown = _cut(signature.removesuffix(" → error"), COMMAND_CHARS + 20)
+        latest.pop(failed.key, None)
+        latest[failed.key] = f"- [{entry}] {shown}: {_cut(line, LEAD_CHARS)}"
+    return list(latest.values())[-limit:]

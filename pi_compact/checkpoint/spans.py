@@ -293,9 +293,9 @@ def _output_facts(entry_id: str, message: JsonDict, outcomes: Outcomes, cwd: str
         if found is None or found.result is None:
             continue
         where = found.entry or entry_id
-        facts.extend(
-            facts_of_output(where, str(block.get("name")), block.get("arguments"), found.result, found.label, cwd)
-        )
+        name, arguments = block.get("name"), block.get("arguments")
+        signature = tool_signature(name, arguments, found.label, cwd) if found.label == "error" else ""
+        facts.extend(facts_of_output(where, str(name), arguments, found.result, found.label, cwd, signature))
     return facts
 
 

@@ -41,12 +41,16 @@ from pi_compact.checkpoint.envelope import (
     retained_reads_section,
 )
 from pi_compact.checkpoint.evidence import FileAnnotation, FileListAnnotations, annotate_file_lists, evidence_json
+from pi_compact.checkpoint.ledger import ItemView, open_errors
 from pi_compact.checkpoint.signatures import is_windows_path, relative_path
 from pi_compact.checkpoint.spans import (
     REORIENTATION_CUSTOM_TYPE,
+    Outcomes,
     Span,
     build_span,
     call_outcomes,
+    item_views,
+    message_items,
     summary_span,
     user_text,
 )
@@ -173,6 +177,24 @@ def _recap(spans: list[Span], plan: CompactionPlan, has_reads: bool) -> Recap:
     return Recap(len(spans), users, calls, errors, last_id, last_text, has_reads)
 
 
+def _open_errors(spans: list[Span], plan: CompactionPlan, outcomes: Outcomes, cwd: str) -> list[str]:
+    """The failed calls of the compacted history that no later call (there or in the kept tail) redid with success,
+    with the error line their output gave."""
+    errors = [
+        (si, fact.entry, fact.call, fact.text)
+        for si, span in enumerate(spans)
+        for fact in span.facts
+        if fact.kind == "error" and fact.call
+    ]
+    if not errors:
+        return []
+    tail: list[ItemView] = []
+    for pe in plan.entries[plan.cut.first_kept_index :]:
+        for message in pe.messages:
+            tail.extend(ItemView(i.entry, i.kind, i.text) for i in message_items(pe.entry.id, message, outcomes, cwd))
+    return open_errors([*(item_views(span) for span in spans), tail], errors)
+
+
 def _user_messages(spans: list[Span]) -> list[tuple[str, str]]:
     """(entry id, text) of every compacted user message, oldest first (from the saved spans, whole)."""
     return [(item.entry, item.text) for span in spans for item in span.items if item.kind == "user"]
@@ -209,7 +231,11 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     compacted = plan.entries[plan.boundary_start : plan.cut.first_kept_index]
     outcomes = call_outcomes(branch.entries)
     number = max((span.number for span in old_spans), default=0) + 1
-    known_facts = {(fact.kind, fact.text) for span in old_spans for fact in span.facts}
+    known_facts = {
+        (fact.kind, f"{fact.call}\n{fact.text}" if fact.kind == "error" else fact.text)
+        for span in old_spans
+        for fact in span.facts
+    }
     new_span = build_span(number, compacted, outcomes, cwd, plan.cut.is_split_turn, known_facts)
     spans = [*old_spans, new_span]
     opening = spans[0].source == "verbatim"  # else the session's opening is in an earlier summary
@@ -225,6 +251,9 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     intro = introduction(recovery, cwd, bool(retained))
     if standing:
         intro = f"{intro}\n\n{standing}"
+    failures = _open_errors(spans, plan, outcomes, cwd)
+    if failures:
+        intro = f"{intro}\n\n## Errors not resolved later\n" + "\n".join(failures)
     reads_text = retained_reads_section(retained)
     lists_text = file_lists_section(annotations.header, read_lines, modified_lines)
     appendix = "\n\n".join(part for part in (reads_text, lists_text) if part)

@@ -67,7 +67,7 @@ def test_v20_ledger_lines_are_shortened_then_removed_before_any_user_message(
         _, cp = compact(builder, tmp_path, cap=cap)
         users = [turn for turn in range(30) if f"user request number {turn}\n" in cp.summary]
         condensed = "assistant, condensed: ran 4 commands" in cp.summary
-        full = "assistant, condensed: ran \"run step" in cp.summary
+        full = 'assistant, condensed: ran "run step' in cp.summary
         gone = "\n\n[…]\n\n" in cp.summary
         seen["condensed"] |= full
         seen["short"] |= condensed
@@ -210,7 +210,7 @@ def test_v22_changed_spans_are_marked_with_a_recovery_note() -> None:
     parts = result.text.split("\n\n<span")
     assert parts[0].startswith('<span compaction="1" entries="a1..a2" trimmed="true">\n[size cap: 1 run of')
     assert "The originals are in the session file" in parts[0]
-    assert "[a2] assistant, condensed: said: \"x x x" in parts[0]
+    assert '[a2] assistant, condensed: said: "x x x' in parts[0]
     assert parts[1] == ' compaction="2" entries="x2"></span>'  # originally empty: never marked
     assert "trimmed" not in parts[2]
 

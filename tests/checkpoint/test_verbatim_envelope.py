@@ -119,7 +119,9 @@ def test_v26_recovery_commands_name_the_session_once_shell_quoted(builder: Sessi
     assert "picompact lookup" not in cp.summary and "picompact lookup" not in cp.reminder
     assert "the checkpoint's commands" in cp.reminder
     # the quoting survives a real shell: the path comes back as one argument
-    out = subprocess.run(["sh", "-c", f"FILE={quoted}; printf '%s' \"$FILE\""], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["sh", "-c", f"FILE={quoted}; printf '%s' \"$FILE\""], capture_output=True, text=True, check=True
+    )
     assert out.stdout == str(tmp_path / name)
 
 
