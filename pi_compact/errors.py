@@ -71,6 +71,18 @@ class NotFoundError(SessionError):
     """A file, session or entry id that does not exist."""
 
 
+class FileChangedError(SessionError):
+    """An entry read back from the session file is no longer the entry first read there (the file was changed in
+    place). ``index_used``: the load resumed from picompact's index of the file, which is deleted by then, so that
+    the answer can be given again from the file alone (the CLI does so)."""
+
+    code = "changed-on-disk"
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None, index_used: bool) -> None:
+        super().__init__(message, path=path, line=line)
+        self.index_used = index_used
+
+
 class CycleError(SessionError):
     """A parentId cycle: Pi would hang on it, so picompact refuses."""
 

@@ -3,6 +3,9 @@
 After httpie's ``raw_main``: typer runs with ``standalone_mode=False`` so that every outcome comes back here.
 
 - a command returns an ``ExitCode`` (or None: 0), or raises ``typer.Exit(code)``;
+- a command that read a body back which is no longer in the file, after resuming from picompact's index of it
+  (``FileChangedError.index_used``; the index is deleted by then), is run once more without the index, if it has
+  written nothing to stdout yet: a stale index costs one cold run, never a wrong answer or a failure that repeats;
 - ``PiCompactError`` -> ``picompact: error: FILE:LINE: message`` and the error's code (2 or 3);
 - a usage error found by click (unknown option, bad value, missing argument) -> the same one-line format, exit 2;
 - with ``--json`` an error is also one JSON line on stdout (a JSON Lines command writes an ``error`` record);
@@ -24,7 +27,7 @@ from pi_compact.cli.app import COMMAND_MODULES, Interrupted, ReaderGone, app
 from pi_compact.cli.compat import ClickException, NoArgsIsHelpError, UsageError
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import flag_for
-from pi_compact.errors import ExitCode, OptionError, OutputWriteError, PiCompactError
+from pi_compact.errors import ExitCode, FileChangedError, OptionError, OutputWriteError, PiCompactError
 
 _command: Any = None
 _single: dict[str, Any] = {}
@@ -76,7 +79,7 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
     env.argv = args
     try:
         try:
-            result = command(args).main(args=args, prog_name=env.program_name, standalone_mode=False, obj=env)
+            result = _run(args, env)
             code = _exit_code(result)
             env.flush()
             return code
@@ -116,6 +119,24 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
     except BrokenPipeError:  # the report itself met a closed pipe
         env.reader_gone()
         return ExitCode.OK
+
+
+def _run(args: list[str], env: Environment) -> Any:
+    """The command's result; run a second time, with the index left out, after a stale index (see above)."""
+    try:
+        return command(args).main(args=args, prog_name=env.program_name, standalone_mode=False, obj=env)
+    except FileChangedError as exc:
+        if not exc.index_used or env.stdout_written:
+            raise
+        where = f"{exc.path}: " if exc.path is not None else ""
+        env.warn(
+            f"{where}the file is not what picompact's index of it says (changed in place?): "
+            "answering again from the file alone"
+        )
+    from pi_compact.session import index
+
+    with index.suspended():
+        return command(args).main(args=args, prog_name=env.program_name, standalone_mode=False, obj=env)
 
 
 def _exit_code(result: Any) -> ExitCode:

@@ -85,6 +85,8 @@ class Environment:
         # --color=always|never of a command that offers it (None: auto, the terminal decides).
         self.color_choice: bool | None = None
         self._console: Any = None
+        # Whether anything was written to stdout yet (a command may then be run again from the start: ``cli.core``)
+        self.stdout_written = False
 
     # ------------------------------------------------------------------ construction
 
@@ -153,6 +155,7 @@ class Environment:
     @property
     def console(self) -> Any:
         """A rich Console on stdout, created on first use (rich is slow to import)."""
+        self.stdout_written = True  # whatever it prints next
         if self._console is None:
             from rich.console import Console
 
@@ -197,11 +200,13 @@ class Environment:
 
     def text(self, line: str = "") -> None:
         """One line of human output on stdout."""
+        self.stdout_written = True
         with checked_write():
             self.stdout.write(line + "\n")
 
     def write_bytes(self, data: bytes) -> None:
         """Bytes on stdout, after any text written before them."""
+        self.stdout_written = True
         with checked_write():
             self.stdout.flush()
             self.stdout.buffer.write(data)
@@ -221,6 +226,7 @@ class Environment:
     def emit_record(self, record_type: str, data: Mapping[str, Any]) -> None:
         """One JSON Lines record on stdout: ``{"type", "version", "data"}`` (ripgrep's envelope)."""
         record = {"type": record_type, "version": SCHEMA_VERSION, "data": data}
+        self.stdout_written = True
         with checked_write():
             self.stdout.flush()
             self.stdout.buffer.write(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n")

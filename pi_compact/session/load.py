@@ -28,7 +28,7 @@ from pi_compact.session.jsonline import COUNT_BELOW, DEEP_MARKER, MAX_DEPTH, cut
 from pi_compact.session.source import FileSource, read_lines
 
 if TYPE_CHECKING:
-    from pi_compact.session.index import PrefixState
+    from pi_compact.session.index import PrefixHash, PrefixState
 
 CURRENT_VERSION = 3
 _ID = attrgetter("id")
@@ -825,6 +825,8 @@ def load_session(
             use_cache = cache and not keep_bodies and hasattr(os, "pread")
             state: PrefixState | None = None
             snapshot: list[PrefixState] | None = None
+            read_from: Any = stream
+            hashed: PrefixHash | None = None
             if use_cache:
                 from pi_compact.session import index
 
@@ -832,11 +834,16 @@ def load_session(
                 state = index.read(p, stream.fileno(), st, decorate is not None) if use_cache else None
                 if state is not None:
                     stream.seek(state.prefix_len)
-                snapshot = [] if use_cache and index.worth_writing(state, size) else None
-            lines = read_lines(stream)
+                    source.indexed(lambda: index.drop(p, decorate is not None))
+                if use_cache and index.worth_writing(state, size):
+                    snapshot = []
+                    start, crc = (0, 0) if state is None else (state.prefix_len, state.crc or 0)
+                    read_from = hashed = index.PrefixHash(stream, start, crc)
+            lines = read_lines(read_from)
             session = parse_session(lines, p, size, None if keep_bodies else source, decorate, state, snapshot)
-            if snapshot and (state is None or snapshot[0].prefix_len > state.prefix_len):
-                index.write(p, stream.fileno(), os.fstat(stream.fileno()), snapshot[0])
+            if snapshot and hashed is not None and (state is None or snapshot[0].prefix_len > state.prefix_len):
+                snapshot[0].crc = hashed.crc_of(snapshot[0].prefix_len)
+                index.write(p, os.fstat(stream.fileno()), snapshot[0])
     except OSError as exc:
         source.close()
         raise os_error(exc, where) from None

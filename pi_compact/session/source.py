@@ -5,8 +5,9 @@ entries' bodies (their id, parent, type and role are kept on the entry). The loa
 once (Pi skips lines that do not parse, so each must be tried), keeps the head fields, and drops the parsed body
 of old message entries instead of holding hundreds of MB of dicts. When something does ask for such an entry's
 ``raw``, it is parsed again from the same open file descriptor, so a file renamed over meanwhile cannot answer
-for it, and the head fields are compared with the first reading: a file rewritten in place under us is an error,
-never a silently different answer.
+for it, and the head fields are compared with the first reading: a file rewritten in place under us is an error
+(``FileChangedError``), never a silently different answer; when the load resumed from picompact's index, that
+index is deleted first, so that answering again does not meet it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pi_compact.errors import SessionError
+from pi_compact.errors import FileChangedError
 
 if TYPE_CHECKING:
     from pi_compact.session.entries import Entry
@@ -91,6 +92,12 @@ class FileSource:
         self._parse = parse
         self._lock = threading.Lock()  # lseek + read where pread is missing
         self._finalizer = weakref.finalize(self, os.close, fd)
+        self._on_stale: Callable[[], None] | None = None  # an index was used: what drops it (``indexed``)
+
+    def indexed(self, drop: Callable[[], None]) -> None:
+        """The load resumed from an index of the file; ``drop`` deletes it, called when a body read back shows
+        that the file is not what was read."""
+        self._on_stale = drop
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], parse: Callable[[bytes], Any]) -> FileSource:
@@ -118,11 +125,15 @@ class FileSource:
         except ValueError:
             value = None
         if not isinstance(value, dict) or _head(value) != (entry.id, entry.parent_id, entry.type, entry.role):
-            raise SessionError(
+            drop, self._on_stale = self._on_stale, None
+            if drop is not None:
+                drop()  # whatever changed, the index may describe it wrongly: the next load builds a new one
+            raise FileChangedError(
                 "the file changed on disk while it was being read (entry "
                 f"{entry.id} is no longer at byte {entry.offset}); run the command again",
                 path=str(self.path),
                 line=entry.line,
+                index_used=drop is not None,
             )
         return value
 
