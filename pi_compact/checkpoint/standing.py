@@ -28,7 +28,7 @@ from pi_compact.checkpoint.signatures import ELLIPSIS
 
 KINDS = ("goal", "rule", "constraint", "preference", "value")
 SENTENCE_CHARS = 240
-MIN_SENTENCE_CHARS = 12
+MIN_SENTENCE_CHARS = 6
 GOAL_CHARS = 240
 
 _RULE = re.compile(
@@ -41,13 +41,17 @@ _RULE = re.compile(
 _CONSTRAINT = re.compile(
     r"\b(?:must|has to|have to be|needs to be|need to be|required|requirement|compatible with|cannot use|can't use|"
     r"no external|without (?:adding|using|any|changing)|only (?:use|touch|change|modify|edit)|at most|at least|"
-    r"no more than|no longer than|maximum|minimum|limit(?:ed)? to|keep (?:it|them|the \w+) (?:under|below|within))\b",
+    r"no more than|no longer than|maximum|minimum|limit(?:ed)? to|keep (?:it|them|the \w+) (?:under|below|within)|"
+    r"no new|only the stdlib|dependenc(?:y|ies) (?:are|is) (?:not )?allowed)\b",
     re.IGNORECASE,
 )
 _PREFERENCE = re.compile(
-    r"\b(?:i prefer|i'd prefer|i would prefer|i'd rather|i would rather|i like|i want (?:you to|it to|all|every)|"
+    r"\b(?:i prefer|i'd prefer|i would prefer|i'd rather|i would rather|i like (?!that|this|it\b)\w+|"
+    r"i want (?:it to|all|every)|"
     r"please use|please keep|let's use|let's stick|let's keep|we use|we prefer|we always|stick to|"
-    r"use \S+(?: \S+){0,4} (?:instead of|rather than))\b",
+    r"use \S+(?: \S+){0,4} (?:instead of|rather than)|use [\w -]{1,30}, not\b|"
+    r"keep (?:the |all |our )?[\w -]{1,30} (?:style|format|short|small|consistent|sorted|alphabetical)|"
+    r"in the [\w -]{1,30} style)\b",
     re.IGNORECASE,
 )
 _GOAL_CHANGE = re.compile(
@@ -57,9 +61,23 @@ _GOAL_CHANGE = re.compile(
     re.IGNORECASE,
 )
 _NOT_AN_INSTRUCTION = re.compile(
-    r"\b(?:i|it|that|this|they|he|she|which|there|you)\s+(?:don't|do not|didn't|doesn't|never)\s+"
-    r"(?:know|think|see|understand|get|care|mind|remember|seem|work|matter|exist|need to worry)\b"
-    r"|\bdon't worry\b|\bthank",
+    r"\b(?:it|that|this|they|he|she|which|there)\s+(?:don't|do not|didn't|doesn't|never)\b"
+    r"|\bi\s+(?:don't|do not|didn't|never)\s+(?!want|like|need|allow)\w+"
+    r"|\bdon't worry\b|\bthank|Error:|ENOENT|Traceback|\\n",
+    re.IGNORECASE,
+)
+# What starts a request for work rather than a statement of what holds ("Refactor X so that …", "move a to b").
+_TASK = re.compile(
+    r"^\W*(?:(?:ok|okay|alright|so|now|next|then|and|also|please|good|great|thanks)\W+)*(?:can you |could you |"
+    r"would you |let's |let us )?(?:refactor|explain|revert|move|copy|create|createa|add|fix|implement|write|read|"
+    r"look|check|run|open|show|tell|why|how|what|where|rename|update|remove|delete|profile|find|investigate|"
+    r"review|debug|try|test|build|install|commit|push|merge)\b",
+    re.IGNORECASE,
+)
+_LINK = re.compile(
+    r"\b(?:is|are|=|should be|must be|has to be|defaults? to|listens? on|runs? on|lives? (?:in|at|under)|"
+    r"goes? (?:in|into|under)|set (?:it )?to|use|uses|make it|change (?:it )?to|raise|lower|increase|decrease|"
+    r"bump)\b|:\s",
     re.IGNORECASE,
 )
 _SETTING = re.compile(
@@ -67,18 +85,23 @@ _SETTING = re.compile(
     r"database|db|schema|table|queue|topic|namespace|branch|directory|folder|dir|path|limit|threshold|retries|"
     r"retry|interval|ttl|size|width|indent(?:ation)?|tabs|spaces|level|model|env(?:ironment)?|config|setting|"
     r"listens? on|lives? (?:in|at|under)|go(?:es)? (?:in|into|under)|deadline|budget|concurrency|workers|"
-    r"memory|cpu|rate limit|max|min|default|license|encoding|locale|timezone|currency|precision|format)\b",
+    r"memory|cpu|rate limit|max|min|default|license|encoding|locale|timezone|currency|precision|format|"
+    r"server|service|cluster|account|project|repo(?:sitory)?|registry)\b",
     re.IGNORECASE,
 )
 _VALUE = re.compile(
     r"https?://\S+|`[^`\n]{1,60}`|\b[\w.-]+:\d{2,5}\b|\b\d+\.\d+(?:\.\d+)*\b|\b\d{2,}\b"
     r"|(?<![\w])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*"
 )
+_RENAMED = re.compile(
+    r"\b(?:(?:got |was |were |has been |have been )?(?:renamed|moved) to|is now|are now|now lives (?:in|at))\s+\S"
+)
 _CORRECTION = re.compile(
     r"^\W*(?:no|nope|actually|correction|wait|sorry|oops|instead|rather|change|update|make it|switch|not)\b"
     r"|\b(?:instead|make it|change it to|set it to|now it's|now it is|should be|use \S+ not)\b",
     re.IGNORECASE,
 )
+_PASTED_START = re.compile(r"^[+-]\s*\d|^\w+:\s*['\"]|^\[[^\]]*\]$")  # a diff line, a field of a printed object
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _WORD = re.compile(r"[A-Za-z][\w-]{3,}")
 _STOP = frozenset(
@@ -170,7 +193,11 @@ def _sentences(text: str) -> list[str]:
 def _looks_pasted(sentence: str) -> bool:
     """Log lines, stack frames and code: many symbols, few words."""
     letters = sum(c.isalpha() or c == " " for c in sentence)
-    return letters < len(sentence) * 0.6 or sentence.startswith(("at ", 'File "', "Traceback", "$ ", "> "))
+    return (
+        (len(sentence) > 30 and letters < len(sentence) * 0.6)
+        or sentence.startswith(("at ", 'File "', "Traceback", "$ ", "> "))
+        or bool(_PASTED_START.match(sentence))
+    )
 
 
 def _opening(text: str) -> str:
@@ -217,11 +244,14 @@ def classify(sentence: str) -> str | None:
         return "rule"
     if _PREFERENCE.search(sentence):
         return "preference"
-    if _SETTING.search(sentence) and _VALUE.search(sentence):
+    declarative = not _TASK.match(sentence)
+    if _RENAMED.search(sentence) and _SETTING.search(sentence):
+        return "value"
+    if declarative and _SETTING.search(sentence) and _VALUE.search(sentence) and _LINK.search(sentence):
         return "value"
     if _CONSTRAINT.search(sentence):
         return "constraint"
-    if _CORRECTION.search(sentence) and _VALUE.search(sentence):
+    if declarative and _CORRECTION.search(sentence) and _VALUE.search(sentence):
         return "value"
     return None
 
