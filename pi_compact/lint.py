@@ -98,7 +98,10 @@ PI_DOES: dict[str, str] = {
     "unknown-role": "keeps the message in its context but leaves it out of what it sends to the model",
     "message-missing": "throws on it (cannot read 'role') when it builds the context of a branch through it, so it "
     "cannot resume that branch; its session list leaves the whole session out",
+    "duplicate-reminder": "puts every custom message of the branch in the model's context: the model reads the same "
+    "re-orientation again (two copies of picompact's extension were loaded, or a checkpoint was appended twice)",
 }
+REMINDER_TYPE = "picompact.reorientation"  # the customType of picompact's re-orientation message
 FATAL_DEFAULT_CODE = "unreadable"
 
 
@@ -443,6 +446,44 @@ def _entry_findings(session: Session, spans: dict[int, tuple[int, int]]) -> list
     return findings
 
 
+def _reminder_of(entry: Entry) -> str | None:
+    """The compaction id a re-orientation message of picompact's belongs to, or None for any other entry."""
+    raw = entry.raw
+    if entry.type != "custom_message" or raw.get("customType") != REMINDER_TYPE:
+        return None
+    details = raw.get("details")
+    compaction = details.get("compactionId") if isinstance(details, dict) else None
+    return compaction if isinstance(compaction, str) else None
+
+
+def _reminder_findings(session: Session) -> list[Finding]:
+    """A re-orientation message with another one for the same compaction above it on its branch (between it and
+    that compaction): both reach the model."""
+    findings: list[Finding] = []
+    by_id = session.by_id
+    for entry in session.entries:
+        compaction = _reminder_of(entry)
+        if compaction is None:
+            continue
+        seen: set[int] = set()
+        parent = by_id.get(entry.parent_id) if isinstance(entry.parent_id, str) else None
+        while parent is not None and id(parent) not in seen and parent.id != compaction:
+            seen.add(id(parent))
+            if _reminder_of(parent) == compaction:
+                findings.append(
+                    _finding(
+                        "duplicate-reminder",
+                        "warning",
+                        f"a second re-orientation message for compaction {compaction} on this branch (the first: "
+                        f"entry {parent.id}, line {parent.line})",
+                        entry,
+                    )
+                )
+                break
+            parent = by_id.get(parent.parent_id) if isinstance(parent.parent_id, str) else None
+    return findings
+
+
 def _usage_findings(entry: Entry, usage: Any, window: int) -> list[Finding]:
     if not isinstance(usage, dict):
         return []
@@ -491,6 +532,7 @@ def lint_session(session: Session, leaf_id: str | None = None) -> list[Finding]:
     kids = _children(session)
     findings.extend(_tool_findings(session, kids))
     findings.extend(_entry_findings(session, _euler(kids)))
+    findings.extend(_reminder_findings(session))
     # The branch's pi-throws for a message entry without a message says less than message-missing on that line.
     missing = {f.line for f in findings if f.code == "message-missing"}
     findings = [f for f in findings if not (f.code == "pi-throws" and f.line in missing)]

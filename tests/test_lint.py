@@ -199,6 +199,26 @@ def damage_big_line() -> tuple[bytes, int]:
     return join(sb.lines()), len(sb.entries) + 1
 
 
+def _reminder(compaction: str) -> dict:
+    return {
+        "type": "custom_message",
+        "customType": "picompact.reorientation",
+        "content": "Picking up after a compaction.",
+        "display": False,
+        "details": {"compactionId": compaction},
+    }
+
+
+def damage_duplicate_reminder() -> tuple[bytes, int]:
+    """Two copies of the extension loaded: one compaction, two re-orientation messages on the branch."""
+    sb = healthy()
+    kept = sb.entries[-2]["id"]
+    compaction = sb.add({"type": "compaction", "summary": "s", "firstKeptEntryId": kept, "tokensBefore": 1})
+    sb.add(_reminder(compaction))
+    sb.add(_reminder(compaction))
+    return join(sb.lines()), len(sb.entries) + 1
+
+
 DAMAGES: dict[str, tuple[Callable[[], tuple[bytes, int | None]], str]] = {
     "malformed-line": (damage_malformed, "warning"),
     "truncated-last-line": (damage_truncated, "warning"),
@@ -224,6 +244,7 @@ DAMAGES: dict[str, tuple[Callable[[], tuple[bytes, int | None]], str]] = {
     "unknown-role": (damage_unknown_role, "warning"),
     "old-version": (damage_old_version, "info"),
     "big-line": (damage_big_line, "info"),
+    "duplicate-reminder": (damage_duplicate_reminder, "warning"),
 }
 
 
@@ -253,6 +274,21 @@ def test_each_damage_gives_its_code_at_its_line(tmp_path: Path, code: str) -> No
     text = run("lint", path, "--level", "info")
     where = f"{path}:{line}: " if line is not None else f"{path}: "
     assert any(ln.startswith(where) and f"{severity} {code}" in ln for ln in text.stdout.splitlines()), text.stdout
+
+
+def test_one_reminder_per_compaction_and_branch_is_clean(tmp_path: Path) -> None:
+    """Reminders of successive compactions, or of one compaction on two branches, are no duplicates."""
+    sb = healthy()
+    first = sb.add({"type": "compaction", "summary": "s", "firstKeptEntryId": sb.entries[-2]["id"], "tokensBefore": 1})
+    one = sb.add(_reminder(first))
+    sb.user("more work")
+    second = sb.add({"type": "compaction", "summary": "s", "firstKeptEntryId": sb.leaf, "tokensBefore": 1})
+    sb.add(_reminder(second))
+    sb.add(_reminder(first), parent=first)  # another branch from the first compaction (after /tree)
+    assert one
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(join(sb.lines()))
+    assert not [f for f in lint_file(path).findings if f.code == "duplicate-reminder"]
 
 
 def test_findings_name_the_entry_and_what_pi_does(tmp_path: Path) -> None:

@@ -51,13 +51,17 @@ def _shown(command: list[str]) -> str:
 def install_command(
     ctx: typer.Context,
     project: bool = ProjectOpt,
-    mode: str = typer.Option(
-        "verbatim",
+    mode: str | None = typer.Option(
+        None,
         "--mode",
         metavar="verbatim|summary",
-        help="Default compaction mode: verbatim (no model) or summary (settings may override).",
+        help="Default compaction mode: verbatim (no model) or summary (settings may override). Default: the mode "
+        "recorded by the last install here, else verbatim.",
     ),
     force: bool = typer.Option(False, "--force", help="Replace files changed since picompact installed them."),
+    replace: bool = typer.Option(
+        False, "--replace", help="Remove the copy installed in the other place (global or project) first."
+    ),
     json_output: bool = JsonOpt,
 ) -> ExitCode:
     """Install the Pi extension where Pi discovers it.
@@ -66,21 +70,27 @@ def install_command(
     ./.pi/extensions/picompact/ (loaded only when Pi trusts the project). Writes index.ts (the extension) and
     install.json (the absolute command of this picompact, its version, the mode), so the extension works even
     when picompact is not on Pi's PATH. A file changed since picompact wrote it is never overwritten without
-    --force. Run it again after upgrading picompact. Exit 0 installed, 2 refused or bad flags.
+    --force. Run it again after upgrading picompact: the recorded mode is kept unless --mode changes it. One copy
+    at a time: with the extension installed in the other place (global or this project), which Pi would load
+    beside it in a trusted project, install refuses (--replace removes that copy first). Exit 0 installed, 2
+    refused or bad flags.
     """
     from pi_compact.pi.install import install
 
     out = env_of(ctx)
-    result = install("project" if project else "global", mode=mode, force=force)
+    result = install("project" if project else "global", mode=mode, force=force, replace=replace)
     if json_output:
         out.emit({"status": "installed", **result.to_json()})
         return ExitCode.OK
+    if result.replaced_other is not None:
+        out.text(f"removed the other copy: {result.replaced_other.directory}")
     for path in result.replaced_changed:
         out.warn(f"replaced {path}, which had been changed (--force)")
-    state = "already up to date" if not any(p.name == "index.ts" for p in result.written) else "installed"
+    state = {"installed": "installed", "updated": "updated", "unchanged": "already up to date"}[result.state]
     out.text(f"picompact extension {state}: {result.directory}")
     out.text(f"  calls: {_shown(result.command)}")
-    out.text(f'  mode:  {result.mode} (settings.json "picompact": {{"mode": …}} overrides it)')
+    was = f"; was {result.previous_mode}" if result.previous_mode not in (None, result.mode) else ""
+    out.text(f'  mode:  {result.mode}{was} (settings.json "picompact": {{"mode": …}} overrides it)')
     if project:
         from pi_compact.pi.install import project_trust
 
@@ -114,8 +124,12 @@ def uninstall_command(
             out.text(f"removed {path}")
         if result.removed_directory:
             out.text(f"removed {result.directory}")
+        for folder in result.removed_folders:
+            out.text(f"removed {folder} (empty; picompact pi install had created it)")
     for path in result.kept:
         out.warn(f"kept {path}: changed since picompact installed it (use --force to remove it)")
+    if result.kept_record is not None:
+        out.warn(f"kept {result.kept_record} too: it records what picompact wrote there, for a later uninstall")
     for name in result.refused:
         out.warn(f"left {name!r} alone: the install record names it, but it is not a file inside {result.directory}")
     return ExitCode.NO if result.kept else ExitCode.OK
@@ -138,6 +152,18 @@ def status_command(ctx: typer.Context, json_output: bool = JsonOpt) -> ExitCode:
     statuses = [location_status("global"), location_status("project", trust=trust_text)]
     config = load_config(os.getcwd(), trusted if trusted is not None else False)
     working = [s for s in statuses if s.installed and s.command_ok and s.entry_state != "missing"]
+    warnings = list(config.warnings)
+    if all(s.installed for s in statuses):
+        load = (
+            "Pi loads both here; the project's copy runs and the global one stands down"
+            if trusted
+            else "in a project Pi trusts, both load (the project's copy runs, the global one stands down)"
+        )
+        warnings.insert(
+            0,
+            f"the extension is installed twice, globally and in this project: {load}. Keep one: "
+            "`picompact pi uninstall --project` or `picompact pi uninstall`",
+        )
     if json_output:
         out.emit(
             {
@@ -147,6 +173,7 @@ def status_command(ctx: typer.Context, json_output: bool = JsonOpt) -> ExitCode:
                 "project_trusted": trusted,
                 "project_trust": trust_text,
                 "settings": config.to_json(),
+                "warnings": warnings,
             }
         )
     else:
@@ -155,7 +182,7 @@ def status_command(ctx: typer.Context, json_output: bool = JsonOpt) -> ExitCode:
             out.text(_status_text(s, __version__))
         out.text(f"project {os.getcwd()}: {trust_text}")
         out.text(f"settings: {_config_text(config.to_json())}")
-        for warning in config.warnings:
+        for warning in warnings:
             out.warn(warning)
     return ExitCode.OK if working else ExitCode.NO
 

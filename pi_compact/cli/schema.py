@@ -309,10 +309,13 @@ class PiInstallDoc(TypedDict):
     scope: str
     command: list[str]
     mode: str
+    previous_mode: str | None
+    state: str
     version: str
     written: list[str]
     unchanged: list[str]
     replaced_changed: list[str]
+    replaced_other: dict[str, Any] | None
 
 
 class PiUninstallDoc(TypedDict):
@@ -322,7 +325,9 @@ class PiUninstallDoc(TypedDict):
     installed: bool
     removed: list[str]
     kept: list[str]
+    kept_record: str | None
     removed_directory: bool
+    removed_folders: list[str]
     refused: list[str]
 
 
@@ -334,6 +339,7 @@ class PiStatusDoc(TypedDict):
     project_trusted: bool | None
     project_trust: str
     settings: dict[str, Any]
+    warnings: list[str]
 
 
 # The documents the Pi extension reads: their keys follow Pi's own names (settings keys, compaction fields).

@@ -87,6 +87,7 @@ class Manifest:
     mode: str
     scope: str
     files: dict[str, str]  # file name -> sha256 of what install wrote
+    created: list[str] = field(default_factory=list)  # folders above the extension's that install created
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +97,7 @@ class Manifest:
             "mode": self.mode,
             "scope": self.scope,
             "files": self.files,
+            "created": self.created,
         }
 
 
@@ -163,12 +165,14 @@ def read_manifest(directory: Path) -> Manifest | None:
     )
     if not ok:
         raise InstallError("not a picompact install record", path=str(path))
+    created = data.get("created")
     return Manifest(
         command=list(data["command"]),
         version=str(data.get("version", "")),
         mode=str(data.get("mode", "verbatim")),
         scope=str(data.get("scope", "")),
         files={str(k): str(v) for k, v in data["files"].items()},
+        created=[str(c) for c in created] if isinstance(created, list) else [],
     )
 
 
@@ -181,6 +185,22 @@ class InstallResult:
     written: list[Path] = field(default_factory=list)
     unchanged: list[Path] = field(default_factory=list)
     replaced_changed: list[Path] = field(default_factory=list)  # user-changed files overwritten with --force
+    previous_mode: str | None = None  # the mode of the install this one updated (None: a first install)
+    previous_version: str | None = None
+    previous_command: list[str] | None = None
+    replaced_other: UninstallResult | None = None  # --replace: the other scope's copy, removed
+
+    @property
+    def state(self) -> str:
+        """installed (a first install, or a new index.ts), updated (only the record changed) or unchanged."""
+        if any(p.name == ENTRY_FILE for p in self.written) or self.previous_mode is None:
+            return "installed"
+        same = (self.previous_mode, self.previous_version, self.previous_command) == (
+            self.mode,
+            __version__,
+            self.command,
+        )
+        return "unchanged" if same else "updated"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -188,10 +208,13 @@ class InstallResult:
             "scope": self.scope,
             "command": self.command,
             "mode": self.mode,
+            "previous_mode": self.previous_mode,
+            "state": self.state,
             "version": __version__,
             "written": [str(p) for p in self.written],
             "unchanged": [str(p) for p in self.unchanged],
             "replaced_changed": [str(p) for p in self.replaced_changed],
+            "replaced_other": self.replaced_other.to_json() if self.replaced_other else None,
         }
 
 
@@ -216,23 +239,78 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _other(scope: Scope) -> Scope:
+    return "project" if scope == "global" else "global"
+
+
+def _where(scope: Scope) -> str:
+    return "globally" if scope == "global" else "in this project"
+
+
+def _uninstall_flag(scope: Scope) -> str:
+    return "picompact pi uninstall" + (" --project" if scope == "project" else "")
+
+
+def _other_install(scope: Scope, cwd: str | os.PathLike[str] | None) -> tuple[bool, Manifest | None]:
+    """Whether the extension is installed in the other scope, and its record when it can be read."""
+    directory = extension_dir(_other(scope), cwd)
+    try:
+        manifest = read_manifest(directory) if directory.is_dir() else None
+    except InstallError:
+        return True, None  # something is there: not ours to overwrite silently
+    return manifest is not None, manifest
+
+
+def _refuse_second_copy(scope: Scope, cwd: str | os.PathLike[str] | None, replace: bool) -> UninstallResult | None:
+    """A global and a project install both load in a trusted project: refuse a second copy, or with ``replace``
+    remove the other one first (what the user changed there is kept, and the install refused)."""
+    other = _other(scope)
+    directory = extension_dir(other, cwd)
+    if not _other_install(scope, cwd)[0]:
+        return None
+    flag = " --project" if scope == "project" else ""
+    if not replace:
+        raise InstallError(
+            f"picompact's extension is already installed {_where(other)}; a second copy would load beside it in a "
+            f"trusted project. Keep one: `{_uninstall_flag(other)}` first, or "
+            f"`picompact pi install{flag} --replace` to move it here",
+            path=str(directory),
+        )
+    removed = uninstall(other, cwd=cwd)
+    if removed.kept or removed.refused:
+        raise InstallError(
+            f"--replace kept files changed since they were installed; remove them (`{_uninstall_flag(other)} "
+            "--force`) and install again",
+            path=str(directory),
+        )
+    return removed
+
+
 def install(
     scope: Scope = "global",
     *,
-    mode: str = "verbatim",
+    mode: str | None = None,
     force: bool = False,
+    replace: bool = False,
     cwd: str | os.PathLike[str] | None = None,
     command: list[str] | None = None,
 ) -> InstallResult:
-    """Write the extension and its install record; refuse to overwrite a file picompact did not write."""
-    if mode not in MODES:
+    """Write the extension and its install record; refuse to overwrite a file picompact did not write, and
+    refuse a second copy in the other scope (``replace``: remove that one). ``mode`` None keeps the recorded
+    mode (verbatim for a first install)."""
+    if mode is not None and mode not in MODES:
         raise UsageError(f"--mode must be one of {', '.join(MODES)} (got {mode!r})")
     directory = extension_dir(scope, cwd)
     _refuse_links(scope, directory)
     previous = read_manifest(directory) if directory.is_dir() else None
     source = extension_source()
     cmd = command or picompact_command()
-    result = InstallResult(directory, scope, cmd, mode)
+    moved = previous or (_other_install(scope, cwd)[1] if replace else None)  # --replace moves the copy here
+    chosen = mode or (moved.mode if moved and moved.mode in MODES else "verbatim")
+    result = InstallResult(directory, scope, cmd, chosen)
+    if previous is not None:
+        result.previous_mode, result.previous_version = previous.mode, previous.version
+        result.previous_command = previous.command
     if directory.exists() and not directory.is_dir():
         raise InstallError("exists and is not a directory", path=str(directory))
     if directory.is_dir() and previous is None and any(directory.iterdir()) and not force:
@@ -252,11 +330,17 @@ def install(
                     path=str(target),
                 )
             result.replaced_changed.append(target)
+    result.replaced_other = _refuse_second_copy(scope, cwd, replace)
+    created = [str(d) for d in reversed(directory.parents) if not d.exists()]
+    if not directory.exists():
+        created.append(str(directory))
     directory.mkdir(parents=True, exist_ok=True)
     if target not in result.unchanged:
         _write_atomic(target, source)
         result.written.append(target)
-    manifest = Manifest(cmd, __version__, mode, scope, {ENTRY_FILE: _sha256(source)})
+    kept = [c for c in (previous.created if previous else []) if c not in created]
+    folders = [c for c in [*kept, *created] if c != str(directory)]
+    manifest = Manifest(cmd, __version__, chosen, scope, {ENTRY_FILE: _sha256(source)}, folders)
     _write_atomic(directory / MANIFEST_FILE, orjson.dumps(manifest.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
     result.written.append(directory / MANIFEST_FILE)
     return result
@@ -271,6 +355,8 @@ class UninstallResult:
     removed_directory: bool = False
     installed: bool = True
     refused: list[str] = field(default_factory=list)  # manifest names outside the extension directory: never touched
+    kept_record: Path | None = None  # install.json, kept with a kept file (it records what to remove later)
+    removed_folders: list[Path] = field(default_factory=list)  # empty folders install had created above it
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -279,7 +365,9 @@ class UninstallResult:
             "installed": self.installed,
             "removed": [str(p) for p in self.removed],
             "kept": [str(p) for p in self.kept],
+            "kept_record": str(self.kept_record) if self.kept_record else None,
             "removed_directory": self.removed_directory,
+            "removed_folders": [str(p) for p in self.removed_folders],
             "refused": self.refused,
         }
 
@@ -316,12 +404,30 @@ def uninstall(
             continue
         path.unlink()
         result.removed.append(path)
-    if not result.kept:
-        (directory / MANIFEST_FILE).unlink(missing_ok=True)
-        result.removed.append(directory / MANIFEST_FILE)
-        with contextlib.suppress(OSError):  # other files live there: not ours to remove
-            directory.rmdir()
-            result.removed_directory = True
+    if result.kept:
+        result.kept_record = directory / MANIFEST_FILE
+        return result
+    (directory / MANIFEST_FILE).unlink(missing_ok=True)
+    result.removed.append(directory / MANIFEST_FILE)
+    with contextlib.suppress(OSError):  # other files live there: not ours to remove
+        directory.rmdir()
+        result.removed_directory = True
+    if result.removed_directory:
+        # The folders above it that install created, deepest first, while they are empty; only ancestors of the
+        # extension directory (a project's record comes with the repository), never through a symbolic link.
+        above = directory.parents if scope == "global" else directory.parents[:2]  # a project: .pi/extensions, .pi
+        ancestors = {str(p): p for p in above}
+        for name in sorted(set(manifest.created), key=len, reverse=True):
+            folder = ancestors.get(name)
+            if folder is None or folder.is_symlink():
+                continue
+            try:
+                folder.rmdir()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                break  # not empty: nothing above it is empty either
+            result.removed_folders.append(folder)
     return result
 
 

@@ -49,8 +49,10 @@ def test_reinstall_is_idempotent_and_records_the_mode(agent: Path, tmp_path: Pat
     assert run("pi", "install", cwd=tmp_path).code == 0
     again = run("pi", "install", "--mode", "summary", cwd=tmp_path)
     assert again.code == 0, again.stderr
-    assert "already up to date" in again.stdout
+    assert "picompact extension updated" in again.stdout and "summary; was verbatim" in again.stdout
     assert _manifest(agent / "extensions" / "picompact")["mode"] == "summary"
+    same = run("pi", "install", cwd=tmp_path)
+    assert "already up to date" in same.stdout
     bad = run("pi", "install", "--mode", "fancy", cwd=tmp_path)
     assert bad.code == 2 and "--mode" in bad.stderr
 
@@ -166,3 +168,116 @@ def test_lookup_is_available_with_a_key(agent: Path, tmp_path: Path) -> None:
     (agent / "settings.json").write_text('{"picompact": {"lookupModel": "openai/gpt-5-mini"}}')
     result = run("pi", "config", "--json", "--cwd", tmp_path, env={"OPENAI_API_KEY": "sk-test"}, cwd=tmp_path)
     assert result.json["lookupAvailable"] is True
+
+
+# -- one copy at a time ---------------------------------------------------------------------------------------
+
+
+def test_a_second_copy_in_the_other_place_is_refused(agent: Path, tmp_path: Path) -> None:
+    """Global and project installs both load in a trusted project: the second install refuses and says how to
+    keep one; nothing is written in the project."""
+    assert run("pi", "install", cwd=tmp_path).code == 0
+    refused = run("pi", "install", "--project", cwd=tmp_path)
+    assert refused.code == 2
+    assert "already installed globally" in refused.stderr and "`picompact pi uninstall`" in refused.stderr
+    assert "--replace" in refused.stderr
+    assert not (tmp_path / ".pi").exists()
+    # And the other way round.
+    assert run("pi", "uninstall", cwd=tmp_path).code == 0
+    assert run("pi", "install", "--project", cwd=tmp_path).code == 0
+    back = run("pi", "install", cwd=tmp_path)
+    assert back.code == 2 and "already installed in this project" in back.stderr
+    assert "picompact pi uninstall --project" in back.stderr
+
+
+def test_replace_moves_the_copy_and_keeps_its_mode(agent: Path, tmp_path: Path) -> None:
+    assert run("pi", "install", "--mode", "summary", cwd=tmp_path).code == 0
+    moved = run("pi", "install", "--project", "--replace", cwd=tmp_path)
+    assert moved.code == 0, moved.stderr
+    assert "removed the other copy" in moved.stdout
+    assert not (agent / "extensions" / "picompact").exists()
+    assert _manifest(tmp_path / ".pi" / "extensions" / "picompact")["mode"] == "summary"
+
+
+def test_status_warns_about_two_copies(agent: Path, tmp_path: Path) -> None:
+    assert run("pi", "install", cwd=tmp_path).code == 0
+    project = tmp_path / ".pi" / "extensions" / "picompact"  # copied by hand, or left by an older picompact
+    project.mkdir(parents=True)
+    for name in ("index.ts", "install.json"):
+        (project / name).write_bytes((agent / "extensions" / "picompact" / name).read_bytes())
+    text = run("pi", "status", cwd=tmp_path)
+    assert "warning: the extension is installed twice, globally and in this project" in text.stderr
+    assert "picompact pi uninstall --project" in text.stderr
+    (agent / "settings.json").write_text('{"defaultProjectTrust": "always"}')
+    doc = run("pi", "status", "--json", cwd=tmp_path).json
+    assert any("Pi loads both here" in w and "stands down" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_a_status_with_one_copy_has_no_such_warning(agent: Path, tmp_path: Path) -> None:
+    assert run("pi", "install", cwd=tmp_path).code == 0
+    doc = run("pi", "status", "--json", cwd=tmp_path).json
+    assert not any("twice" in w for w in doc["warnings"])
+
+
+# -- the recorded mode ----------------------------------------------------------------------------------------
+
+
+def test_reinstall_keeps_the_recorded_mode(agent: Path, tmp_path: Path) -> None:
+    assert run("pi", "install", "--mode", "summary", cwd=tmp_path).code == 0
+    again = run("pi", "install", cwd=tmp_path)
+    assert again.code == 0, again.stderr
+    assert "already up to date" in again.stdout and "mode:  summary" in again.stdout
+    assert _manifest(agent / "extensions" / "picompact")["mode"] == "summary"
+    changed = run("pi", "install", "--mode", "verbatim", "--json", cwd=tmp_path).json
+    assert (changed["mode"], changed["previous_mode"], changed["state"]) == ("verbatim", "summary", "updated")
+
+
+# -- uninstall --------------------------------------------------------------------------------------------------
+
+
+def test_uninstall_says_it_kept_the_record_with_a_changed_index(agent: Path, tmp_path: Path) -> None:
+    assert run("pi", "install", "--project", cwd=tmp_path).code == 0
+    directory = tmp_path / ".pi" / "extensions" / "picompact"
+    (directory / "index.ts").write_text("// my own changes\n")
+    kept = run("pi", "uninstall", "--project", cwd=tmp_path)
+    assert kept.code == 1
+    assert f"kept {directory / 'index.ts'}" in kept.stderr
+    assert f"kept {directory / 'install.json'} too" in kept.stderr
+    assert (directory / "install.json").exists()
+    doc = run("pi", "uninstall", "--project", "--json", cwd=tmp_path).json
+    assert doc["kept_record"] == str(directory / "install.json")
+
+
+def test_uninstall_removes_the_empty_folders_install_created(agent: Path, tmp_path: Path) -> None:
+    assert run("pi", "install", "--project", cwd=tmp_path).code == 0
+    assert _manifest(tmp_path / ".pi" / "extensions" / "picompact")["created"] == [
+        str(tmp_path / ".pi"),
+        str(tmp_path / ".pi" / "extensions"),
+    ]
+    removed = run("pi", "uninstall", "--project", cwd=tmp_path)
+    assert removed.code == 0, removed.stderr
+    assert not (tmp_path / ".pi").exists()
+    assert f"removed {tmp_path / '.pi'} (empty" in removed.stdout
+
+
+def test_uninstall_keeps_folders_that_were_there_or_are_not_empty(agent: Path, tmp_path: Path) -> None:
+    (tmp_path / ".pi").mkdir()
+    (tmp_path / ".pi" / "settings.json").write_text("{}")
+    assert run("pi", "install", "--project", cwd=tmp_path).code == 0
+    assert _manifest(tmp_path / ".pi" / "extensions" / "picompact")["created"] == [str(tmp_path / ".pi" / "extensions")]
+    (tmp_path / ".pi" / "extensions" / "other.ts").write_text("// another extension\n")
+    assert run("pi", "uninstall", "--project", cwd=tmp_path).code == 0
+    assert (tmp_path / ".pi" / "extensions" / "other.ts").exists() and (tmp_path / ".pi" / "settings.json").exists()
+
+
+def test_a_planted_record_cannot_make_uninstall_remove_other_folders(agent: Path, tmp_path: Path) -> None:
+    """``created`` comes with the repository in a project install: only the folders above the extension's count."""
+    assert run("pi", "install", "--project", cwd=tmp_path).code == 0
+    elsewhere = tmp_path / "empty-elsewhere"
+    elsewhere.mkdir()
+    record = tmp_path / ".pi" / "extensions" / "picompact" / "install.json"
+    data = orjson.loads(record.read_bytes())
+    data["created"] = [str(elsewhere), str(tmp_path)]
+    record.write_bytes(orjson.dumps(data))
+    assert run("pi", "uninstall", "--project", cwd=tmp_path).code == 0
+    assert elsewhere.is_dir() and (tmp_path / ".pi" / "extensions").is_dir()

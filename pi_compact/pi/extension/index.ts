@@ -230,7 +230,37 @@ const isCheckpoint = (c: Checkpoint) =>
 	c.settings !== null &&
 	Array.isArray(c.warnings);
 
+// Two copies of this extension (a global and a project install, both loaded in a trusted project) must not both
+// run: that would be two /picompact commands and two re-orientation messages per compaction. The copies of one Pi
+// load share Pi's event bus, whose handlers run at once: the first copy loaded (Pi loads the project's before the
+// global ones) answers this probe, and a copy that gets an answer stands down. A reload drops the old copy's handler.
+const CLAIM_CHANNEL = "picompact:extension";
+
+/** A copy that found another one active: it registers nothing but one notice that says so. */
+function standDown(pi: ExtensionAPI, owner: string) {
+	let told = false;
+	pi.on("session_start", async (_event, ctx) => {
+		if (told) return;
+		told = true;
+		const text =
+			`picompact: another copy of the extension is active (${owner}); this one (${here()}) stands down. ` +
+			"Keep one: `picompact pi uninstall` (global) or `picompact pi uninstall --project`";
+		if (ctx.hasUI) ctx.ui.notify(text, "warning");
+		else process.stderr.write(`${text}\n`);
+	});
+}
+
 export default function picompact(pi: ExtensionAPI) {
+	const probe: { owner?: string } = {};
+	pi.events?.emit(CLAIM_CHANNEL, probe);
+	if (probe.owner) {
+		standDown(pi, probe.owner);
+		return;
+	}
+	pi.events?.on(CLAIM_CHANNEL, (data: unknown) => {
+		const claim = data as { owner?: string } | null;
+		if (claim && typeof claim === "object" && !claim.owner) claim.owner = here();
+	});
 	const install = readInstall();
 	const command = install?.command ?? ["picompact"];
 	let config: Config | undefined;
