@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -587,8 +587,18 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def iter_session_files(roots: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """``*.jsonl`` files under each root (a root that is a file is itself), sorted, walked lazily."""
+def iter_session_files(
+    roots: Iterable[str | os.PathLike[str]], unreadable: Callable[[str, str], None] | None = None
+) -> Iterator[Path]:
+    """``*.jsonl`` files under each root (a root that is a file is itself), sorted, walked lazily. A directory that
+    cannot be listed is passed to ``unreadable`` (its path and the reason), and the walk goes on."""
+
+    def failed(exc: OSError) -> None:
+        if unreadable is not None:
+            from pi_compact.session.discovery import os_reason
+
+            unreadable(os.fspath(exc.filename) if exc.filename is not None else "?", os_reason(exc))
+
     for root in roots:
         top = Path(root)
         if top.is_file():
@@ -596,7 +606,7 @@ def iter_session_files(roots: Iterable[str | os.PathLike[str]]) -> Iterator[Path
             continue
         if not top.is_dir():
             raise NotFoundError("no such file or directory", path=str(top))
-        for directory, dirs, files in os.walk(top):
+        for directory, dirs, files in os.walk(top, onerror=failed):
             dirs.sort()
             for name in sorted(files):
                 if name.endswith(".jsonl"):

@@ -272,7 +272,7 @@ def audit(
     if json_output:
         env.emit(data)
         return ExitCode.OK
-    session_line = f"{path} ({len(result.session.entries)} entries, branch {len(result.branch)})"
+    session_line = f"{env.shown(path)} ({len(result.session.entries)} entries, branch {len(result.branch)})"
     if plot_:
         for line in summary_lines(data, session_line):
             env.text(line)

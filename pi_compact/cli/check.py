@@ -3,6 +3,7 @@
 # No ``from __future__ import annotations`` here: typer reads the command's annotations, and evaluated ones spare
 # it compiling each string at start-up.
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,15 @@ def _fmt(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
-def check_rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(label, value, style) rows of the human report: the numbers first, then the cut."""
+def check_rows(data: dict[str, Any], shown: Callable[[str], str] = str) -> list[tuple[str, str, str]]:
+    """(label, value, style) rows of the human report: the numbers first, then the cut; ``shown``: how the session's
+    path is printed (``Environment.shown``)."""
     rows: list[tuple[str, str, str]] = []
     session = data["session"]
     model = data["model"]
-    rows.append(("session", f"{session['path']} ({session['entries']} entries, branch {data['branch_length']})", ""))
+    rows.append(
+        ("session", f"{shown(session['path'])} ({session['entries']} entries, branch {data['branch_length']})", "")
+    )
     rows.append(("model", f"{model['provider']}/{model['id']}" if model else "unknown", ""))
     rows.append(("context tokens", f"{_fmt(data['context_tokens'])}  [{data['context_tokens_source']}]", ""))
     if data.get("context_tokens_cl100k") is not None:
@@ -150,7 +154,7 @@ def check(
     if json_output:
         env.emit(data)
     else:
-        render_rows(env, check_rows(data))
+        render_rows(env, check_rows(data, env.shown))
         evidence = data.get("file_evidence")
         if files and evidence:
             for kind, key in (("read", "readFiles"), ("modified", "modifiedFiles")):

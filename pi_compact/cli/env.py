@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -42,6 +43,54 @@ _STYLES = {
 }
 
 INTERRUPTED_NOTE = "interrupted; nothing was written"
+
+# What a terminal would act on instead of showing (C0 and C1 controls, DEL), and the bytes of a file name that is
+# not UTF-8 (``os.fsdecode`` keeps each as a lone surrogate, U+DC80..U+DCFF)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if code >= 0xDC80:
+        return f"\\x{code - 0xDC00:02x}"  # the byte itself
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+
+
+def printable(text: str) -> str:
+    """``text`` with what a terminal would not show as text escaped: ``\\e``, ``\\n``, ``\\t``, ``\\r``,
+    ``\\xNN`` for other C0 controls, DEL and each byte of a name that is not UTF-8, ``\\u0080``..``\\u009f``
+    for C1 controls (a file name that paints the terminal or moves its cursor is shown, not obeyed)."""
+    return _UNPRINTABLE.sub(_escape, text) if _UNPRINTABLE.search(text) else text
+
+
+def json_text(text: str) -> str:
+    """A string JSON can hold: each byte of a file name that is not UTF-8 (a lone surrogate from ``os.fsdecode``)
+    as the four characters ``\\xNN``, as Python shows such bytes; any other lone surrogate as U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with every string (keys too) passed through ``json_text``."""
+    if isinstance(value, str):
+        return json_text(value)
+    if isinstance(value, Mapping):
+        return {json_text(k) if isinstance(k, str) else k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def dumps(value: Any, option: int = 0) -> bytes:
+    """orjson's JSON, also for strings it refuses: a file name that is not UTF-8 (see ``json_text``)."""
+    try:
+        return orjson.dumps(value, option=option)
+    except TypeError:  # only then is the document walked: "str is not valid UTF-8: surrogates not allowed"
+        return orjson.dumps(_json_safe(value), option=option)
 
 
 def _isatty(stream: Any) -> bool:
@@ -202,7 +251,13 @@ class Environment:
         """One line of human output on stdout."""
         self.stdout_written = True
         with checked_write():
-            self.stdout.write(line + "\n")
+            try:
+                self.stdout.write(line + "\n")
+            except UnicodeEncodeError:  # a name that is not UTF-8, on a stream that refuses it: its bytes as they are
+                self.stdout.flush()
+                encoding = getattr(self.stdout, "encoding", None) or "utf-8"
+                self.stdout.buffer.write((line + "\n").encode(encoding, "surrogateescape"))
+                self.stdout.buffer.flush()
 
     def write_bytes(self, data: bytes) -> None:
         """Bytes on stdout, after any text written before them."""
@@ -221,7 +276,7 @@ class Environment:
         """One JSON document on stdout, ``schema_version`` first."""
         stamped = {"schema_version": SCHEMA_VERSION, **doc}
         stamped["schema_version"] = SCHEMA_VERSION
-        self.write_bytes(orjson.dumps(stamped, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+        self.write_bytes(dumps(stamped, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
 
     def emit_record(self, record_type: str, data: Mapping[str, Any]) -> None:
         """One JSON Lines record on stdout: ``{"type", "version", "data"}`` (ripgrep's envelope)."""
@@ -229,7 +284,13 @@ class Environment:
         self.stdout_written = True
         with checked_write():
             self.stdout.flush()
-            self.stdout.buffer.write(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+            self.stdout.buffer.write(dumps(record, orjson.OPT_NON_STR_KEYS) + b"\n")
+
+    def shown(self, path: str | os.PathLike[str]) -> str:
+        """A path as human output on stdout shows it: on a terminal with control characters and the bytes of a
+        name that is not UTF-8 escaped (``printable``); in a pipe as it is."""
+        text = os.fspath(path)
+        return printable(text) if self.stdout_isatty else text
 
     def warn(self, message: str) -> None:
         self._diagnostic(f"{self.program_name}: warning: {message}\n")
@@ -239,8 +300,13 @@ class Environment:
 
     def _diagnostic(self, line: str) -> None:
         """A line on stderr; when stderr itself cannot be written (``2>/dev/full``), the command goes on without it."""
+        if self.stderr_isatty:  # a file name in the message must not drive the terminal
+            line = printable(line[:-1]) + line[-1:] if line.endswith("\n") else printable(line)
         with contextlib.suppress(OSError, ValueError):
-            self.stderr.write(line)
+            try:
+                self.stderr.write(line)
+            except UnicodeEncodeError:
+                self.stderr.write(line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
             self.stderr.flush()
 
     def error(self, message: str, code: int) -> None:
@@ -250,9 +316,9 @@ class Environment:
             error = {"message": message, "exit_code": int(code)}
             if self.json_mode == "lines":
                 record = {"type": "error", "version": SCHEMA_VERSION, "data": error}
-                self.write_bytes(orjson.dumps(record) + b"\n")
+                self.write_bytes(dumps(record) + b"\n")
             elif self.json_mode == "document":
-                self.write_bytes(orjson.dumps({"schema_version": SCHEMA_VERSION, "error": error}) + b"\n")
+                self.write_bytes(dumps({"schema_version": SCHEMA_VERSION, "error": error}) + b"\n")
         self._diagnostic(f"{self.program_name}: error: {message}\n")
 
     def reader_gone(self) -> None:
@@ -308,4 +374,14 @@ def current_env() -> Environment:
     return obj if obj is not None else Environment.from_process()
 
 
-__all__ = ["INTERRUPTED_NOTE", "SCHEMA_VERSION", "Environment", "ExitCode", "JsonMode", "current_env"]
+__all__ = [
+    "INTERRUPTED_NOTE",
+    "SCHEMA_VERSION",
+    "Environment",
+    "ExitCode",
+    "JsonMode",
+    "current_env",
+    "dumps",
+    "json_text",
+    "printable",
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +35,16 @@ def finding_line(path: str, finding: Any) -> str:
     return f"{where}: {finding.severity} {finding.code}{entry}: {finding.message}{pi}"
 
 
-def summary_line(report: Any) -> str:
-    """One line per file for ``--all``."""
+def summary_line(report: Any, shown: Callable[[str], str] = str) -> str:
+    """One line per file for ``--all`` (``shown``: how the path is printed, ``Environment.shown``)."""
+    path = shown(report.path)
     if not report.readable:
         finding = report.findings[0]
-        return f"{report.path}: unreadable ({finding.code}): {finding.message}"
+        return f"{path}: unreadable ({finding.code}): {finding.message}"
     if report.clean:
-        return f"{report.path}: clean ({report.entries} entries)"
+        return f"{path}: clean ({report.entries} entries)"
     codes = ", ".join(f"{code}×{n}" if n > 1 else code for code, n in report.codes.items())
-    return f"{report.path}: {_counts_text(report.counts)} ({codes})"
+    return f"{path}: {_counts_text(report.counts)} ({codes})"
 
 
 def _print(env: Environment, text: str, severity: str | None = None) -> None:
@@ -111,7 +113,7 @@ def lint(
         if json_output:
             continue
         for finding in report.findings:
-            _print(env, finding_line(str(path), finding), finding.severity)
+            _print(env, finding_line(env.shown(path), finding), finding.severity)
     if json_output:
         env.emit(
             {
@@ -139,22 +141,33 @@ def _lint_all(env: Environment, roots: list[Path], *, level: str, jobs: int | No
                 env.emit_record("summary", LintTotals().to_json())
             return ExitCode.OK
     totals = LintTotals()
-    for report in lint_paths(iter_session_files(roots), jobs=jobs):
+    skipped: list[str] = []
+
+    def unreadable(directory: str, reason: str) -> None:
+        skipped.append(directory)
+        env.warn(f"{directory}: cannot read the directory ({reason}): its sessions are not linted")
+
+    for report in lint_paths(iter_session_files(roots, unreadable), jobs=jobs):
         totals.add(report)
         if json_output:
             env.emit_record("file", report.to_json())
             continue
         worst = next((sev for sev in ("error", "warning", "info") if report.counts.get(sev)), None)
-        _print(env, summary_line(report), None if report.clean else ("error" if not report.readable else worst))
+        _print(
+            env, summary_line(report, env.shown), None if report.clean else ("error" if not report.readable else worst)
+        )
     summary = totals.to_json()
     if json_output:
         env.emit_record("summary", summary)
     else:
+        directories = (
+            f", {len(skipped)} {'directory' if len(skipped) == 1 else 'directories'} unreadable" if skipped else ""
+        )
         env.text(
             f"{totals.files} files: {totals.clean} clean, {totals.with_findings} with findings, "
-            f"{totals.unreadable} unreadable; {_counts_text(summary['counts'])}"
+            f"{totals.unreadable} unreadable{directories}; {_counts_text(summary['counts'])}"
         )
-    return _exit_code(totals.unreadable > 0, totals.at_or_above(level))
+    return _exit_code(totals.unreadable > 0 or bool(skipped), totals.at_or_above(level))
 
 
 def _sessions_root() -> Path:

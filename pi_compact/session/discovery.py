@@ -61,6 +61,8 @@ class SessionListing:
 
     sessions: list[SessionSummary]
     default: Path | None
+    # Directories that could not be listed (path, reason): their sessions are missing from ``sessions``
+    unreadable: tuple[tuple[Path, str], ...] = ()
 
     def is_default(self, path: Path) -> bool:
         """Whether ``path`` is the default session (compared after resolving links)."""
@@ -182,10 +184,24 @@ def _cwd_matches(header: dict[str, Any], resolved_cwd: str) -> bool:
     return isinstance(cwd, str) and cwd != "" and expand_path(cwd) == resolved_cwd
 
 
-def _jsonl_files(directory: Path) -> Iterator[tuple[Path, os.stat_result]]:
+Problems = list[tuple[Path, str]]  # directories that could not be listed, and why
+
+
+def os_reason(exc: OSError) -> str:
+    """An OS error as a short reason: "permission denied", "not a directory"."""
+    reason = exc.strerror or type(exc).__name__
+    return reason[:1].lower() + reason[1:]
+
+
+def _jsonl_files(directory: Path, problems: Problems | None = None) -> Iterator[tuple[Path, os.stat_result]]:
+    """The ``*.jsonl`` files of a directory; one that exists but cannot be listed is added to ``problems``."""
     try:
         entries = list(os.scandir(directory))
-    except OSError:
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        if problems is not None:
+            problems.append((directory, os_reason(exc)))
         return
     for entry in entries:
         if not entry.name.endswith(".jsonl"):
@@ -353,8 +369,8 @@ def summarize_session(path: str | os.PathLike[str]) -> SessionSummary | None:
     )
 
 
-def _summaries(directory: Path) -> list[SessionSummary]:
-    found = (summarize_session(path) for path, _ in _jsonl_files(directory))
+def _summaries(directory: Path, problems: Problems | None = None) -> list[SessionSummary]:
+    found = (summarize_session(path) for path, _ in _jsonl_files(directory, problems))
     return [summary for summary in found if summary is not None]
 
 
@@ -386,8 +402,10 @@ def list_sessions(
     agent_dir: str | os.PathLike[str] | None = None,
     *,
     session_dir: str | os.PathLike[str] | None = None,
+    problems: Problems | None = None,
 ) -> list[SessionSummary]:
     """Sessions of ``cwd`` (default: the current directory), or of every project with ``all_``, newest first.
+    A directory that exists but cannot be listed is left out, and added to ``problems`` (path, reason).
 
     Mirrors Pi's session picker: a configured session directory is listed whole with ``all_``, and filtered by
     header ``cwd`` otherwise; without one, ``all_`` walks every project directory under ``<agent dir>/sessions``.
@@ -395,22 +413,26 @@ def list_sessions(
     cwd = os.getcwd() if cwd is None else cwd
     if not all_:
         directory, filter_cwd = _search_dir(cwd, agent_dir, session_dir)
-        sessions = _summaries(directory)
+        sessions = _summaries(directory, problems)
         if filter_cwd:
             resolved = expand_path(os.fspath(cwd))
             sessions = [s for s in sessions if s.cwd and expand_path(s.cwd) == resolved]
         return _sort(sessions)
     custom = configured_session_dir(cwd, agent_dir=agent_dir, session_dir=session_dir)
     if custom is not None:
-        return _sort(_summaries(custom))
+        return _sort(_summaries(custom, problems))
     root = _agent_dir(agent_dir) / "sessions"
     sessions = []
     try:
         projects = [entry for entry in os.scandir(root) if entry.is_dir()]
-    except OSError:
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        if problems is not None:
+            problems.append((root, os_reason(exc)))
         return []
     for project in projects:
-        sessions.extend(_summaries(Path(project.path)))
+        sessions.extend(_summaries(Path(project.path), problems))
     return _sort(sessions)
 
 
@@ -423,7 +445,9 @@ def session_listing(
 ) -> SessionListing:
     """``list_sessions`` together with the session picompact uses in ``cwd`` when none is named."""
     where = os.getcwd() if cwd is None else cwd
+    problems: Problems = []
     return SessionListing(
-        sessions=list_sessions(where, all_, agent_dir, session_dir=session_dir),
+        sessions=list_sessions(where, all_, agent_dir, session_dir=session_dir, problems=problems),
         default=find_most_recent_session(where, agent_dir, session_dir=session_dir),
+        unreadable=tuple(problems),
     )

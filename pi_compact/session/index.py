@@ -232,7 +232,7 @@ def _open_cache(create: bool) -> int | None:
     directory = cache_dir()
     created = False
     if create:
-        directory.parent.mkdir(parents=True, exist_ok=True)
+        _make_parents(directory.parent)
         try:
             os.mkdir(directory, 0o700)
             created = True
@@ -255,6 +255,22 @@ def _open_cache(create: bool) -> int | None:
     if create and stat.S_IMODE(st.st_mode) != 0o700:
         os.fchmod(fd, 0o700)
     return fd
+
+
+def _make_parents(directory: Path) -> None:
+    """Make ``directory`` and what is missing above it mode 0700, whatever the umask (``~/.cache``, made by
+    picompact first, is then not open to others: the XDG base directory rule); existing ones are left alone."""
+    missing: list[Path] = []
+    while not directory.is_dir() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        if stat.S_IMODE(os.stat(path).st_mode) != 0o700:
+            os.chmod(path, 0o700)  # an umask that took the owner's own permissions away
 
 
 def _read_bounded(dir_fd: int, name: str, limit: int) -> bytes | None:

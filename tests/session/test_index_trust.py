@@ -294,3 +294,21 @@ def test_indexes_of_another_format_and_strays_at_index_names_are_deleted(session
     load_session(session, cache=True)
     assert not old.exists() and not fifo.exists() and not os.path.lexists(link)
     assert os.path.exists("/dev/zero")
+
+
+@pytest.mark.parametrize("mask", [0o000, 0o022, 0o777])
+def test_a_missing_cache_home_is_made_0700_too(
+    mask: int, umask: Callable[[int], None], session: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``~/.cache`` itself, when picompact makes it first (the XDG rule: 0700), not 0777 under umask 000."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    umask(mask)
+    load_session(session, cache=True)
+    umask(0o022)
+    assert index.cache_dir() == home / ".cache" / "picompact"
+    assert stat.S_IMODE((home / ".cache").stat().st_mode) == 0o700
+    assert stat.S_IMODE(index.cache_dir().stat().st_mode) == 0o700
+    assert index_usable(session)
