@@ -7,10 +7,11 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test lint typecheck smoke bench clean
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --config-settings editable_mode=compat -e '.[test]'
-	touch $(STAMP)
+	@echo "installing picompact and its test tools into $(VENV) (once; about 30 s)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip
+	@$(BIN)/pip install --quiet -e '.[test]'
+	@touch $(STAMP)
 
 ## demo: check the bundled example session, then preview its verbatim checkpoint (nothing is written)
 demo: $(STAMP)
@@ -27,6 +28,7 @@ demo: $(STAMP)
 ## modules first (tests/conftest.py); bytecode is cached even where PYTHONDONTWRITEBYTECODE is set, so each worker
 ## does not compile and assert-rewrite every module
 test: $(STAMP)
+	@echo "make test: the whole suite on every core; several minutes on two cores (Pi's end-to-end sessions take longest)"
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n auto --dist loadscope --no-loadscope-reorder
 
 ## lint: ruff (lint + format check) and mypy on every module, CLI included; tsc on the Pi extension
@@ -63,6 +65,7 @@ smoke: $(STAMP)
 
 ## bench: generate large sessions (once) and print timings; see bench/README.md
 bench: $(STAMP)
+	@echo "make bench: about 8 minutes; generates 115 MB of sessions under bench/data/ (once) and writes index files to the cache"
 	$(BIN)/python bench/gen_session.py --size 10MB --out bench/data/session-10mb.jsonl
 	$(BIN)/python bench/gen_session.py --size 100MB --out bench/data/session-100mb.jsonl
 	$(BIN)/python bench/run.py --sizes 10MB,100MB

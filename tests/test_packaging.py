@@ -1,0 +1,47 @@
+"""A first `make demo` prints what the user asked for: the build and the editable install raise no setuptools
+warning (SPDX license string, no deprecated editable mode), and the Makefile says what is slow before it starts."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# What this machine's pip configuration may print whatever the project (an index directory that is not there).
+MACHINE = re.compile(r"^WARNING: Location '.*' is ignored: it is neither a file nor a directory\.$")
+
+
+def test_pyproject_uses_the_current_license_and_editable_forms() -> None:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert data["project"]["license"] == "MIT"  # SPDX expression; the table form is deprecated
+    assert any(r.startswith("setuptools>=77") for r in data["build-system"]["requires"])
+    assert data["tool"]["setuptools"]["package-dir"] == {"": "."}  # an editable install is a plain .pth
+    assert "editable_mode" not in (ROOT / "Makefile").read_text()
+
+
+@pytest.mark.process
+def test_an_editable_install_prints_no_warning(tmp_path: Path) -> None:
+    """What `make demo` runs on a fresh clone, into a scratch prefix: pip shows no warning from the build."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--prefix", str(tmp_path), "-e", str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    noise = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip() and not MACHINE.match(line)]
+    assert noise == [], "\n".join(noise)
+
+
+def test_slow_targets_say_what_they_cost_before_they_start() -> None:
+    make = (ROOT / "Makefile").read_text()
+    for target, cost in (("test", "several minutes"), ("bench", "about 8 minutes"), ("$(STAMP)", "about 30 s")):
+        recipe = make.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
+        first = recipe.split("\n")[1]
+        assert first.startswith("\t@echo") and cost in first, (target, first)
