@@ -164,7 +164,7 @@ class CompactResult:
     output: str | None = None
     mode: str = "verbatim"
     forecast: Forecast | None = None  # from the compacted context: the turns it buys
-    coverage: dict[str, Any] | None = None  # a dry run's coverage categories of what the model would read
+    coverage: dict[str, Any] | None = None  # a dry run's coverage categories (coverage.drafted_coverage)
     preview: ModePreview | None = None  # a dry run of a mode whose checkpoint costs a model call: what it would send
 
     @property
@@ -358,20 +358,9 @@ def _prepare(p: Path, mode: CheckpointMode, opts: CompactOptions, attempts: int,
             raise NothingToCompactError(f"nothing written: {no_gain_message(stats)}", path=str(p))
         if refusal is not None and not opts.force:
             raise CompactionRefusedError(f"nothing written: {refusal}", path=str(p))
-    else:
-        result.coverage = _dry_run_coverage(check, entries)
-        if session.torn_last_line and not opts.repair:
-            result.warnings.append(torn_line_message(session))
+    elif session.torn_last_line and not opts.repair:
+        result.warnings.append(torn_line_message(session))
     return result
-
-
-def _dry_run_coverage(check: CheckResult, entries: list[JsonDict]) -> dict[str, Any]:
-    """``coverage``'s categories for the compaction a dry run would write (measured in memory, nothing searched)."""
-    from pi_compact.coverage import measure_coverage
-
-    after, leaf = session_after(check, entries)
-    measured = measure_coverage(after, str(entries[0]["id"]), leaf_id=leaf, recover=False)
-    return {c.category: c.to_json() for c in measured.categories}
 
 
 def draft_compaction(

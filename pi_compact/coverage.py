@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pi_compact.errors import NotFoundError, UsageError
 from pi_compact.messages import convert_to_llm
@@ -37,6 +37,9 @@ from pi_compact.projection import build_projection
 from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch, get_branch, resolve_entry
 from pi_compact.tokens import js_stringify, message_text_for_count
+
+if TYPE_CHECKING:
+    from pi_compact.check import CheckResult
 
 CATEGORIES = ("user_messages", "rules", "values", "decisions", "progress", "modified_files", "failed_tool_results")
 NEEDLE_CHARS = 80
@@ -420,3 +423,13 @@ def measure_coverage(
         items=items,
         categories=categories,
     )
+
+
+def drafted_coverage(check: CheckResult, entries: list[JsonDict]) -> dict[str, Any]:
+    """The categories of the compaction ``entries`` would make (a dry run's draft), measured in memory on the
+    session as it would be; nothing is searched (``recovered`` stays null)."""
+    from pi_compact.compact import session_after
+
+    after, leaf = session_after(check, entries)
+    measured = measure_coverage(after, str(entries[0]["id"]), leaf_id=leaf, recover=False)
+    return {c.category: c.to_json() for c in measured.categories}

@@ -242,3 +242,23 @@ def test_json_document_has_the_declared_keys() -> None:
 
     doc = run("coverage", PI_FIXTURES / "pi-before-compaction.jsonl", "--json").json
     assert list(doc) == keys(DOCUMENTS["coverage"])
+
+
+def test_a_dry_run_reports_the_coverage_of_what_it_would_write(tmp_path: Path) -> None:
+    source = work_session().write(tmp_path / "s.jsonl")
+    before = source.read_bytes()
+    flags = ("--mode", "verbatim", "--context-window", "200000", "--keep-recent-tokens", "2500")
+    dry = run("compact", source, *flags, "--dry-run", "--json")
+    assert dry.code == 0, dry.stderr
+    drafted = dry.json["coverage"]
+    copy = tmp_path / "compacted.jsonl"
+    assert run("compact", source, *flags, "--output", copy).code == 0
+    measured = run("coverage", copy, "--json").json["categories"]
+    for name, category in drafted.items():  # the same figures as `coverage` on the copy it would write
+        assert {k: v for k, v in category.items() if k != "recovered"} == {
+            k: v for k, v in measured[name].items() if k != "recovered"
+        }
+    text = run("compact", source, *flags, "--dry-run")
+    assert "what of the compacted span the model would still read" in text.stderr
+    assert "rules" in text.stderr and "modified files" in text.stderr
+    assert source.read_bytes() == before

@@ -200,8 +200,8 @@ def salient_parts(text: str, limit: int) -> str:
     if lines and len(lines[-1]) <= 120:
         tiers[0].append(lines[-1])
     for line in lines:
-        if (_ERROR_LINE.search(line) or _SPECIFIC_ERROR.search(line)) and len(line) <= 200:
-            tiers[1].append(_cut(line, 120))
+        if _SPECIFIC_ERROR.search(line) and not _SUMMARY_LINE.match(line) and len(line) <= 200:
+            tiers[1].append(_cut(line, 90))
     tiers[2].extend(match[0] for match in _PATH.finditer(text))
     numbers = 0
     for match in _IDENTIFIER.finditer(text):

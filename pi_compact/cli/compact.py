@@ -378,6 +378,10 @@ def compact(
 
 
 def _report(env: Environment, result: CompactResult, *, json_output: bool, dry_run: bool) -> None:
+    if dry_run and result.entries and result.checkpoint is not None:
+        from pi_compact.coverage import drafted_coverage
+
+        result.coverage = drafted_coverage(result.check, result.entries)
     data = result.to_json()
     report_diagnostics(env, result.check.diagnostics, result.path)
     for warning in result.check.warnings:
@@ -414,7 +418,7 @@ def _report(env: Environment, result: CompactResult, *, json_output: bool, dry_r
         kept = f"; the original is kept as {write.backup}" if write.backup else "; no backup kept (--no-backup)"
         env.note(f"migrated the v{write.migrated_from} file to v3 and rewrote it, as Pi does on open{kept}")
     env.note(summary_line(data))
-    if dry_run and data.get("coverage"):
+    if data.get("coverage"):
         from pi_compact.cli.coverage import score_lines
 
         lines = score_lines({"categories": data["coverage"]})
