@@ -816,6 +816,7 @@ def load_session(
         source = FileSource.open(p, parse_json_line)
     except OSError as exc:
         raise os_error(exc, where) from None
+    resumed_lines = 0  # the lines of the prefix an index covered, which the stream read starts after
     try:
         with open(source.fileno(), "rb", buffering=0, closefd=False) as stream:
             st = os.fstat(stream.fileno())
@@ -834,6 +835,7 @@ def load_session(
                 state = index.read(p, stream.fileno(), st, decorate is not None) if use_cache else None
                 if state is not None:
                     stream.seek(state.prefix_len)
+                    resumed_lines = state.lines
                     source.indexed(lambda: index.drop(p, decorate is not None))
                 if use_cache and index.worth_writing(state, size):
                     snapshot = []
@@ -847,6 +849,13 @@ def load_session(
     except OSError as exc:
         source.close()
         raise os_error(exc, where) from None
+    except SessionError as exc:
+        source.close()
+        if exc.path is None:  # read_lines knows the line (from where it began), not the file
+            exc.path = where
+            if exc.line is not None:
+                exc.line += resumed_lines
+        raise
     except BaseException:
         source.close()
         raise
