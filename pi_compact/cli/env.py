@@ -9,6 +9,7 @@ the click context; commands print only through it: ``emit`` (one JSON document, 
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import re
@@ -264,8 +265,7 @@ class Environment:
         self.stdout_written = True
         with checked_write():
             self.stdout.flush()
-            self.stdout.buffer.write(data)
-            self.stdout.buffer.flush()
+            _write_all(self.stdout.buffer, data)
 
     def flush(self) -> None:
         """Flush stdout; a failed write (a full disk) is OutputWriteError, never a silent success."""
@@ -284,7 +284,7 @@ class Environment:
         self.stdout_written = True
         with checked_write():
             self.stdout.flush()
-            self.stdout.buffer.write(dumps(record, orjson.OPT_NON_STR_KEYS) + b"\n")
+            _write_all(self.stdout.buffer, dumps(record, orjson.OPT_NON_STR_KEYS) + b"\n", flush=False)
 
     def shown(self, path: str | os.PathLike[str]) -> str:
         """A path as human output on stdout shows it: on a terminal with control characters and the bytes of a
@@ -339,6 +339,19 @@ class Environment:
 
     def json(self, data: Any) -> None:
         self.emit(data)
+
+
+def _write_all(stream: Any, data: bytes, flush: bool = True) -> None:
+    """All of ``data``: a buffered stream may take part of a write without an error (a disk that fills up); the
+    next write then raises it."""
+    view = memoryview(data)
+    while view:
+        taken = stream.write(view)
+        if not taken:
+            raise OSError(errno.EIO, "the output took no more bytes")
+        view = view[taken:]
+    if flush:
+        stream.flush()
 
 
 @contextlib.contextmanager

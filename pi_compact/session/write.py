@@ -538,6 +538,25 @@ def _names_a_descriptor(dest: str | os.PathLike[str]) -> bool:
     return any(text.startswith(p) and text[len(p) :].isdigit() for p in ("/dev/fd/", "/proc/self/fd/"))
 
 
+def write_all(stream: BinaryIO, data: bytes) -> None:
+    """Write all of ``data`` to ``stream`` and flush it, or raise OSError. A buffered stream can take only part of a
+    write without an error (a file on a disk that fills up): write the rest until the error shows. A regular file is
+    synced too, since a filesystem that allocates on write-back reports a full disk only there."""
+    view = memoryview(data)
+    while view:
+        taken = stream.write(view)
+        if not taken:
+            raise OSError(errno.EIO, "the output took no more bytes")
+        view = view[taken:]
+    stream.flush()
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        os.fsync(fd)
+
+
 def write_copy(
     dest: str | os.PathLike[str],
     session: Session,
@@ -552,8 +571,7 @@ def write_copy(
         if stream is None:
             raise ValueError("write_copy to '-' needs the stream to write to")
         try:
-            stream.write(data)
-            stream.flush()
+            write_all(stream, data)
         except BrokenPipeError:
             raise
         except OSError as exc:
