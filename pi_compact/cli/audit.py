@@ -120,7 +120,11 @@ def summary_lines(data: dict[str, Any], session_line: str) -> list[str]:
     ]
     markers = data["markers"]
     compactions = sum(1 for m in markers if m["kind"] == "compaction")
-    lines.append(f"markers         {compactions} compactions, {len(markers) - compactions} context edits")
+    edits = len(markers) - compactions
+    lines.append(
+        f"markers         {compactions} compaction{'' if compactions == 1 else 's'}, "
+        f"{edits} context edit{'' if edits == 1 else 's'}"
+    )
     return lines
 
 

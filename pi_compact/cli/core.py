@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
         except Exception as exc:  # a bug in picompact: say so briefly, the traceback only when asked
             if env.debug:
                 env.stderr.write("".join(traceback.format_exception(exc)))
-            hint = "" if env.debug else "; run with --debug for the traceback"
+            hint = "" if env.debug else f"; run `{_debug_command(env.program_name, args)}` for the traceback"
             env.error(f"internal error ({type(exc).__name__}){hint}", ExitCode.INTERNAL)
             return ExitCode.INTERNAL
     except BrokenPipeError:  # the report itself met a closed pipe
@@ -137,6 +137,15 @@ def _run(args: list[str], env: Environment) -> Any:
 
     with index.suspended():
         return command(args).main(args=args, prog_name=env.program_name, standalone_mode=False, obj=env)
+
+
+def _debug_command(program: str, args: list[str]) -> str:
+    """The command line again with ``--debug`` where it is accepted: before the command's name."""
+    import shlex
+
+    rest = [a for a in args if a != "--debug"]
+    shown = rest if len(rest) <= 4 else [*rest[:3], "…"]
+    return shlex.join([program, "--debug", *shown]).replace("'…'", "…")
 
 
 def _exit_code(result: Any) -> ExitCode:

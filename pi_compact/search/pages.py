@@ -103,8 +103,8 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
         try:
             return (now or datetime.now(UTC)) - timedelta(**{unit: int(match.group(1))})
-        except OverflowError:  # further back than year 1: every entry is newer
-            return datetime.min.replace(tzinfo=UTC)
+        except OverflowError:
+            raise UsageError(f"--since {text!r} reaches back before the year 1: give a smaller age") from None
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

@@ -67,9 +67,9 @@ def test_after_a_join_in_time_each_line_gets_the_whole_limit() -> None:
 
 
 @pytest.mark.parametrize("age", ["99999999d", "99999999999999999999999w", "1" + "0" * 40 + "s"])
-def test_an_age_beyond_year_one_means_every_entry(age: str) -> None:
-    from datetime import UTC, datetime
-
+def test_an_age_beyond_year_one_is_a_usage_error(age: str) -> None:
+    from pi_compact.errors import UsageError
     from pi_compact.search.pages import parse_time
 
-    assert parse_time(age) == datetime.min.replace(tzinfo=UTC)
+    with pytest.raises(UsageError, match="before the year 1"):
+        parse_time(age)
