@@ -432,4 +432,4 @@ def drafted_coverage(check: CheckResult, entries: list[JsonDict]) -> dict[str, A
 
     after, leaf = session_after(check, entries)
     measured = measure_coverage(after, str(entries[0]["id"]), leaf_id=leaf, recover=False)
-    return {c.category: c.to_json() for c in measured.categories}
+    return {c.category: {**c.to_json(), "recovered": None} for c in measured.categories}

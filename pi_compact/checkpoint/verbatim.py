@@ -272,7 +272,7 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     fitted = fit_spans(spans, budget)
     summary = _assemble(intro, fitted.text, appendix, boundary)
     tokens = math.ceil(js_len(summary) / 4)
-    if options.cap_tokens is not None and tokens > options.cap_tokens:
+    if options.cap_tokens and tokens > options.cap_tokens:  # a cap of 0 asks for the smallest: no warning
         warnings.append(
             f"the checkpoint is ~{tokens} tokens, over the cap of {options.cap_tokens}: the fixed parts "
             "(introduction, startup reads, file lists) and the minimum conversation part do not fit"

@@ -31,7 +31,8 @@ def score_lines(data: dict[str, Any]) -> list[str]:
             out.append(f"  {label:<20} -      (none in the compacted span)")
             continue
         partial = f", {c['partial']} partial" if c["partial"] else ""
-        recovered = f"; grep recovers {c['recovered']} of {c['missing']}" if c["missing"] else ""
+        searched = c["missing"] and c["recovered"] is not None
+        recovered = f"; grep recovers {c['recovered']} of {c['missing']}" if searched else ""
         out.append(
             f"  {label:<20} {c['score'] * 100:>4.0f}%  ({c['present']} of {c['total']} present{partial}, "
             f"{c['missing']} missing{recovered})"
