@@ -126,7 +126,7 @@ def lint(
         for report in reports:
             if report.readable:
                 verdict = "clean" if report.clean else _counts_text(report.counts)
-                env.note(f"{report.path}: {verdict} ({report.entries} entries)")
+                env.text(f"{env.shown(report.path)}: {verdict} ({report.entries} entries)")  # stdout, as lint --all
     return _exit_code(totals.unreadable > 0, totals.at_or_above(level))
 
 

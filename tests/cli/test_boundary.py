@@ -19,7 +19,6 @@ from tests.helpers.cli import picompact_exe, run, run_process
 from tests.helpers.sessions import simple_session
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-INTERNAL_HINT = "; run with --debug for the traceback"
 
 
 @pytest.fixture
@@ -136,7 +135,8 @@ def test_an_unexpected_exception_is_an_internal_error_with_its_own_code(
     _break_check(monkeypatch, RuntimeError("secret text from the session"))
     result = run("check", session)
     assert result.code == ExitCode.INTERNAL == 70
-    assert result.stderr == f"picompact: error: internal error (RuntimeError){INTERNAL_HINT}\n"
+    hint = f"; run `picompact --debug check {session}` for the traceback"  # --debug where it is accepted
+    assert result.stderr == f"picompact: error: internal error (RuntimeError){hint}\n"
     assert "secret" not in result.stderr + result.stdout
     as_json = run("check", session, "--json")
     assert as_json.code == 70
@@ -298,7 +298,7 @@ def test_a_session_that_names_no_model_gets_messages_without_none(tmp_path: Path
     sb = simple_session(turns=2, size=10)
     sb.add({"type": "model_change"})  # the latest model change names neither provider nor id
     path = sb.write(tmp_path / "s.jsonl")
-    for args in (["check", path], ["compact", path, "--mode", "summary", "--dry-run"], ["lookup", path, "why?"]):
+    for args in (["check", path], ["compact", path, "--mode", "summary", "--dry-run"], ["lookup", "why?", path]):
         result = run(*args)
         line = assert_one_error_line(result)
         assert "model" in line
