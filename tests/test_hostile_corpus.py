@@ -516,10 +516,10 @@ def test_every_command_on_hostile_input(tmp_path: Path, kind: Kind) -> None:
         ("check", (str(path), *WINDOW)),
         ("check --json", ("check", str(path), *WINDOW, "--json")),
         ("list", ("list", str(path))),
-        ("grep", ("grep", str(path), ".")),
-        ("grep -v -c", ("grep", str(path), "-v", "-c", "zzz")),
+        ("grep", ("grep", ".", str(path))),
+        ("grep -v -c", ("grep", "zzz", str(path), "-v", "-c")),
         ("context", ("context", str(path))),
-        ("show", ("show", str(path), "a0000002")),
+        ("show", ("show", "a0000002", str(path))),
     ]
     for what, args in reading:
         args = args if what != "check" else ("check", *args)

@@ -61,7 +61,10 @@ def check_nonneg(name: str, value: int | None, maximum: int = 100_000_000) -> No
 
 
 def _names_session(arg: str) -> bool:
-    return arg == "-" or Path(arg).is_file()
+    try:
+        return arg == "-" or Path(arg).is_file()
+    except (OSError, ValueError):  # a name too long to look up, or with a NUL: no file
+        return False
 
 
 def split_thing_session(env: Environment, args: list[str], what: str, command: str) -> tuple[Path | None, str]:
