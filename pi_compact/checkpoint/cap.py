@@ -7,13 +7,14 @@ oldest first within each stage:
    written and edited, commands run and how they ended, errors resolved or not, the lead sentence of the reply;
 2. ledger lines are shortened (counts in place of read paths and commands, a shorter lead sentence);
 3. facts taken from removed tool outputs are dropped;
-4. ledger lines are removed (a ``[… removed by the size cap: entries a..b …]`` marker stands for a run of them).
+4. ledger lines are removed (``[…]`` stands for a removed run between two kept items);
+5. the facts that are errors are dropped last of the non-user content.
 
 Then (V20 step 2) long user messages become marked stubs that keep their head and the paths, identifiers, numbers
-and error lines of the rest; when stubs were needed, stages 1–4 are run again from the start so that the newest
+and error lines of the rest; when stubs were needed, stages 1–5 are run again from the start so that the newest
 runs come back in whatever form fits. Then every user message is cut to a short trace (its head, its id), oldest
-first, and only as a last resort (V20 step 3) are the oldest user messages removed, the last one reached keeping the
-longest stub that fits.
+first, then to a bare one (its first 40 characters), and only as a last resort (V20 step 3) are the oldest user
+messages removed, the last one reached keeping the longest stub that fits.
 
 Only the rendered text is trimmed: the saved spans in ``details`` stay whole, so every later checkpoint trims again
 from the originals. A stub is never shortened twice, and a larger cap (or ``--no-cap``) later brings the content
@@ -48,6 +49,7 @@ SPAN_SEPARATOR = "\n\n"
 LONG_USER_CHARS = 800  # a user message longer than this may be shortened in step 2
 STUB_CHARS = 400  # what a shortened user message keeps (head and salient parts together)
 TRACE_CHARS = 120  # what a user message keeps when every message is cut to a trace
+MIN_TRACE_CHARS = 40  # the last trace before any user message is removed: its opening words and its id
 MIN_STUB_CHARS = 60  # the shortest stub worth keeping when the last resort reaches a user message
 MIN_CONVERSATION_CHARS = 500  # the conversation part never gets a smaller budget than this
 HEAD_SHARE = 0.6  # of a stub's characters, the share the head of the message gets
@@ -66,7 +68,11 @@ class CapResult:
 
 def user_stub(text: str, keep: int = STUB_CHARS) -> str:
     """A marked stub of a long user message: its head, cut at whitespace, and the salient parts of the rest
-    (paths, identifiers, numbers, error lines, the last line), within about ``keep`` characters."""
+    (paths, identifiers, numbers, error lines, the last line), within about ``keep`` characters. Below
+    ``MIN_STUB_CHARS`` it is a bare trace: the opening words and how much was cut."""
+    if keep < MIN_STUB_CHARS:
+        head = text[:keep].rstrip()
+        return f"{head}… [size cap: {len(head)} of {len(text)} characters]"
     head_chars = max(int(keep * HEAD_SHARE), min(keep, MIN_STUB_CHARS))
     prefix = text[:head_chars]
     space = max(prefix.rfind(" "), prefix.rfind("\n"))
@@ -252,7 +258,7 @@ def join_spans(layouts: Sequence[SpanLayout], texts: Sequence[str]) -> str:
             first, last = layouts[run[0]].span, layouts[run[-1]].span
             out.append(
                 f'<span compaction="{first.number}-{last.number}" entries="{first.first}..{last.last}" '
-                f'trimmed="true">[all of them removed by the size cap. {RECOVER_HINT}]</span>'
+                f'trimmed="true">[all of them removed by the size cap; {RECOVER_HINT}]</span>'
             )
         run.clear()
 
@@ -337,7 +343,11 @@ def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
 
     fits = non_user()
     applied: list[Step] = []
-    for keep, longer_than in ((STUB_CHARS, LONG_USER_CHARS), (TRACE_CHARS, TRACE_CHARS + 80)):
+    for keep, longer_than in (
+        (STUB_CHARS, LONG_USER_CHARS),
+        (TRACE_CHARS, TRACE_CHARS + 80),
+        (MIN_TRACE_CHARS, MIN_TRACE_CHARS + 40),
+    ):
         if fits:
             break
         steps = user_steps("stub", keep, longer_than)

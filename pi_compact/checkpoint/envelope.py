@@ -38,10 +38,10 @@ class Recovery:
                 "All of it is in the session: `context_show_entry(id)` ([ids] in brackets), `context_grep(pattern)`, "
                 f"`context_list_entries()`{lookup}."
             )
-        lookup = ', `picompact lookup FILE "<question>"`' if self.lookup_available else ""
+        lookup = ', `picompact lookup "<question>" FILE`' if self.lookup_available else ""
         return (
-            f"All of it is in the session FILE={self.session}: `picompact show FILE <id>` ([ids] in brackets), "
-            f"`picompact grep FILE '<regex>'`, `picompact list FILE`{lookup}."
+            f"All of it is in the session FILE={self.session}: `picompact show <id> FILE` ([ids] in brackets), "
+            f"`picompact grep '<regex>' FILE`, `picompact list FILE`{lookup}."
         )
 
     def commands(self) -> list[tuple[str, str]]:

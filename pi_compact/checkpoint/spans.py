@@ -377,8 +377,8 @@ class TrimState:
         return TrimState(dict(self.levels), dict(self.short), set(self.removed), self.facts_dropped)
 
 
-RECOVER_HINT = "The originals are in the session file: recover them by entry id with the commands at the top"
-EMPTIED_SUFFIX = f"[all of it removed by the size cap. {RECOVER_HINT}]</span>"
+RECOVER_HINT = "recover the originals by entry id"  # the commands are in the introduction, said once
+EMPTIED_SUFFIX = f"[all of it removed by the size cap; {RECOVER_HINT}]</span>"
 
 
 RUN_MARKER = f"[{ELLIPSIS}]"  # a removed run of tool calls and replies between two kept items
@@ -413,7 +413,7 @@ def trim_note(layout: SpanLayout, state: TrimState) -> str:
         parts.append(_plural(shortened, "user message") + " shortened")
     if state.facts_dropped:
         parts.append(_plural(min(state.facts_dropped, len(layout.facts)), "fact line") + " removed")
-    return f"[size cap: {'; '.join(parts)}. {RECOVER_HINT}]"
+    return f"[size cap: {'; '.join(parts)}; {RECOVER_HINT}]"
 
 
 def _segment_blocks(items: Sequence[Item], start: int, end: int) -> list[list[str]]:

@@ -209,22 +209,24 @@ def test_v22_changed_spans_are_marked_with_a_recovery_note() -> None:
     assert result.trimmed == (True, False, False)
     parts = result.text.split("\n\n<span")
     assert parts[0].startswith('<span compaction="1" entries="a1..a2" trimmed="true">\n[size cap: 1 run of')
-    assert "The originals are in the session file" in parts[0]
+    assert "recover the originals by entry id]" in parts[0]
     assert '[a2] assistant, condensed: said: "x x x' in parts[0]
     assert parts[1] == ' compaction="2" entries="x2"></span>'  # originally empty: never marked
     assert "trimmed" not in parts[2]
 
 
-def test_v22_fully_removed_span_still_says_so() -> None:
-    spans = [span(n, Item(f"a{n}", "user", "user:", f"{n}" * 3000)) for n in range(1, 4)]
-    result = fit_spans(spans, 900)
-    assert result.fits
-    assert result.text.startswith('<span compaction="1" entries="a1" trimmed="true">[all of it removed by the size cap')
-    assert result.chars <= 900
-    # the newest message survives as a marked stub filling what the budget leaves
-    assert "[a3] user:\n" + "3" * 60 in result.text
-    assert "3" * 3000 not in result.text
-    assert "of 3000 characters shown" in result.text
+def test_v22_fully_removed_spans_still_say_so_in_one_tag() -> None:
+    spans = [span(n, Item(f"a{n}", "user", "user:", f"{n % 10}" * 3000)) for n in range(1, 11)]
+    result = fit_spans(spans, 700)
+    assert result.fits and result.chars <= 700
+    first = result.text.split("\n\n", 1)[0]
+    assert first.startswith('<span compaction="1-')  # the emptied spans in a row: one tag, with their range
+    assert first.endswith(
+        'trimmed="true">[all of them removed by the size cap; recover the originals by entry id]</span>'
+    )
+    # the newest message survives as a marked trace
+    assert "[a10] user:\n" + "0" * 40 + "… [size cap: 40 of 3000 characters]" in result.text
+    assert "0" * 3000 not in result.text
 
 
 def test_v20_two_long_messages_both_keep_a_trace() -> None:

@@ -112,8 +112,8 @@ def test_v26_recovery_commands_name_the_session_once_shell_quoted(builder: Sessi
     _, cp = compact(builder, tmp_path, name=name)
     quoted = shlex.quote(str(tmp_path / name))
     assert f"FILE={quoted}:" in cp.summary
-    assert "`picompact grep FILE '<regex>'`" in cp.summary
-    assert "`picompact show FILE <id>`" in cp.summary
+    assert "`picompact grep '<regex>' FILE`" in cp.summary
+    assert "`picompact show <id> FILE`" in cp.summary
     assert "`picompact list FILE`" in cp.summary
     assert cp.summary.count(str(tmp_path)) == 1 and str(tmp_path) not in cp.reminder  # the path said once
     assert "picompact lookup" not in cp.summary and "picompact lookup" not in cp.reminder
@@ -128,7 +128,7 @@ def test_v26_recovery_commands_name_the_session_once_shell_quoted(builder: Sessi
 def test_v26_lookup_only_when_a_model_is_configured(builder: SessionBuilder, tmp_path: Path) -> None:
     rich_session(builder)
     _, cp = compact(builder, tmp_path, lookup=True)
-    assert '`picompact lookup FILE "<question>"`' in cp.summary
+    assert '`picompact lookup "<question>" FILE`' in cp.summary
 
 
 def test_intro_explains_removals_once(builder: SessionBuilder, tmp_path: Path) -> None:

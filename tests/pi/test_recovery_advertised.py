@@ -39,7 +39,7 @@ def test_tools_when_installed_shell_commands_otherwise(agent: Path, tmp_path: Pa
     project.mkdir()
     path = _session(tmp_path, project)
     shell = _summary(path)
-    assert "`picompact grep FILE '<regex>'`" in shell and "context_grep" not in shell
+    assert "`picompact grep '<regex>' FILE`" in shell and "context_grep" not in shell
     assert run("pi", "install", cwd=tmp_path).code == 0
     tools = _summary(path)
     assert "`context_grep(pattern)`" in tools and "`context_show_entry(id)`" in tools and "picompact grep" not in tools
