@@ -55,6 +55,7 @@ def test_fields_map_to_their_flags() -> None:
 )
 def test_the_command_line_names_the_flags(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     path = simple_session(turns=3, size=100).write(tmp_path / "s.jsonl")
-    result = run(args[0], path, *args[1:])
+    # lookup takes its question first, as grep takes its pattern; the other commands take the session first
+    result = run(*args[:2], path, *args[2:]) if args[0] == "lookup" else run(args[0], path, *args[1:])
     assert result.code == 2
     assert result.stderr.startswith(message), result.stderr
