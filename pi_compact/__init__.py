@@ -61,6 +61,8 @@ _EXPORTS = {
     "VerbatimMode": "pi_compact.checkpoint.verbatim_mode",
     "draft_compaction": "pi_compact.compact",
     "get_mode": "pi_compact.checkpoint.mode",
+    "SessionFile": "pi_compact.session_file",
+    "open_session": "pi_compact.session_file",
 }
 
 __all__ = [
@@ -79,6 +81,7 @@ __all__ = [
     "PiCompactError",
     "Projection",
     "Session",
+    "SessionFile",
     "SessionSummary",
     "SummaryMode",
     "SummaryOptions",
@@ -109,6 +112,7 @@ __all__ = [
     "load_session",
     "load_session_bytes",
     "measure_coverage",
+    "open_session",
     "plan_compaction",
     "resolve_context_window",
     "resolve_settings",
@@ -150,5 +154,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.session.entries import Entry, Session
     from pi_compact.session.load import load_session, load_session_bytes
     from pi_compact.session.tree import Branch, get_branch
+    from pi_compact.session_file import SessionFile, open_session
     from pi_compact.settings import CompactionSettings, resolve_settings
     from pi_compact.tokens import estimate_tokens

@@ -25,9 +25,10 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("the Pi model", ["messages", "projection", "plan", "forecast", "render"]),
     ("llm", ["llm"]),
     ("checkpoint", ["checkpoint"]),
-    ("check / compact", ["check", "compact", "lint", "audit"]),
+    ("check / compact", ["check", "compact", "lint", "audit", "rules"]),
     ("search", ["search", "coverage"]),
     ("lookup agent", ["lookup"]),
+    ("library", ["session_file"]),
     ("Pi extension", ["pi", "pi.hook"]),
     ("cli", ["cli", "__main__"]),
 ]

@@ -826,6 +826,11 @@ class ShowPage:
     total_chars: int
     next_cursor: str | None
 
+    @property
+    def text(self) -> str:
+        """This page of the entry's rendering as text, one line per rendered line."""
+        return "\n".join(line.text for line in self.lines)
+
     def to_json(self) -> JsonDict:
         return {
             "entry": self.entry.to_json(),
