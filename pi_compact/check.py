@@ -85,9 +85,16 @@ class CheckResult(NamedTuple):
         return [*self.session.diagnostics, *self.branch.diagnostics]
 
     def mode_context(self) -> ModeContext:
-        """What a checkpoint mode may know of this check (``pi_compact.checkpoint.mode``)."""
-        from pi_compact.checkpoint.mode import ModeContext  # only compact needs it: not on check's start-up path
+        """What a checkpoint mode may know of this check (``pi_compact.checkpoint.mode``), with the picompact
+        settings and extension install for the session's directory read here, once."""
+        from pi_compact.checkpoint.mode import ModeContext, PicompactSettings  # compact's, not check's start-up
+        from pi_compact.pi.config import load_config, tools_installed
 
+        cwd = self.session.cwd
+        settings = PicompactSettings()
+        if cwd:
+            config = load_config(cwd)
+            settings = PicompactSettings(config.cap, config.no_cap, config.lookup_model, tools_installed(cwd))
         return ModeContext(
             session=self.session,
             branch=self.branch,
@@ -96,6 +103,7 @@ class CheckResult(NamedTuple):
             context_window_from_flag=self.context_window_source == "flag",
             keep_recent_tokens=self.keep_recent_tokens,
             should_compact=self.should_compact,
+            picompact=settings,
         )
 
     def _span(self, entries: list[ProjectedEntry]) -> dict[str, Any]:

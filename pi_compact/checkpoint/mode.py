@@ -37,6 +37,17 @@ LookupProbe = Callable[[tuple[str, str] | None, str | None], bool]
 
 
 @dataclass(frozen=True)
+class PicompactSettings:
+    """What Pi's settings (``picompact`` in settings.json) and the extension's install say for the session's
+    directory, resolved once by the caller (``CheckResult.mode_context``), so a mode reads no file to decide."""
+
+    cap: int | None = None  # picompact.cap (None: not set)
+    no_cap: bool = False  # picompact.cap is false
+    lookup_model: str | None = None  # picompact.lookupModel
+    recovery_tools: bool = False  # the extension gives sessions there the context_* tools
+
+
+@dataclass(frozen=True)
 class ModeContext:
     """What a mode may need beyond the plan: the session, its branch and the settings ``check`` resolved."""
 
@@ -47,6 +58,7 @@ class ModeContext:
     context_window_from_flag: bool  # --context-window was given: it applies to the session's own model
     keep_recent_tokens: int
     should_compact: bool
+    picompact: PicompactSettings = field(default_factory=PicompactSettings)
 
     @property
     def session_path(self) -> Path | None:

@@ -1,9 +1,11 @@
 """The verbatim mode: ``build_verbatim_checkpoint`` behind the ``CheckpointMode`` contract (no model, no network).
 
-The mode resolves what the builder takes as given: the cap (the option, else ``picompact.cap`` in Pi's settings,
-else keepRecentTokens / 2), the instruction files Pi would load for the session's directory, whether the Pi
-extension's recovery tools are installed there, and whether ``picompact lookup`` would work (``lookup_available``:
-a value or a probe the caller supplies; the library reads no API key to decide the text).
+The mode decides what the builder takes as given, from its options and the context the caller resolved
+(``ModeContext.picompact``: Pi's ``picompact`` settings and whether the extension's tools are installed, read
+once by ``CheckResult.mode_context``): the cap (the option, else ``picompact.cap``, else keepRecentTokens / 2), the
+recovery tools to advertise, and whether ``picompact lookup`` would work (``lookup_available``: a value or a probe
+the caller supplies; the library reads no API key to decide the text). The instruction files Pi would load for
+the session's directory are the one thing it looks up itself (for the startup reads).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from pi_compact.checkpoint.context_files import context_files_for
 from pi_compact.checkpoint.mode import CheckpointResult, LookupProbe, ModeContext
 from pi_compact.checkpoint.verbatim import VerbatimOptions, build_verbatim_checkpoint
 from pi_compact.errors import OptionError
-from pi_compact.pi.config import load_config, tools_installed
 from pi_compact.plan import CompactionPlan
 
 
@@ -48,25 +49,21 @@ class VerbatimMode:
         object.__setattr__(self, "context_files", tuple(self.context_files))
 
     def build(self, plan: CompactionPlan, ctx: ModeContext) -> CheckpointResult:
-        config = load_config(ctx.session.cwd) if ctx.session.cwd else None
+        settings = ctx.picompact
         cap: int | None
         if self.no_cap:
             cap = None
         elif self.cap_tokens is not None:
             cap = self.cap_tokens
-        elif config is not None and (config.cap is not None or config.no_cap):
-            cap = config.cap  # picompact.cap in Pi's settings (None for false: no cap)
+        elif settings.cap is not None or settings.no_cap:
+            cap = settings.cap  # picompact.cap in Pi's settings (None for false: no cap)
         else:
             cap = default_cap(ctx.keep_recent_tokens)
-        if self.recovery_tools is not None:
-            tools = self.recovery_tools
-        else:
-            tools = bool(ctx.session.cwd) and tools_installed(ctx.session.cwd)
+        tools = self.recovery_tools if self.recovery_tools is not None else settings.recovery_tools
         if isinstance(self.lookup_available, bool):
             lookup = self.lookup_available
         else:
-            lookup_model = config.lookup_model if tools and config is not None else None
-            lookup = self.lookup_available(plan.projection.model, lookup_model)
+            lookup = self.lookup_available(plan.projection.model, settings.lookup_model if tools else None)
         # The instruction files Pi would load for the session's cwd on this machine, then the user's.
         files = context_files_for(ctx.session.cwd, extra=[Path(f) for f in self.context_files])
         options = VerbatimOptions(
