@@ -1,10 +1,9 @@
 """``picompact compact``: write a checkpoint Pi loads on resume (or preview it, or write a compacted copy).
 
-Test hooks (environment variables, for reproducible subprocess tests; not meant for everyday use):
-``PICOMPACT_FIXED_TIME`` (an ISO timestamp used as the entry time), ``PICOMPACT_ID_SEED`` (any string: entry ids
-are then derived from it) and ``PICOMPACT_TEST_PAUSE_IN_LOCK`` (seconds to sleep after taking the session's lock,
-just before writing, so that a test can kill the process there). ``PICOMPACT_LOCK_TIMEOUT`` sets how many seconds
-to wait for another picompact holding the session's lock (default 10).
+The clock and the ids of the written entries, and a call under the session's lock before writing, come from the
+``Environment`` (``env.clock``, ``env.new_id``, ``env.in_lock``; a program embedding ``main`` or a test sets them).
+``PICOMPACT_LOCK_TIMEOUT`` sets how many seconds to wait for another picompact holding the session's lock
+(default 10).
 """
 
 from __future__ import annotations
@@ -22,15 +21,11 @@ from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, 
 from pi_compact.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from pi_compact.checkpoint.entry import Clock, IdGenerator
     from pi_compact.checkpoint.mode import CheckpointMode
     from pi_compact.checkpoint.summary import SummaryOptions, SummaryPreview
     from pi_compact.compact import CompactResult
 
-FIXED_TIME_ENV = "PICOMPACT_FIXED_TIME"
-ID_SEED_ENV = "PICOMPACT_ID_SEED"
 LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
-PAUSE_IN_LOCK_ENV = "PICOMPACT_TEST_PAUSE_IN_LOCK"
 TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
 
 
@@ -113,34 +108,6 @@ def _check_context_file(path: Path) -> None:
     if not stat.S_ISREG(st.st_mode):
         kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
         raise UsageError(f"--context-file: not a regular file ({kind})", path=str(path))
-
-
-def _clock_and_ids(environ: Mapping[str, str]) -> tuple[Clock, IdGenerator]:
-    from pi_compact.checkpoint.entry import fixed_clock, random_id, seeded_ids, system_clock
-
-    clock = system_clock
-    fixed = environ.get(FIXED_TIME_ENV, "").strip()
-    if fixed:
-        try:
-            clock = fixed_clock(fixed)
-        except ValueError:
-            raise UsageError(f"{FIXED_TIME_ENV} is not an ISO timestamp: {fixed!r}") from None
-    seed = environ.get(ID_SEED_ENV)
-    return clock, (seeded_ids(seed) if seed else random_id)
-
-
-def _pause_in_lock(environ: Mapping[str, str]) -> Callable[[], None] | None:
-    """The test hook: a sleep under the lock, just before writing."""
-    value = environ.get(PAUSE_IN_LOCK_ENV, "").strip()
-    try:
-        seconds = float(value) if value else 0.0
-    except ValueError:
-        return None
-    if not seconds > 0:
-        return None
-    import time
-
-    return lambda: time.sleep(seconds)
 
 
 def _torn_quiet(environ: Mapping[str, str]) -> float:
@@ -324,7 +291,9 @@ def compact(
         env.warn("--context-window given: --model then only selects per-model settings overrides")
     for f in context_file or []:
         _check_context_file(f)
-    clock, new_id = _clock_and_ids(env.environ)
+    from pi_compact.checkpoint.entry import random_id, system_clock
+
+    clock, new_id = env.clock or system_clock, env.new_id or random_id
     params = {
         "cap": cap,
         "no_cap": no_cap,
@@ -357,7 +326,7 @@ def compact(
         new_id=new_id,
         lock_timeout=_lock_timeout(env.environ),
         stdout=env.stdout.buffer if output == "-" else None,
-        in_lock=_pause_in_lock(env.environ),
+        in_lock=env.in_lock,
         torn_quiet=_torn_quiet(env.environ),
     )
     path = resolve_session_path(session)

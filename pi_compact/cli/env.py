@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Literal, TextIO
 
 import orjson
@@ -137,6 +137,11 @@ class Environment:
         self._console: Any = None
         # Whether anything was written to stdout yet (a command may then be run again from the start: ``cli.core``)
         self.stdout_written = False
+        # What an embedding program or a test injects into ``compact`` (None: the real clock, random ids, no pause):
+        # the time and the ids of the entries it writes, and a call made under the session's lock before writing.
+        self.clock: Callable[[], Any] | None = None
+        self.new_id: Callable[[Collection[str]], str] | None = None
+        self.in_lock: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ construction
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import picompact_exe
+from tests.helpers.hooked import hooked_exe
 from tests.helpers.sessions import simple_session
 
 pytestmark = [
@@ -39,7 +40,7 @@ def test_output_to_a_full_disk_is_exit_3(tmp_path: Path, args: tuple[str, ...]) 
     before = session.read_bytes()
     with open("/dev/full", "wb") as full:
         proc = subprocess.run(
-            [*picompact_exe(), *(a.format(s=session) for a in args)],
+            [*hooked_exe(), *(a.format(s=session) for a in args)],
             stdout=full,
             stderr=subprocess.PIPE,
             check=False,

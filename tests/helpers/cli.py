@@ -97,8 +97,11 @@ def run(
 
     ``reader_gone``: stdout behaves like a pipe whose reader has exited (``| head``). ``timeout`` is accepted for
     the signature's sake (a process run honours it)."""
+    from tests.helpers.hooked import apply_hooks
+
     environ = _environ(env)
     cli_env = Environment.captured(stdin=input or b"", environ=environ)
+    apply_hooks(cli_env, environ)
     if reader_gone:
         cli_env.stdout = io.TextIOWrapper(io.BufferedWriter(_GoneReader()), encoding="utf-8")
     with _process_state(environ, cwd, cli_env):
@@ -123,9 +126,13 @@ def run_process(
     env: dict[str, str] | None = None,
     timeout: float = 120,
 ) -> Result:
-    """``picompact ARGS`` as a real subprocess of the installed console script; output read as bytes."""
+    """``picompact ARGS`` as a real subprocess of the installed console script (through the tests' launcher when
+    ``env`` sets one of its hooks, ``tests.helpers.hooked``); output read as bytes."""
+    from tests.helpers.hooked import HOOK_VARIABLES, hooked_exe
+
+    exe = hooked_exe() if env and any(name in env for name in HOOK_VARIABLES) else picompact_exe()
     proc = subprocess.run(
-        [*picompact_exe(), *map(str, args)],
+        [*exe, *map(str, args)],
         input=input,
         capture_output=True,
         cwd=cwd,

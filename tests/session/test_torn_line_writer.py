@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import picompact_exe
+from tests.helpers.hooked import hooked_exe
 from tests.helpers.sessions import simple_session
 
 pytestmark = pytest.mark.process  # these run picompact as real processes, alongside other writers
@@ -30,7 +30,7 @@ def compact(path: Path, *extra: str, quiet: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PICOMPACT_TORN_QUIET": quiet, "PICOMPACT_FIXED_TIME": "2026-01-01T00:00:00Z"}
     env.pop("PICOMPACT_DEBUG", None)
     return subprocess.Popen(
-        [*picompact_exe(), "compact", str(path), *FLAGS, *extra],
+        [*hooked_exe(), "compact", str(path), *FLAGS, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

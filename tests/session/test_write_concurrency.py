@@ -15,8 +15,8 @@ import pytest
 
 from pi_compact.session import load_session
 from pi_compact.session.write import migrated_lines
-from tests.helpers.cli import picompact_exe
 from tests.helpers.fixtures import PI_FIXTURES
+from tests.helpers.hooked import hooked_exe
 from tests.helpers.sessions import simple_session
 
 pytestmark = pytest.mark.process  # these run picompact as real processes, alongside other writers
@@ -50,7 +50,7 @@ while not os.path.exists(stop) and n < 5000:
 
 def _picompact(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(
-        [*picompact_exe(), *args],
+        [*hooked_exe(), *args],
         env={**os.environ, **SEEDS, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

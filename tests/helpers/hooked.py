@@ -1,0 +1,57 @@
+"""``picompact`` with the tests' hooks, for tests that run it as a process: ``[*hooked_exe(), ARGS…]``.
+
+The shipped program reads no test switch. This launcher (``python tests/helpers/hooked.py ARGS…``) reads three
+variables and injects them into ``main`` through the ``Environment``, as the in-process ``run`` does:
+
+- ``PICOMPACT_FIXED_TIME``: an ISO timestamp used as the time of the written entries;
+- ``PICOMPACT_ID_SEED``: any string; the written entries' ids are derived from it;
+- ``PICOMPACT_TEST_PAUSE_IN_LOCK``: seconds to sleep under the session's lock just before writing (the kill and
+  concurrency tests stop or race the process there).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+HOOK_VARIABLES = ("PICOMPACT_FIXED_TIME", "PICOMPACT_ID_SEED", "PICOMPACT_TEST_PAUSE_IN_LOCK")
+SCRIPT = Path(__file__).resolve()
+
+
+def hooked_exe() -> list[str]:
+    """The command that runs picompact with the hooks of its environment."""
+    return [sys.executable, str(SCRIPT)]
+
+
+def apply_hooks(env: object, environ: Mapping[str, str]) -> None:
+    """Set ``env``'s clock, id generator and in-lock call from the hook variables in ``environ``."""
+    from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
+
+    fixed = environ.get("PICOMPACT_FIXED_TIME", "").strip()
+    if fixed:
+        env.clock = fixed_clock(fixed)  # type: ignore[attr-defined]
+    seed = environ.get("PICOMPACT_ID_SEED")
+    if seed:
+        env.new_id = seeded_ids(seed)  # type: ignore[attr-defined]
+    pause = environ.get("PICOMPACT_TEST_PAUSE_IN_LOCK", "").strip()
+    if pause and float(pause) > 0:
+        seconds = float(pause)
+        env.in_lock = lambda: time.sleep(seconds)  # type: ignore[attr-defined]
+
+
+def _main() -> int:
+    sys.path.insert(0, str(SCRIPT.parents[2]))  # the repository, for pi_compact when it is not installed
+    from pi_compact.cli.core import main
+    from pi_compact.cli.env import Environment
+
+    env = Environment.from_process(sys.argv[1:])
+    env.program_name = "picompact"
+    apply_hooks(env, os.environ)
+    return int(main(sys.argv[1:], env))
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
