@@ -56,12 +56,6 @@ class ReplyRow:
             return None
         return self.total / self.estimate
 
-    @property
-    def context_size(self) -> int:
-        """The best figure for the context size at this reply: the recorded total when there is one, else the
-        estimate."""
-        return self.total if self.total and self.total > 0 else self.estimate
-
     def to_json(self) -> dict[str, Any]:
         ratio = self.ratio
         return {

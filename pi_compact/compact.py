@@ -102,9 +102,6 @@ class CompactOptions:
         if not 0 <= self.torn_quiet <= 3600:
             raise OptionError(("torn_quiet",), f"must be between 0 and 3600 seconds (got {self.torn_quiet!r})")
 
-    def validate(self) -> None:
-        """Kept for callers of earlier versions: the checks run when the options are made."""
-
 
 @dataclass(frozen=True)
 class CompactStats:

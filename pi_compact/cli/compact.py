@@ -139,15 +139,7 @@ def _lock_timeout(environ: Mapping[str, str]) -> float:
     return seconds
 
 
-def _check_flags(
-    *,
-    mode: str,
-    dry_run: bool,
-    output: str | None,
-    cap: int | None,
-    no_cap: bool,
-    json_output: bool,
-) -> None:
+def _check_flags(*, mode: str, output: str | None, json_output: bool) -> None:
     """Flag combinations that make no sense are usage errors naming the flags (the options dataclasses check the
     rest, and main() names the flags in their messages)."""
     from pi_compact.checkpoint.mode import MODE_NAMES
@@ -267,14 +259,7 @@ def compact(
     from pi_compact.compact import CompactOptions, compact_session
 
     env = env_of(ctx)
-    _check_flags(
-        mode=mode,
-        dry_run=dry_run,
-        output=output,
-        cap=cap,
-        no_cap=no_cap,
-        json_output=json_output,
-    )
+    _check_flags(mode=mode, output=output, json_output=json_output)
     check_nonneg("--cap", cap)
     _check_summary_flags(
         mode,

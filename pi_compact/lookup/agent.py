@@ -92,9 +92,6 @@ class LookupOptions:
         if not (self.timeout > 0) or self.timeout == float("inf"):
             raise OptionError(("timeout",), f"must be a positive number of seconds (got {self.timeout!r})")
 
-    def validate(self) -> None:
-        """Kept for callers of earlier versions: the checks run when the options are made."""
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Results

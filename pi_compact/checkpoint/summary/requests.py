@@ -223,10 +223,6 @@ class RequestPlan:
             out.append(self.later_request(index, stand_in, model))
         return out + [r for r in self.first if r.kind != "history"]
 
-    def previous_allowance(self) -> int:
-        """Pi's request estimate (chars / 3.5) of the largest summary a chunk request may carry on."""
-        return math.ceil(4 * (self.chunk_output or 0) / _CHARS_PER_TOKEN)
-
 
 def plan_requests(
     plan: CompactionPlan,
