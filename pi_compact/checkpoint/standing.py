@@ -35,7 +35,7 @@ _RULE = re.compile(
     r"\b(?:never|always|do not|don't|dont|must not|mustn't|shall not|should never|should always|should not|"
     r"shouldn't|avoid|under no circumstances|at all times|from now on|going forward|make sure (?:to|that|you|it|the)|"
     r"remember (?:to|that)|no matter what|not allowed|forbidden|off[- ]limits|leave .{1,40} alone|"
-    r"do not touch|stay away from)\b",
+    r"do not touch|stay away from|hands off)\b",
     re.IGNORECASE,
 )
 _CONSTRAINT = re.compile(
@@ -49,7 +49,7 @@ _PREFERENCE = re.compile(
     r"\b(?:i prefer|i'd prefer|i would prefer|i'd rather|i would rather|i like (?!that|this|it\b)\w+|"
     r"i want (?:it to|all|every)|"
     r"please use|please keep|let's use|let's stick|let's keep|we use|we prefer|we always|stick to|"
-    r"use \S+(?: \S+){0,4} (?:instead of|rather than)|use [\w -]{1,30}, not\b|"
+    r"use \S+(?: \S+){0,4} (?:instead of|rather than)|use [\w -]{1,30}, not\b|use `[^`\n]{1,40}`, not\b|"
     r"keep (?:the |all |our )?[\w -]{1,30} (?:style|format|short|small|consistent|sorted|alphabetical)|"
     r"in the [\w -]{1,30} style)\b",
     re.IGNORECASE,
@@ -76,17 +76,17 @@ _TASK = re.compile(
 )
 _LINK = re.compile(
     r"\b(?:is|are|=|should be|must be|has to be|defaults? to|listens? on|runs? on|lives? (?:in|at|under)|"
-    r"goes? (?:in|into|under)|set (?:it )?to|use|uses|make it|change (?:it )?to|raise|lower|increase|decrease|"
-    r"bump)\b|:\s",
+    r"go(?:es)? (?:in|into|under)|belongs? (?:in|under)|set (?:it )?to|use|uses|make it|change (?:it )?to|raise|"
+    r"lower|increase|decrease|bump)\b|:\s",
     re.IGNORECASE,
 )
 _SETTING = re.compile(
     r"\b(?:port|host(?:name)?|url|endpoint|base url|timeout|time-?out|version|node|python|runtime|region|bucket|"
     r"database|db|schema|table|queue|topic|namespace|branch|directory|folder|dir|path|limit|threshold|retries|"
     r"retry|interval|ttl|size|width|indent(?:ation)?|tabs|spaces|level|model|env(?:ironment)?|config|setting|"
-    r"listens? on|lives? (?:in|at|under)|go(?:es)? (?:in|into|under)|deadline|budget|concurrency|workers|"
-    r"memory|cpu|rate limit|max|min|default|license|encoding|locale|timezone|currency|precision|format|"
-    r"server|service|cluster|account|project|repo(?:sitory)?|registry)\b",
+    r"listens? on|lives? (?:in|at|under)|go(?:es)? (?:in|into|under)|belongs? (?:in|under)|deadline|budget|"
+    r"concurrency|workers|memory|cpu|rate limit|max|min|default|license|encoding|locale|timezone|currency|precision|"
+    r"format|server|service|cluster|account|project|repo(?:sitory)?|registry)\b",
     re.IGNORECASE,
 )
 _VALUE = re.compile(
@@ -188,6 +188,12 @@ def _sentences(text: str) -> list[str]:
         if MIN_SENTENCE_CHARS <= len(sentence) <= SENTENCE_CHARS * 2 and not _looks_pasted(sentence):
             out.append(sentence)
     return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """A user message's sentences as ``standing_instructions`` reads them: code blocks and pasted lines left out,
+    whitespace collapsed (``picompact rules`` reads messages the same way)."""
+    return _sentences(text)
 
 
 def _looks_pasted(sentence: str) -> bool:

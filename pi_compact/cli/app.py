@@ -78,6 +78,7 @@ COMMAND_MODULES = {
     "lint": "lint",
     "list": "search",
     "lookup": "lookup",
+    "rules": "rules",
     "show": "search",
     "sessions": "sessions",
 }

@@ -379,6 +379,22 @@ class PiToolDoc(TypedDict):
     text: str
 
 
+class RulesDoc(TypedDict):
+    """``rules --json``: the suggestions, those already in an instruction file, and what --write did."""
+
+    schema_version: int
+    cwd: str | None
+    all: bool
+    min_sessions: int
+    sessions_read: int
+    unreadable: list[dict[str, Any]]
+    context_files: list[str]
+    target: str | None
+    suggestions: list[dict[str, Any]]
+    known: list[dict[str, Any]]
+    written: dict[str, Any] | None
+
+
 # What each document is called in the README's "JSON output" table, and its keys' declaration.
 DOCUMENTS: dict[str, type] = {
     "error": ErrorDoc,
@@ -394,6 +410,7 @@ DOCUMENTS: dict[str, type] = {
     "lint": LintDoc,
     "audit": AuditDoc,
     "coverage": CoverageDoc,
+    "rules": RulesDoc,
     "pi install": PiInstallDoc,
     "pi uninstall": PiUninstallDoc,
     "pi status": PiStatusDoc,

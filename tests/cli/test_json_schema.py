@@ -74,10 +74,10 @@ def test_every_document_has_the_declared_keys(session: Path, tmp_path: Path, iso
     printed["error"] = missing.json
     for name, doc in printed.items():
         assert list(doc) == keys(DOCUMENTS[name]), f"{name}: {HOW}"
-    # lookup needs a model; lint, audit and coverage are checked in tests/test_lint.py, test_audit.py, test_coverage.py,
-    # the pi documents in tests/pi/test_json_docs.py.
+    # lookup needs a model; lint, audit, coverage and rules are checked in tests/test_lint.py, test_audit.py,
+    # test_coverage.py, test_rules.py, the pi documents in tests/pi/test_json_docs.py.
     pi = {name for name in DOCUMENTS if name.startswith("pi ")}
-    assert set(DOCUMENTS) == {*printed, "lookup", "lint", "audit", "coverage", *pi}
+    assert set(DOCUMENTS) == {*printed, "lookup", "lint", "audit", "coverage", "rules", *pi}
 
 
 def test_grep_records_have_the_declared_keys(session: Path, tmp_path: Path) -> None:

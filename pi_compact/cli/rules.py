@@ -1,0 +1,129 @@
+"""``picompact rules``: standing instructions said in several sessions of a project, as lines for its AGENTS.md."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pi_compact.cli.app import app, env_of
+from pi_compact.cli.env import Environment
+from pi_compact.cli.options import JsonOpt
+from pi_compact.errors import ExitCode, UsageError
+
+
+@app.command()
+def rules(
+    ctx: typer.Context,
+    here: bool = typer.Option(False, "--here", help="Sessions of the current directory (the default)."),
+    cwd: Path | None = typer.Option(None, "--cwd", metavar="DIR", help="Sessions of the project at DIR."),
+    all_: bool = typer.Option(False, "--all", help="Sessions of every project (no --write)."),
+    min_sessions: int = typer.Option(
+        2, "--min-sessions", metavar="N", help="Suggest what was said in at least N sessions (default 2)."
+    ),
+    write: bool = typer.Option(
+        False,
+        "--write",
+        help="Append the chosen lines to the project's AGENTS.md (or the instruction file Pi loads from the "
+        "directory), in a marked block; asks for each line on a terminal.",
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="--write every suggestion without asking (no terminal needed)."
+    ),
+    json_output: bool = JsonOpt,
+) -> ExitCode:
+    """Suggest standing instructions for the project's AGENTS.md: what users said as rules, constraints,
+    preferences or conventions ("don't touch .env", "use `stash migrate`, not raw SQL", "tests live in
+    tests/extractor/") in at least --min-sessions sessions, the same instruction in other words counted once,
+    and not already in the AGENTS.md / CLAUDE.md files Pi loads for the directory.
+
+    Ranked by the number of sessions, then by when last said; each with its sessions and entry ids.
+    Deterministic, no model; nothing is written to a session. A session that cannot be read is named on stderr
+    and skipped. --write appends inside a '<!-- picompact rules: begin/end -->' block and never rewrites
+    other text; without a terminal it needs --yes. Exit codes: 0 suggestions, 1 none, 2 usage error.
+    """
+    from pi_compact.rules import find_rules
+
+    env = env_of(ctx)
+    if here and (cwd is not None or all_):
+        raise UsageError(f"--here and {'--cwd' if cwd is not None else '--all'} clash: --here is the current directory")
+    if all_ and cwd is not None:
+        raise UsageError("--all and --cwd clash: --all reads the sessions of every project")
+    if all_ and write:
+        raise UsageError("--all and --write clash: --write appends to one project's AGENTS.md (use --cwd DIR)")
+    if yes and not write:
+        raise UsageError("--yes applies only with --write")
+    if write and not yes and not env.stdin_isatty:
+        raise UsageError(
+            "--write asks before it changes AGENTS.md, and stdin is not a terminal: add --yes to write every suggestion"
+        )
+    if cwd is not None and not cwd.is_dir():
+        raise UsageError(f"--cwd {cwd}: not a directory")
+    report = find_rules(str(cwd) if cwd is not None else None, all_=all_, min_sessions=min_sessions)
+    for path, reason in report.unreadable:
+        env.warn(f"{path}: skipped, cannot read it as a Pi session ({reason})")
+    written = None
+    if write and report.suggestions and report.target is not None:
+        chosen = [s.text for s in report.suggestions] if yes else _choose(env, report.suggestions, report.target)
+        if chosen:
+            from pi_compact.rules import write_rules
+
+            written = write_rules(report.target, chosen)
+    if json_output:
+        env.emit({**report.to_json(), "written": written.to_json() if written is not None else None})
+        return ExitCode.OK if report.suggestions else ExitCode.NO
+    _print(env, report)
+    if written is not None:
+        if written.added:
+            what = "made it" if written.created_file else "added the block" if written.created_block else "appended"
+            env.note(f"{env.shown(written.path)}: {what}: {len(written.added)} line(s)")
+        else:
+            env.note(f"{env.shown(written.path)}: already holds these lines: nothing written")
+    return ExitCode.OK if report.suggestions else ExitCode.NO
+
+
+def _print(env: Environment, report: Any) -> None:
+    for rank, item in enumerate(report.suggestions, 1):
+        last = (item.last_said or "")[:10]
+        env.text(f"{rank}. {item.text}")
+        when = f"last {last}" if last else "at an unknown time"
+        env.text(f"   {item.kind}; {item.sessions} sessions, {len(item.mentions)} times, {when}")
+        by_session: dict[str, list[str]] = {}
+        for mention in item.mentions:
+            by_session.setdefault(mention.path, []).append(mention.entry_id)
+        for path, ids in by_session.items():
+            env.text(f"   {env.shown(path)}  {', '.join(ids)}")
+    where = "every project" if report.all_projects else report.cwd
+    summary = f"{len(report.suggestions)} suggestion(s) from {report.sessions_read} session(s) of {where}"
+    summary += f", said in at least {report.min_sessions} sessions"
+    if report.known:
+        files = sorted({k.known_in for k in report.known})
+        summary += f"; {len(report.known)} more already in {', '.join(env.shown(f) for f in files)}"
+    env.note(summary)
+
+
+def _choose(env: Environment, suggestions: list[Any], target: str) -> list[str]:
+    """Ask for each suggestion on the terminal: y adds it, n skips it, a adds it and all the rest, q stops."""
+    chosen: list[str] = []
+    for index, item in enumerate(suggestions):
+        answer = _ask(env, f"Add to {target}: {item.text!r}? [y/n/a/q] ")
+        if answer == "a":
+            chosen.extend(s.text for s in suggestions[index:])
+            break
+        if answer == "q":
+            break
+        if answer == "y":
+            chosen.append(item.text)
+    return chosen
+
+
+def _ask(env: Environment, prompt: str) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        env.stderr.write(prompt)
+        env.stderr.flush()
+    line = env.stdin.readline()
+    if not line:
+        return "q"
+    return line.strip().lower()[:1] or "n"
