@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("llm", ["llm"]),
     ("checkpoint", ["checkpoint"]),
     ("check / compact", ["check", "compact", "lint", "audit", "rules"]),
-    ("search", ["search", "coverage"]),
+    ("search", ["search", "coverage", "archive"]),
     ("lookup agent", ["lookup"]),
     ("library", ["session_file"]),
     ("Pi extension", ["pi", "pi.hook"]),

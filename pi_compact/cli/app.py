@@ -78,6 +78,7 @@ COMMAND_MODULES = {
     "lint": "lint",
     "list": "search",
     "lookup": "lookup",
+    "search": "search_sessions",
     "rules": "rules",
     "show": "search",
     "sessions": "sessions",

@@ -10,7 +10,7 @@ import typer
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
-from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ModelOpt, ReserveOpt, SessionArg
+from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode, UsageError
 
 PLOT_HEIGHT = 14
@@ -222,14 +222,11 @@ def plot(env: Environment, data: dict[str, Any], width: int | None = None) -> No
 
 
 @app.command()
+@with_settings
 def audit(
     ctx: typer.Context,
     session: Path | None = SessionArg,
-    context_window: int | None = ContextWindowOpt,
-    model: str | None = ModelOpt,
-    reserve_tokens: int | None = ReserveOpt,
-    keep_recent_tokens: int | None = KeepOpt,
-    leaf: str | None = LeafOpt,
+    settings: SettingsFlags = None,  # type: ignore[assignment]  # with_settings: the settings flags
     plot_: bool = typer.Option(
         False, "--plot", help="Draw the context size over the replies, threshold and compactions."
     ),
@@ -246,7 +243,6 @@ def audit(
     exactly check's. Exit 0, or 2 on bad input.
     """
     from pi_compact.audit import audit_session as run_audit
-    from pi_compact.check import CheckOptions
     from pi_compact.session.load import load_session
 
     env = env_of(ctx)
@@ -259,13 +255,7 @@ def audit(
     path = resolve_session_path(session)
     result = run_audit(
         load_session(path, keep_bodies=True),  # the audit reads every reply: parse each line once
-        CheckOptions(
-            context_window=context_window,
-            model=model,
-            reserve_tokens=reserve_tokens,
-            keep_recent_tokens=keep_recent_tokens,
-            leaf_id=leaf,
-        ),
+        settings.check_options(),
         cl100k=not no_cl100k,
         top=top,
     )

@@ -13,15 +13,7 @@ from pi_compact.cli._progress import Progress
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
-from pi_compact.cli.options import (
-    ContextWindowOpt,
-    JsonOpt,
-    KeepOpt,
-    LeafOpt,
-    ModelOpt,
-    ReserveOpt,
-    SessionArg,
-)
+from pi_compact.cli.options import JsonOpt, NoCacheOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode
 
 
@@ -110,43 +102,25 @@ def render_rows(env: Environment, rows: list[tuple[str, str, str]]) -> None:
 
 
 @app.command()
+@with_settings
 def check(
     ctx: typer.Context,
     session: Path | None = SessionArg,
-    context_window: int | None = ContextWindowOpt,
-    model: str | None = ModelOpt,
-    reserve_tokens: int | None = ReserveOpt,
-    keep_recent_tokens: int | None = KeepOpt,
-    leaf: str | None = LeafOpt,
+    settings: SettingsFlags = None,  # type: ignore[assignment]  # with_settings: the settings flags
     tokenizer: str = typer.Option("pi", "--tokenizer", help="pi (Pi's chars/4 rule) or cl100k (extra view)."),
     files: bool = typer.Option(False, "--files", help="List the read and modified files too."),
     json_output: bool = JsonOpt,
-    no_cache: bool = typer.Option(
-        False,
-        "--no-cache",
-        help="Neither read nor write the index of the file kept in the user's cache (also: PICOMPACT_NO_CACHE=1).",
-    ),
+    no_cache: bool = NoCacheOpt,
 ) -> ExitCode:
     """Does the session need compacting, and where would Pi cut? Exit 1 when it should compact."""
-    from pi_compact.check import CheckOptions, check_session
+    from pi_compact.check import check_session
 
     env = env_of(ctx)
-    if context_window is not None and model is not None:
+    if settings.context_window is not None and settings.model is not None:
         env.warn("--context-window given: --model then only selects per-model settings overrides")
     path = resolve_session_path(session)
     with Progress(env, f"checking {path}"):  # a spinner on a terminal when it takes more than a second
-        result = check_session(
-            path,
-            CheckOptions(
-                context_window=context_window,
-                model=model,
-                reserve_tokens=reserve_tokens,
-                keep_recent_tokens=keep_recent_tokens,
-                leaf_id=leaf,
-                tokenizer=tokenizer,
-            ),
-            cache=not no_cache,
-        )
+        result = check_session(path, settings.check_options(tokenizer=tokenizer), cache=not no_cache)
         data = result.to_json(evidence=json_output or files)
     report_diagnostics(env, result.diagnostics, path)
     for warning in result.warnings:

@@ -17,7 +17,7 @@ import typer
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
-from pi_compact.cli.options import ContextWindowOpt, JsonOpt, KeepOpt, LeafOpt, ReserveOpt, SessionArg
+from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -152,7 +152,17 @@ def _check_flags(*, mode: str, output: str | None, json_output: bool) -> None:
         raise UsageError("--output needs a file name (or - for stdout)")
 
 
+COMPACT_MODEL_OPT = typer.Option(
+    None,
+    "--model",
+    metavar="PROVIDER/ID",
+    help="The model whose window and settings overrides apply; with --mode summary also the model that writes "
+    "the summary (default: the session's model if it has an API key, else PICOMPACT_MODEL).",
+)
+
+
 @app.command()
+@with_settings(model=COMPACT_MODEL_OPT)
 def compact(
     ctx: typer.Context,
     session: Path | None = SessionArg,
@@ -192,17 +202,7 @@ def compact(
         "--force",
         help="Write even a compaction whose result is still over the threshold (Pi would compact again at once).",
     ),
-    leaf: str | None = LeafOpt,
-    context_window: int | None = ContextWindowOpt,
-    model: str | None = typer.Option(
-        None,
-        "--model",
-        metavar="PROVIDER/ID",
-        help="The model whose window and settings overrides apply; with --mode summary also the model that writes "
-        "the summary (default: the session's model if it has an API key, else PICOMPACT_MODEL).",
-    ),
-    reserve_tokens: int | None = ReserveOpt,
-    keep_recent_tokens: int | None = KeepOpt,
+    settings: SettingsFlags = None,  # type: ignore[assignment]  # with_settings: the settings flags
     no_backup: bool = typer.Option(
         False, "--no-backup", help="When a v1/v2 file is migrated and rewritten, keep no SESSION.bak."
     ),
@@ -255,7 +255,6 @@ def compact(
     changing underneath or stayed locked, or the model failed or answered unusably (nothing written), 130
     interrupted (nothing written).
     """
-    from pi_compact.check import CheckOptions
     from pi_compact.compact import CompactOptions, compact_session
 
     env = env_of(ctx)
@@ -272,7 +271,8 @@ def compact(
         timeout=timeout,
         thinking=thinking,
     )
-    if context_window is not None and model is not None and mode != "summary":
+    model = settings.model
+    if settings.context_window is not None and model is not None and mode != "summary":
         env.warn("--context-window given: --model then only selects per-model settings overrides")
     for f in context_file or []:
         _check_context_file(f)
@@ -294,13 +294,7 @@ def compact(
     }
     chosen = _mode(mode, params, env.environ)
     options = CompactOptions(
-        check=CheckOptions(
-            context_window=context_window,
-            model=model,
-            reserve_tokens=reserve_tokens,
-            keep_recent_tokens=keep_recent_tokens,
-            leaf_id=leaf,
-        ),
+        check=settings.check_options(),
         dry_run=dry_run,
         output=output,
         if_needed=if_needed,

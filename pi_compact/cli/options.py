@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from pi_compact.check import CheckOptions
 
 from pi_compact.cli._jsonmode import json_mode_for
 
@@ -48,6 +54,73 @@ ModelOpt = typer.Option(None, "--model", help="PROVIDER/ID of the model whose wi
 ReserveOpt = typer.Option(None, "--reserve-tokens", help="Override compaction.reserveTokens.")
 KeepOpt = typer.Option(None, "--keep-recent-tokens", help="Override compaction.keepRecentTokens.")
 LeafOpt = typer.Option(None, "--leaf", help="Work on the branch ending at this entry id instead of the last entry.")
+NoCacheOpt = typer.Option(
+    False,
+    "--no-cache",
+    help="Neither read nor write the index of the file kept in the user's cache (also: PICOMPACT_NO_CACHE=1).",
+)
+
+
+class SettingsFlags(NamedTuple):
+    """The settings flags of ``check``, ``compact`` and ``audit``, as parsed (None: as Pi resolves it)."""
+
+    context_window: int | None
+    model: str | None
+    reserve_tokens: int | None
+    keep_recent_tokens: int | None
+    leaf: str | None
+
+    def check_options(self, **extra: Any) -> CheckOptions:
+        """The library's ``CheckOptions`` for these flags (``extra``: its other fields, such as ``tokenizer``)."""
+        from pi_compact.check import CheckOptions
+
+        return CheckOptions(
+            context_window=self.context_window,
+            model=self.model,
+            reserve_tokens=self.reserve_tokens,
+            keep_recent_tokens=self.keep_recent_tokens,
+            leaf_id=self.leaf,
+            **extra,
+        )
+
+
+_SETTINGS = (
+    ("context_window", int | None, ContextWindowOpt),
+    ("model", str | None, ModelOpt),
+    ("reserve_tokens", int | None, ReserveOpt),
+    ("keep_recent_tokens", int | None, KeepOpt),
+    ("leaf", str | None, LeafOpt),
+)
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def with_settings(command: Command | None = None, *, model: Any = None) -> Any:
+    """Declare the settings flags once: the command's ``settings`` parameter becomes ``--context-window``,
+    ``--model``, ``--reserve-tokens``, ``--keep-recent-tokens`` and ``--leaf`` on the command line (in that
+    place), and the command receives them as one ``SettingsFlags``. ``model``: a ``--model`` declaration of the
+    command's own (compact's also names the summary's model). Use as ``@with_settings`` or
+    ``@with_settings(model=…)``."""
+    if command is None:
+        return functools.partial(with_settings, model=model)
+    declared = {
+        name: (kind, model if name == "model" and model is not None else option) for name, kind, option in _SETTINGS
+    }
+    signature = inspect.signature(command)
+    params = list(signature.parameters.values())
+    at = [p.name for p in params].index("settings")
+    kind = params[at].kind
+    flags = [
+        inspect.Parameter(name, kind, default=option, annotation=hint) for name, (hint, option) in declared.items()
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        settings = SettingsFlags(*(kwargs.pop(name) for name in declared))
+        return command(*args, settings=settings, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[*params[:at], *flags, *params[at + 1 :]])  # type: ignore[attr-defined]
+    return wrapper
+
 
 __all__ = [
     "ContextWindowOpt",
@@ -55,8 +128,11 @@ __all__ = [
     "KeepOpt",
     "LeafOpt",
     "ModelOpt",
+    "NoCacheOpt",
     "Path",
     "ReserveOpt",
     "SessionArg",
+    "SettingsFlags",
     "json_option",
+    "with_settings",
 ]

@@ -221,6 +221,58 @@ class GrepCountRecord(TypedDict):
     count: int
 
 
+class SearchDoc(TypedDict):
+    """``picompact search --json``; each of ``results`` has the keys of ``SearchMatchRecord``."""
+
+    schema_version: int
+    query: str
+    mode: str
+    results: list[dict[str, Any]]
+    matches: int
+    sessions_searched: int
+    complete: bool
+    next_cursor: str | None
+    skipped: list[dict[str, str]]
+
+
+class SearchStatsDoc(TypedDict):
+    schema_version: int
+    path: str | None
+    format: int
+    tokenizer: str
+    sessions: int
+    other_files: int
+    entries: int
+    indexed_bytes: int
+    database_bytes: int
+
+
+class SearchMatchRecord(TypedDict):
+    """The ``data`` of a ``match`` record of ``search --json-lines`` (and an item of ``SearchDoc.results``)."""
+
+    session: str
+    session_id: str | None
+    cwd: str | None
+    entry_id: str | None
+    line: int
+    role: str
+    timestamp: str | None
+    score: float | None
+    snippet: str
+    highlights: list[dict[str, int]]
+    show: str | None
+
+
+class SearchSummaryRecord(TypedDict):
+    query: str
+    mode: str
+    matches: int
+    sessions_searched: int
+    complete: bool
+    next_cursor: str | None
+    skipped: list[dict[str, str]]
+
+
 class LookupDoc(TypedDict):
     schema_version: int
     session: str
@@ -407,6 +459,8 @@ DOCUMENTS: dict[str, type] = {
     "show": ShowDoc,
     "context": ContextDoc,
     "lookup": LookupDoc,
+    "search": SearchDoc,
+    "search --stats": SearchStatsDoc,
     "lint": LintDoc,
     "audit": AuditDoc,
     "coverage": CoverageDoc,
@@ -429,6 +483,7 @@ RECORDS: dict[str, dict[str, type]] = {
         "error": ErrorRecord,
     },
     "lint --all": {"file": LintFileRecord, "summary": LintSummaryRecord},
+    "search --json-lines": {"match": SearchMatchRecord, "summary": SearchSummaryRecord, "error": ErrorRecord},
 }
 
 

@@ -16,7 +16,7 @@ from pi_compact.cli._progress import Progress
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import human_size, report_diagnostics, resolve_session_path, split_thing_session
 from pi_compact.cli.env import Environment
-from pi_compact.cli.options import JsonOpt, LeafOpt, SessionArg, json_option
+from pi_compact.cli.options import JsonOpt, LeafOpt, NoCacheOpt, SessionArg, json_option
 from pi_compact.errors import ExitCode, UsageError
 
 AllBranchesOpt = typer.Option(
@@ -254,11 +254,7 @@ def grep(
         help="Seconds the pattern may spend matching in the whole search (exit 2; default 10 × --regex-timeout).",
     ),
     json_output: bool = json_option("JSON Lines: a record per match, then a summary (an error is an error record)."),
-    no_cache: bool = typer.Option(
-        False,
-        "--no-cache",
-        help="Neither read nor write the index of the file kept in the user's cache (also: PICOMPACT_NO_CACHE=1).",
-    ),
+    no_cache: bool = NoCacheOpt,
 ) -> ExitCode:
     from pi_compact.search.matching import regex_timeout as check_timeout
     from pi_compact.search.matching import search_budget
