@@ -41,12 +41,14 @@ from pi_compact.settings import expand_path
 
 KINDS = ("rule", "constraint", "preference", "value")
 DEFAULT_MIN_SESSIONS = 2
-# Measured on bench/rules_trees.py (bench/RESULTS.md, "Repeated rules"): 0.5 keeps precision at 1.0 and recall
-# above 0.9; 0.4 starts merging different instructions that share a noun, 0.6 splits paraphrases.
-MATCH_THRESHOLD = 0.5
-# An instruction file line this close to a statement already states it (looser than MATCH_THRESHOLD: when in doubt,
-# leave a line out rather than suggest what the file says).
+# Measured on bench/rules_trees.py (bench/RESULTS.md, "Repeated rules"): from 0.3 to 0.5 precision stays above
+# 0.96 (the gates in ``similarity`` keep different instructions apart); above 0.5 paraphrases split into several
+# suggestions of the same rule, which costs precision and recall alike. 0.4 was best on both.
+MATCH_THRESHOLD = 0.4
+# An instruction-file line this close to a statement already states it, or one that covers it (``covers``): when in
+# doubt, leave a line out rather than suggest what the file says.
 KNOWN_THRESHOLD = 0.4
+COVER_SHARE = 0.6
 BLOCK_BEGIN = "<!-- picompact rules: begin -->"
 BLOCK_END = "<!-- picompact rules: end -->"
 RULE_CHARS = 240
@@ -71,6 +73,7 @@ _REASON = re.compile(
 _CONTRAST = re.compile(r",\s*(?:and\s+)?(?:not|never)\b|\b(?:instead of|rather than|in place of|over)\b", re.IGNORECASE)
 # "Never use print, use logging": a negation with the positive alternative after it.
 _ALTERNATIVE = re.compile(r"[,;:]\s*(?:but\s+|just\s+|always\s+)?(?:use|prefer|go with|open|do|run|put|ask)\b")
+_HANDS_OFF = re.compile(r"\bhands off\b", re.IGNORECASE)
 _LEAVE_ALONE = re.compile(r"\bleave\s+(.{1,60}?)\s+alone\b", re.IGNORECASE)
 _NEGATION = re.compile(
     r"\b(?:do not|don't|dont|do n't|never|must not|mustn't|must never|should not|shouldn't|should never|"
@@ -133,7 +136,7 @@ _STOP = frozenset(
     file files folder folders directory directories dir dirs path paths code part parts bit bits kind okay ok
     yes yeah really very much more most less least lot lots like want wanted wants let lets let's what which who how
     when where why whether again once twice thanks thank sorry actually basically stay prefer preferred rather
-    favor favour keep directly straight right simply""".split()  # noqa: SIM905
+    favor favour keep directly straight right simply through via""".split()  # noqa: SIM905
 )
 # Tokens too common among coding instructions to make two sentences the same instruction on their own.
 _GENERIC = frozenset(
@@ -236,6 +239,7 @@ def instruction_key(sentence: str) -> frozenset[str]:
     """What a sentence instructs, as a set of normalised tokens (see the module's docstring)."""
     text = core_text(sentence).lower()
     text = _LEAVE_ALONE.sub(r"never touch \1", text)
+    text = _HANDS_OFF.sub("never touch", text)
     text = _CONTRAST.sub(" ", text)
     mixed = bool(_NEGATION.search(text)) and bool(_ALTERNATIVE.search(text))
     text = _NEGATION.sub(f" {NOT} ", text)
@@ -478,11 +482,15 @@ def _group(said: Sequence[_Said], threshold: float) -> list[list[_Said]]:
             earlier = by_token.setdefault(token, [])
             candidates.update(earlier)
             earlier.append(i)
-        for j in sorted(candidates):
-            if similarity(item.key, said[j].key) >= threshold:
-                a, b = root(i), root(j)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
+        matches = [(similarity(item.key, said[j].key), j) for j in sorted(candidates)]
+        matches = [(score, j) for score, j in matches if score >= threshold]
+        if len(item.key - {NOT, MIXED}) <= 1 and matches:
+            # One word ("hands off .env") matches too much to join two groups: only its closest one.
+            matches = [max(matches, key=lambda m: (m[0], -m[1]))]
+        for _, j in matches:
+            a, b = root(i), root(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
     groups: dict[int, list[_Said]] = {}
     for i, item in enumerate(said):
         groups.setdefault(root(i), []).append(item)
@@ -537,9 +545,20 @@ def _known(
     """The first instruction-file line that states what one of the group's statements says."""
     for item in group:
         for path, line, key in lines:
-            if similarity(item.key, key) >= threshold:
+            if similarity(item.key, key) >= threshold or covers(key, item.key):
                 return path, line
     return None
+
+
+def covers(line: frozenset[str], statement: frozenset[str]) -> bool:
+    """Whether an instruction-file line says what a statement says in more words: the same polarity, and at least
+    ``COVER_SHARE`` of the smaller key's words, two of them not generic, in both."""
+    if similarity(line, statement) == 0.0:
+        return False
+    marks = {NOT, MIXED}
+    shared = (line & statement) - marks
+    smaller = min(len(line - marks), len(statement - marks))
+    return len(shared - _GENERIC) >= 2 and len(shared) >= COVER_SHARE * smaller
 
 
 def target_file(cwd: str) -> str:
