@@ -29,14 +29,15 @@ each listed spelling.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from itertools import compress
+from operator import attrgetter, itemgetter
 from typing import Any, Literal, NamedTuple
 
 from pi_compact.checkpoint.readtool import (
-    MUTATING_TOOLS,
     display_path,
     mutation_path,
-    nested_calls,
     parse_read_result,
     read_args,
     resolve_path,
@@ -48,6 +49,7 @@ from pi_compact.messages import entry_messages
 from pi_compact.plan import CompactionPlan
 from pi_compact.projection import ProjectedEntry
 from pi_compact.session.entries import Entry, JsonDict
+from pi_compact.session.mutations import Facts, mutation_facts
 
 FULL_READ = "full read in tail"
 PARTIAL_READ = "partial read in tail"
@@ -177,60 +179,89 @@ class _Evidence:
         self.mutations.setdefault(key, []).append(mut)
 
 
-def _call_positions(branch: Sequence[Entry]) -> dict[str, list[int]]:
-    positions: dict[str, list[int]] = {}
-    for position, entry in enumerate(branch):
-        if entry.role != "assistant":
+def _parent_group(branch: Sequence[Entry], call_id: str | None, position: int) -> int:
+    """The assistant message that issued the call a tool result answers: the nearest one before it (looked for
+    from the result back, so only the bodies in between are read), else the result's own position."""
+    if call_id is None:
+        return position
+    for at in range(position, -1, -1):
+        if branch[at].role != "assistant":
             continue  # only assistant messages issue tool calls
-        for message in entry_messages(entry):
+        for message in entry_messages(branch[at]):
             for _, block in tool_call_blocks(message):
-                if isinstance(block.get("id"), str):
-                    positions.setdefault(block["id"], []).append(position)
-    return positions
-
-
-def _parent_group(call_positions: dict[str, list[int]], call_id: Any, position: int) -> int:
-    """The assistant message that issued the call a tool result answers: the nearest one before it."""
-    if isinstance(call_id, str):
-        before = [p for p in call_positions.get(call_id, []) if p <= position]
-        if before:
-            return before[-1]
+                if block.get("id") == call_id:
+                    return at
     return position
 
 
-# What the raw line of an entry with a mutating call must hold: the tool's name or the nestedCalls key as a JSON
-# string, unless the writer wrote a character of it as a \u escape.
-_MUTATION_HINTS = (*(f'"{name}"'.encode() for name in sorted(MUTATING_TOOLS)), b"\\u")
-_NESTED_HINTS = (b'"nestedCalls"', b"\\u")
-
-
-def _collect_mutations(branch: Sequence[Entry], cwd: str, evidence: _Evidence) -> None:
+def _collect_mutations(
+    branch: Sequence[Entry], cwd: str, evidence: _Evidence, known: int = 0, kept: dict[int, Facts] | None = None
+) -> None:
     """Every tracked modification on the raw branch, context edits notwithstanding.
 
-    Only assistant tool calls and tool results' nested calls can modify files, so other entries are skipped
-    without building their messages (this walks the whole branch, which is long on big sessions).
+    Only assistant tool calls and tool results' nested calls can modify files (``session.mutations``). The facts
+    of an entry among the session's first ``known`` come from ``kept`` (``Session.mutations``: taken by the loader
+    from the body it dropped, with the same ``mutation_facts``), so no body is read back and those entries are not
+    even visited; the bodies of the others are in memory.
     """
-    call_positions: dict[str, list[int]] | None = None
-    for position, entry in enumerate(branch):
+    found: list[tuple[int, str | None, str | None, tuple[tuple[int, str], ...]]] = []
+    indexes = list(map(_INDEX, branch))
+    in_order = indexes == sorted(indexes)  # a branch in file order (as Pi appends): its entries found by bisection
+    if kept:
+        where = None if in_order else dict(zip(indexes, range(len(branch)), strict=True))
+        for index, (call_id, pairs) in kept.items():
+            if index >= known:
+                continue
+            if where is None:
+                position: int | None = bisect_left(indexes, index)
+                if position == len(indexes) or indexes[position] != index:  # type: ignore[index]
+                    position = None
+            else:
+                position = where.get(index)
+            if position is not None:
+                found.append((position, branch[position].role, call_id, pairs))
+    later = (
+        range(bisect_left(indexes, known), len(branch))
+        if in_order
+        else compress(range(len(branch)), map(known.__le__, indexes))
+    )
+    for position in later:
+        entry = branch[position]
         role = entry.role
-        if role != "assistant" and role != "toolResult":
-            continue
-        if not entry.may_contain(*(_MUTATION_HINTS if role == "assistant" else _NESTED_HINTS)):
-            continue  # a body the loader released, whose line cannot hold a mutating call: not parsed again
-        for message in entry_messages(entry):
-            for index, block in tool_call_blocks(message):
-                path = mutation_path(block.get("name"), block.get("arguments"))
-                if path is not None:
-                    evidence.mutation(resolve_path(path, cwd), _Mutation(position, ("call", position, index)))
-            calls = nested_calls(message)
-            if calls:
-                if call_positions is None:
-                    call_positions = _call_positions(branch)
-                group = _parent_group(call_positions, message.get("toolCallId"), position)
-                for index, call in enumerate(calls):
-                    path = mutation_path(call.get("name"), call.get("arguments"))
-                    if path is not None:
-                        evidence.mutation(resolve_path(path, cwd), _Mutation(group, ("nested", position, index)))
+        if role == "assistant" or role == "toolResult":
+            for facts in map(mutation_facts, entry_messages(entry)):
+                if facts is not None:
+                    found.append((position, role, *facts))
+    found.sort(key=_POSITION)
+    resolved: dict[str, str] = {}
+    for position, role, call_id, pairs in found:
+        if role == "assistant":
+            group, kind = position, "call"
+        else:
+            group, kind = _parent_group(branch, call_id, position), "nested"
+        for index, path in pairs:
+            key = resolved.get(path)
+            if key is None:
+                key = resolved[path] = resolve_path(path, cwd)
+            evidence.mutation(key, _Mutation(group, (kind, position, index)))
+
+
+def _positions_of(branch: Sequence[Entry], entries: list[Entry]) -> dict[int, int]:
+    """The branch position of each of ``entries`` that lies on it, by ``id(entry)``: looked for from the leaf back,
+    where the kept tail lies, so a long branch is not walked whole."""
+    wanted = set(map(id, entries))
+    positions: dict[int, int] = {}
+    for position in range(len(branch) - 1, -1, -1):
+        key = id(branch[position])
+        if key in wanted and key not in positions:
+            positions[key] = position
+            if len(positions) == len(wanted):
+                break
+    return positions
+
+
+_INDEX = attrgetter("index")
+_POSITION = itemgetter(0)
 
 
 def _visible_call(pe: ProjectedEntry, call_id: str, block: JsonDict) -> bool:
@@ -349,11 +380,13 @@ def annotate_file_lists(
 ) -> FileListAnnotations:
     """Label each path of Pi's read/modified lists with the evidence the tail (and retained reads) hold."""
     branch = plan.projection.branch.entries
-    positions = {id(entry): i for i, entry in enumerate(branch)}
-    tail = [pe for pe in plan.kept_entries() if id(pe.entry) in positions]
+    kept = plan.kept_entries()
+    positions = _positions_of(branch, [pe.entry for pe in kept])
+    tail = [pe for pe in kept if id(pe.entry) in positions]
     tail_start = min((positions[id(pe.entry)] for pe in tail), default=len(branch))
     evidence = _Evidence()
-    _collect_mutations(branch, cwd, evidence)
+    session = plan.projection.branch.session
+    _collect_mutations(branch, cwd, evidence, session.mutations_known, session.mutations)
     _collect_tail_snapshots(tail, positions, cwd, evidence)
     for read in retained_reads:
         group, order = _retained_group(branch, read)

@@ -23,6 +23,8 @@ import re
 from typing import Any, Literal, NamedTuple
 
 from pi_compact.session.entries import JsonDict
+from pi_compact.session.mutations import MUTATING_TOOLS as MUTATING_TOOLS
+from pi_compact.session.mutations import mutation_path as mutation_path
 
 Completeness = Literal["full", "partial", "unknown"]
 
@@ -41,7 +43,6 @@ BEYOND_END = re.compile(r"\AOffset \S+ is beyond end of file \(\d+ lines total\)
 IMAGE_NOTE = re.compile(r"\ARead image file \[[^\]\n]+\](?:\n\[[^\n]*\])*\Z")
 
 UNICODE_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
-MUTATING_TOOLS = frozenset({"write", "edit"})
 
 
 # ---------------------------------------------------------------------------------------------------- paths
@@ -111,14 +112,6 @@ def read_args(arguments: Any) -> ReadArgs | None:
     if not isinstance(path, str) or not path:
         return None
     return ReadArgs(path, arguments.get("offset"), arguments.get("limit"))
-
-
-def mutation_path(name: Any, arguments: Any) -> str | None:
-    """The path a tracked modification (``write``/``edit`` with a string ``path``, as Pi's file lists) touches."""
-    if name not in MUTATING_TOOLS or not isinstance(arguments, dict):
-        return None
-    path = arguments.get("path")
-    return path if isinstance(path, str) and path else None
 
 
 def tool_call_blocks(message: JsonDict) -> list[tuple[int, JsonDict]]:

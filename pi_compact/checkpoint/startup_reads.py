@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
+from itertools import islice
 from typing import Any, NamedTuple
 
 from pi_compact.checkpoint.context_files import (
@@ -235,7 +236,7 @@ def _literal_mention(text: str, form: str, fold: bool = False) -> bool:
 
 def startup_interval(entries: Sequence[Entry]) -> tuple[int, int, bool] | None:
     """(first user position, end position, closed) on the branch; None before any user message."""
-    users = [i for i, e in enumerate(entries) if e.role == "user"]
+    users = list(islice((i for i, e in enumerate(entries) if e.role == "user"), 2))  # the first two are enough
     if not users:
         return None
     if len(users) == 1:

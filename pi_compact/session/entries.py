@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
+    from pi_compact.session.mutations import Facts
     from pi_compact.session.source import FileSource
 
 JsonDict = dict[str, Any]
@@ -209,6 +210,11 @@ class Session:
     # entry's parentId: 0 none, 1 an id no entry has, else 2 + the index of that entry. Lets the branch walk skip
     # reading every entry of a long prefix.
     parent_slots: Sequence[int] | None = None
+    # The tracked file modifications (``session.mutations.mutation_facts``) of the assistant messages and tool
+    # results among the first ``mutations_known`` entries, by entry index (one not listed records none): taken
+    # from each body as the loader dropped it, or from the file's index. Entries after those hold their bodies.
+    mutations: dict[int, Facts] = field(default_factory=dict)
+    mutations_known: int = 0
 
     @property
     def leaf(self) -> Entry | None:

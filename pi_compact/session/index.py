@@ -4,9 +4,10 @@ a few appended lines parses only those lines.
 Pi only ever appends to a session file, and people run ``picompact check`` again and again on the same growing
 file. The loader's state after the last complete line (``PrefixState``: the header, per entry its line, byte
 offset, length, id, parentId, type and role and which entry its parentId names, the warnings found so far, the
-malformed lines) is written to ``$XDG_CACHE_HOME/picompact/`` (or ``~/.cache/picompact/``), one file per session
-path. The next load that finds an index which still describes the file resumes after the prefix; every body in the
-prefix is read back from the file on demand, as the loader already does for old messages (``session.source``),
+malformed lines, the file modifications its messages record for the file evidence: ``session.mutations``) is
+written to ``$XDG_CACHE_HOME/picompact/`` (or ``~/.cache/picompact/``), one file per session path. The next
+load that finds an index which still describes the file resumes after the prefix; every body in the prefix is read
+back from the file on demand, as the loader already does for old messages (``session.source``),
 and a body read back is checked against the entry's head fields. The branch walk follows the prefix's parent
 links by number (``Session.parent_slots``) unless a later line reuses one of its ids or gives an id its parents
 name in vain. A load that resumed writes the
@@ -68,11 +69,12 @@ from typing import Any
 import orjson
 
 from pi_compact import __version__
+from pi_compact.session.mutations import Facts
 from pi_compact.session.source import read_at
 
 NO_CACHE_ENV = "PICOMPACT_NO_CACHE"
 MAGIC = b"picompact-index\n"
-FORMAT = 5
+FORMAT = 6
 _HEAD = struct.Struct(">HII")  # format version, CRC-32 and Adler-32 of what follows (the owner and the body)
 _OWNER = struct.Struct(">QQI")  # the session's device, inode and the length of its path (then the path's bytes)
 MAX_OWNER_PATH = 64 * 1024
@@ -102,6 +104,7 @@ class PrefixState:
         "line",
         "lines",
         "malformed",
+        "mutations",
         "offset",
         "parent_slots",
         "parents",
@@ -142,6 +145,8 @@ class PrefixState:
         decorated: list[list[str]] | None = None,
         # The CRC-32 of the prefix's bytes (``fingerprint``), when known: read from the index, or from the parse
         crc: int | None = None,
+        # (entry index, its facts) of every entry whose body records tracked modifications (``session.mutations``)
+        mutations: Sequence[tuple[int, Facts]] = (),
     ) -> None:
         self.prefix_len = prefix_len
         self.lines = lines
@@ -165,6 +170,7 @@ class PrefixState:
         self.dangling = dangling
         self.decorated = decorated
         self.crc = crc
+        self.mutations = mutations
 
 
 REWRITE_FRACTION = 64  # an index is written again once the part after it is this fraction of what it covers
@@ -476,8 +482,25 @@ def _decode(data: bytes, path: Path, fd: int, st: os.stat_result) -> PrefixState
         dangling=cols["dangling"],
         decorated=cols.get("decorated"),
         crc=crc,
+        mutations=_decode_mutations(cols["mutations"], len(columns["line"])),
     )
     return state if _well_formed(state) else None
+
+
+def _decode_mutations(rows: Any, n: int) -> list[tuple[int, Facts]]:
+    """``[[index, [toolCallId or null, [[position, path], ...]]], ...]`` back as ``PrefixState.mutations``; ValueError
+    for anything else (an index out of range or out of order, a field of another type, no modification)."""
+    out: list[tuple[int, Facts]] = []
+    last = -1
+    for index, (call_id, pairs) in rows:
+        if not _is_int(index) or not last < index < n or not (call_id is None or type(call_id) is str) or not pairs:
+            raise ValueError("not a mutation row")
+        found = tuple((position, path) for position, path in pairs)
+        if not all(_is_int(position) and position >= 0 and type(path) is str and path for position, path in found):
+            raise ValueError("not a mutation row")
+        out.append((index, (call_id, found)))
+        last = index
+    return out
 
 
 # The per-entry numbers are kept as machine integers after the JSON part (a JSON list of 70,000 numbers costs more
@@ -627,6 +650,7 @@ def write(path: Path, st: os.stat_result, state: PrefixState) -> None:
                     "types": type_values,
                     "roles": role_values,
                     "dangling": state.dangling,
+                    "mutations": state.mutations,
                     **({} if state.decorated is None else {"decorated": state.decorated}),
                 },
             },

@@ -25,6 +25,7 @@ from pi_compact.errors import NotFoundError, SessionError
 from pi_compact.session.entries import _UNREAD as UNREAD
 from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.jsonline import COUNT_BELOW, DEEP_MARKER, MAX_DEPTH, cut_depth, nests_deeper, parse_line
+from pi_compact.session.mutations import Facts, mutation_facts
 from pi_compact.session.source import FileSource, read_lines
 
 if TYPE_CHECKING:
@@ -386,9 +387,11 @@ def _release_before(
     source: FileSource,
     decorate: Decorate | None,
     decorated: dict[int, tuple[str, ...]],
+    mutations: dict[int, Facts],
 ) -> int:
     """Release the bodies of message entries from ``start`` up to the first kept entry of the compaction just
-    appended (or up to that compaction); return where the next release starts.
+    appended (or up to that compaction); return where the next release starts. The tracked modifications of each
+    body dropped are kept in ``mutations`` (see ``session.mutations``).
 
     Which bodies are dropped changes only memory and time, never an answer: a dropped body is read again when
     asked for.
@@ -402,6 +405,12 @@ def _release_before(
         if entry.type == "message":
             if decorate is not None:
                 decorated[entry.index] = decorate(entry)
+            role = entry.role
+            raw = entry._raw
+            if (role == "assistant" or role == "toolResult") and raw is not None:  # None: facts from the index
+                facts = mutation_facts(raw["message"])
+                if facts is not None:
+                    mutations[entry.index] = facts
             entry.release(source)
     return max(start, end)
 
@@ -445,9 +454,12 @@ def _snapshot(
     malformed: list[int],
     decorate: Decorate | None,
     decorated: dict[int, tuple[str, ...]],
+    mutations: dict[int, Facts],
+    known: int,
 ) -> PrefixState:
     """The loader's state ``at`` (see ``_parse_session``) as an index keeps it; with ``decorate``, every entry's
-    decorated lines too (those kept for released bodies, the others rendered now)."""
+    decorated lines too (those kept for released bodies, the others rendered now); the tracked modifications of
+    every entry (those of released bodies as kept, the others' read now)."""
     lines, prefix_len, n_entries, n_diags, n_malformed, header, header_line, last_value, released_to, prev, last = at
     kept = entries[:n_entries]
     value = None
@@ -456,6 +468,14 @@ def _snapshot(
         if isinstance(value, dict):
             value = {"id": value["id"]} if "id" in value else {}
     from pi_compact.session.index import PrefixState  # only a load that keeps an index comes here
+
+    facts = {i: f for i, f in mutations.items() if i < n_entries}
+    for entry in kept[known:]:  # bodies still held (never released, or parsed after the indexed prefix)
+        role = entry.role
+        if role == "assistant" or role == "toolResult":
+            found = mutation_facts(entry.raw["message"])
+            if found is not None:
+                facts[entry.index] = found
 
     # One pass over the entries (they lie far apart in memory, between the bodies they were parsed with), in C
     rows = list(map(_HEAD_ROW, kept))
@@ -483,6 +503,7 @@ def _snapshot(
         parents=parents,
         types=types,
         roles=roles,
+        mutations=sorted(facts.items()),
         parent_slots=slots,
         dangling=sorted(set(compress(parents, map((1).__eq__, slots)))),
         decorated=None
@@ -518,6 +539,7 @@ def _parse_session(
     release = False
     released_to = 0
     decorated: dict[int, tuple[str, ...]] = {}
+    mutations: dict[int, Facts] = {}
     start_line = start_offset = 0
     if resume is not None and source is not None:
         start_line, start_offset = resume.lines, resume.prefix_len
@@ -530,6 +552,7 @@ def _parse_session(
         diagnostics = [Diagnostic(*d) for d in resume.diagnostics]  # type: ignore[arg-type]
         prev_chunk, last_chunk = resume.prev_tail, resume.last_tail
         entries = _resumed_entries(resume, source)
+        mutations = dict(resume.mutations)
         if decorate is not None and resume.decorated is not None:
             decorated = {i: tuple(lines) for i, lines in enumerate(resume.decorated)}
     at: tuple[Any, ...] | None = None  # the state before an unterminated last line, for ``snapshot``
@@ -677,8 +700,11 @@ def _parse_session(
                 source,  # type: ignore[arg-type]
                 decorate,
                 decorated,
+                mutations,
             )
     last_line_no = number
+    # Every message entry before ``released_to`` was released with its facts taken; so was the indexed prefix
+    facts_known = max(released_to, len(resume.ids) if resume is not None and source is not None else 0)
 
     if snapshot is not None and release and header is not None:
         if at is None and last_terminated and last_line_no > 0:
@@ -686,7 +712,7 @@ def _parse_session(
             at = (last_line_no, next_offset, *counts, header, header_line, last_value, released_to)
             at = (*at, prev_chunk, last_chunk)
         if at is not None and at[1] > 0 and at[0] >= header_line:
-            snapshot.append(_snapshot(at, entries, diagnostics, malformed, decorate, decorated))
+            snapshot.append(_snapshot(at, entries, diagnostics, malformed, decorate, decorated, mutations, facts_known))
 
     if header is None:
         if last_line_no == 0 or size == 0:
@@ -758,6 +784,8 @@ def _parse_session(
         no_leaf=no_leaf,
         decorated=decorated,
         parent_slots=parent_slots,
+        mutations=mutations,
+        mutations_known=facts_known,
     )
 
 
