@@ -1,0 +1,79 @@
+"""The session files a cross-session search covers: Pi's sessions tree (``<agent dir>/sessions/<project>/*.jsonl``,
+or the configured session directory), and any other trees named with ``--dir`` (walked to any depth).
+
+A directory that cannot be listed is reported (path, reason) and skipped; so is a file that cannot be stat'ed.
+Only regular ``*.jsonl`` files count; symlinks to directories are not followed (a loop cannot hang the walk),
+symlinks to files are (Pi follows them too).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pi_compact.session.discovery import os_reason, search_locations
+
+
+@dataclass(frozen=True)
+class FoundFiles:
+    """The files found, each with its stat, sorted by path; and what could not be read (path, reason)."""
+
+    files: list[tuple[str, os.stat_result]]
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    roots: list[str] = field(default_factory=list)
+
+
+def default_root(cwd: str | None = None) -> Path:
+    """The sessions tree Pi writes to: the configured session directory, else ``<agent dir>/sessions``."""
+    return search_locations(cwd, all_=True)[0]
+
+
+def _walk(root: str, depth: int | None, files: dict[str, os.stat_result], problems: list[tuple[str, str]]) -> None:
+    stack = [(root, 0)]
+    while stack:
+        directory, level = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:
+            if directory != root:
+                problems.append((directory, "no such directory"))
+            continue
+        except OSError as exc:
+            problems.append((directory, os_reason(exc)))
+            continue
+        for item in entries:
+            try:
+                if item.is_dir(follow_symlinks=False):
+                    if depth is None or level < depth:
+                        stack.append((item.path, level + 1))
+                    continue
+                if not item.name.endswith(".jsonl"):
+                    continue
+                st = os.stat(item.path)
+            except OSError as exc:
+                problems.append((item.path, os_reason(exc)))
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files[os.path.abspath(item.path)] = st
+
+
+def session_files(dirs: list[str] | None = None, *, include_default: bool = True, cwd: str | None = None) -> FoundFiles:
+    """Every ``*.jsonl`` file of Pi's sessions tree (``include_default``; the layout Pi reads: the files of the
+    tree and of its project folders) and of each of ``dirs`` (any depth), by path."""
+    files: dict[str, os.stat_result] = {}
+    problems: list[tuple[str, str]] = []
+    roots: list[str] = []
+    if include_default:
+        root = os.path.abspath(default_root(cwd))
+        roots.append(root)
+        _walk(root, 1, files, problems)
+    for given in dirs or []:
+        root = os.path.abspath(given)
+        roots.append(root)
+        if not os.path.isdir(root):
+            problems.append((root, "not a directory" if os.path.exists(root) else "no such directory"))
+            continue
+        _walk(root, None, files, problems)
+    return FoundFiles(sorted(files.items()), problems, roots)

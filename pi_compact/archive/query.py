@@ -1,0 +1,533 @@
+"""Queries over the cross-session index, and their ranked, paged results.
+
+A query is words, as a search box takes them: ``timeout retry`` (both words, anywhere in the entry), ``"connection
+reset"`` (the phrase), ``migrat*`` (a prefix), ``OR``, ``AND``, ``NOT`` (upper case) and parentheses; a word with
+punctuation (``TypeError:``, ``foo.bar``) is the phrase of its words. Words match whatever their case and accents.
+Results are ranked by BM25 (SQLite's ``bm25()``), ties by session path and line.
+
+``--regex`` and ``-F`` search for an exact pattern instead: it is matched on each candidate entry's text (what
+``show`` renders), so the index only narrows. The words every match must contain (``search.prefilter``'s required
+literals, cut down to the whole words they hold) pick the candidates; a pattern without such words is matched on
+every entry in scope.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_compact.archive.store import Scope, ScopeFile, Store
+from pi_compact.errors import PatternError, UsageError
+
+HIGHLIGHT_START, HIGHLIGHT_END = "\ue000", "\ue001"  # private-use characters marking FTS5's snippet highlights
+SNIPPET_TOKENS = 24
+SNIPPET_CHARS = 200
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 1000
+REGEX_TIMEOUT = 2.0  # seconds one entry may take to match
+_OPERATORS = frozenset({"OR", "AND", "NOT"})
+_WORDISH = re.compile(r"[^\W_]", re.UNICODE)
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Queries
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _lex(text: str) -> list[tuple[str, str]]:
+    """(kind, value) tokens: ``(``, ``)``, ``op`` (OR/AND/NOT), ``term`` and ``phrase`` (value with a trailing
+    ``*`` for a prefix)."""
+    out: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+        elif ch in "()":
+            out.append((ch, ch))
+            i += 1
+        elif ch == '"':
+            end = text.find('"', i + 1)
+            if end < 0:
+                raise UsageError(f"the query has an unclosed quote at character {i + 1}: {text!r}")
+            value = text[i + 1 : end]
+            i = end + 1
+            star = i < n and text[i] == "*"
+            if star:
+                i += 1
+            out.append(("phrase", value + ("*" if star else "")))
+        else:
+            j = i
+            while j < n and not text[j].isspace() and text[j] not in '()"':
+                j += 1
+            word = text[i:j]
+            i = j
+            out.append(("op", word) if word in _OPERATORS else ("term", word))
+    return out
+
+
+def _operand(kind: str, value: str) -> str:
+    prefix = value.endswith("*")
+    words = value.rstrip("*") if prefix else value
+    if not _WORDISH.search(words):
+        what = "phrase" if kind == "phrase" else "word"
+        raise UsageError(
+            f"the {what} {value!r} has no letters or digits to search for: use -F or --regex for punctuation"
+        )
+    return _quote(words) + ("*" if prefix else "")
+
+
+class _Parser:
+    """Recursive descent over the tokens, into an FTS5 expression with every group in parentheses."""
+
+    def __init__(self, tokens: list[tuple[str, str]], text: str) -> None:
+        self.tokens = tokens
+        self.at = 0
+        self.text = text
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def fail(self, why: str) -> UsageError:
+        return UsageError(
+            f"bad query {self.text!r}: {why} (OR, AND and NOT go between words; quote them to search for them)"
+        )
+
+    def parse(self) -> str:
+        expr = self.or_()
+        if self.peek() is not None:
+            raise self.fail("an unmatched ')'")
+        return expr
+
+    def or_(self) -> str:
+        parts = [self.and_()]
+        while self.peek() == ("op", "OR"):
+            self.at += 1
+            parts.append(self.and_())
+        return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+
+    def and_(self) -> str:
+        parts = [self.not_()]
+        while True:
+            token = self.peek()
+            if token == ("op", "AND"):
+                self.at += 1
+                parts.append(self.not_())
+            elif token is not None and token[0] in ("term", "phrase", "("):
+                parts.append(self.not_())
+            else:
+                break
+        return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
+
+    def not_(self) -> str:
+        expr = self.primary()
+        while self.peek() == ("op", "NOT"):
+            self.at += 1
+            expr = f"({expr} NOT {self.primary()})"
+        return expr
+
+    def primary(self) -> str:
+        token = self.peek()
+        if token is None:
+            raise self.fail("it ends where a word was expected")
+        kind, value = token
+        self.at += 1
+        if kind == "(":
+            expr = self.or_()
+            if self.peek() != (")", ")"):
+                raise self.fail("a '(' is not closed")
+            self.at += 1
+            return expr
+        if kind in ("term", "phrase"):
+            return _operand(kind, value)
+        raise self.fail(f"{value!r} where a word was expected")
+
+
+def fts_expression(text: str) -> str:
+    """The FTS5 MATCH expression of a word query (UsageError when it is not one)."""
+    tokens = _lex(text)
+    if not tokens:
+        raise UsageError("the query is empty: give words to search for")
+    return _Parser(tokens, text).parse()
+
+
+def literal_words(literal: str) -> str | None:
+    """An FTS5 expression every text containing ``literal`` matches (None: no word of it can narrow).
+
+    Only runs of ASCII letters and digits count, and only where the literal shows where the word starts: a run
+    between two ASCII characters that are neither (a separator for the tokenizer, in the literal and so in the
+    text) is a whole word; one that ends the literal is a word's prefix; the first run of a literal that starts
+    with a letter or digit may be the end of a longer word and is not used."""
+    terms: list[str] = []
+    i, n = 0, len(literal)
+    while i < n:
+        if literal[i] not in _ASCII_ALNUM:
+            i += 1
+            continue
+        j = i
+        while j < n and literal[j] in _ASCII_ALNUM:
+            j += 1
+        left = i > 0 and literal[i - 1].isascii()
+        right = j < n and literal[j].isascii()
+        if left and right:
+            terms.append(_quote(literal[i:j]))
+        elif left and j == n:
+            terms.append(_quote(literal[i:j]) + "*")
+        i = j
+    return " AND ".join(dict.fromkeys(terms)) if terms else None
+
+
+@dataclass(frozen=True)
+class Query:
+    """What to look for: words (``mode`` "words"), or an exact pattern ("regex", "fixed") checked on the text.
+    ``fts`` is the MATCH expression (for a pattern: the words that narrow it; None: every entry is a candidate)."""
+
+    text: str
+    mode: str = "words"
+    fts: str | None = None
+    ignore_case: bool = False
+    pattern: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, text: str, *, regex: bool = False, fixed: bool = False, ignore_case: bool = False) -> Query:
+        if regex and fixed:
+            raise UsageError("--regex and -F clash: -F takes the pattern as a literal string")
+        if not regex and not fixed:
+            if ignore_case:
+                raise UsageError("-i applies to --regex and -F: words match whatever their case")
+            return cls(text, "words", fts_expression(text))
+        if not text:
+            raise UsageError("the pattern is empty")
+        from pi_compact.search.matching import compile_pattern
+        from pi_compact.search.prefilter import required_literals
+
+        pattern = compile_pattern(text, ignore_case=ignore_case, fixed=fixed, multiline=True)
+        literals = required_literals(text, fixed=fixed)
+        fts: str | None = None
+        if literals:
+            parts = [literal_words(lit) for lit in literals]
+            if all(parts):
+                fts = parts[0] if len(parts) == 1 else " OR ".join(f"({p})" for p in parts)
+        return cls(text, "fixed" if fixed else "regex", fts, ignore_case, pattern)
+
+    def digest(self) -> dict[str, Any]:
+        return {"text": self.text, "mode": self.mode, "i": self.ignore_case}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which entries count: sessions of ``cwd``; times (epoch ms, inclusive); roles or entry types; a tool's calls
+    and results; failed tool results only; ``branch`` "all" (every branch) or "leaf" (the active branch)."""
+
+    cwd: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    roles: frozenset[str] | None = None
+    tool: str | None = None
+    errors: bool = False
+    branch: str = "all"
+
+    def digest(self) -> dict[str, Any]:
+        return {
+            "cwd": self.cwd,
+            "since": self.since_ms,
+            "until": self.until_ms,
+            "roles": sorted(self.roles) if self.roles else None,
+            "tool": self.tool,
+            "errors": self.errors,
+            "branch": self.branch,
+        }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One entry found: where it is, what it is, and a line of its text with the match highlighted."""
+
+    session: str  # the session file's path
+    session_id: str | None
+    cwd: str | None
+    entry_id: str | None
+    line: int
+    role: str
+    timestamp: str | None
+    score: float | None  # BM25 (lower is better, as SQLite gives it); None when unranked
+    snippet: str
+    highlights: tuple[tuple[int, int], ...]
+
+    @property
+    def show_command(self) -> str | None:
+        """The command that prints the whole entry."""
+        if not self.entry_id:
+            return None
+        return shlex.join(["picompact", "show", self.entry_id, self.session])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "session_id": self.session_id,
+            "cwd": self.cwd,
+            "entry_id": self.entry_id,
+            "line": self.line,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "score": self.score,
+            "snippet": self.snippet,
+            "highlights": [{"start": a, "end": b} for a, b in self.highlights],
+            "show": self.show_command,
+        }
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    query: Query
+    hits: list[Hit]
+    sessions: int  # sessions in scope (after --cwd)
+    next_cursor: str | None
+    skipped: list[tuple[str, str]]
+
+    def summary_json(self) -> dict[str, Any]:
+        return {
+            "query": self.query.text,
+            "mode": self.query.mode,
+            "matches": len(self.hits),
+            "sessions_searched": self.sessions,
+            "complete": self.next_cursor is None,
+            "next_cursor": self.next_cursor,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        summary = self.summary_json()
+        return {
+            "query": summary["query"],
+            "mode": summary["mode"],
+            "results": [h.to_json() for h in self.hits],
+            "matches": summary["matches"],
+            "sessions_searched": summary["sessions_searched"],
+            "complete": summary["complete"],
+            "next_cursor": summary["next_cursor"],
+            "skipped": summary["skipped"],
+        }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Searching
+
+
+def _in_scope(scope: Scope, filters: Filters) -> dict[int, ScopeFile]:
+    if filters.cwd is None:
+        return scope.files
+    from pi_compact.settings import expand_path
+
+    wanted = expand_path(filters.cwd)
+    return {i: f for i, f in scope.files.items() if f.cwd and expand_path(f.cwd) == wanted}
+
+
+def _conditions(filters: Filters) -> tuple[str, list[Any]]:
+    sql: list[str] = []
+    args: list[Any] = []
+    if filters.since_ms is not None:
+        sql.append("e.ts_ms >= ?")
+        args.append(filters.since_ms)
+    if filters.until_ms is not None:
+        sql.append("e.ts_ms <= ?")
+        args.append(filters.until_ms)
+    if filters.roles:
+        roles = sorted(filters.roles)
+        sql.append(f"e.kind in ({', '.join('?' * len(roles))})")
+        args.extend(roles)
+    if filters.tool is not None:
+        sql.append("instr(e.tools, ?) > 0")
+        args.append("\n" + filters.tool + "\n")
+    if filters.errors:
+        sql.append("e.error = 1")
+    return "".join(f" and {c}" for c in sql), args
+
+
+def _branch(conn: Any, file_id: int, leaf: str | None) -> set[int]:
+    """The entries (row ids) on the path from the session's leaf to its root, as Pi walks it."""
+    if leaf is None:
+        return set()
+    by_id: dict[str, tuple[int, str | None]] = {}
+    for rowid, entry_id, parent in conn.execute(
+        "select id, entry_id, parent_id from entries where file = ? order by line", (file_id,)
+    ):
+        if entry_id is not None:
+            by_id[entry_id] = (rowid, parent)  # a later duplicate wins, as in Pi
+    on: set[int] = set()
+    current: str | None = leaf
+    while current is not None and current in by_id:
+        rowid, parent = by_id[current]
+        if rowid in on:
+            break  # a cycle: Pi refuses it; the path so far stands
+        on.add(rowid)
+        current = parent
+    return on
+
+
+def _candidates(conn: Any, query: Query, filters: Filters) -> Iterator[tuple[Any, ...]]:
+    where, args = _conditions(filters)
+    if query.fts is not None:
+        yield from conn.execute(
+            "select e.id, e.file, e.line, e.entry_id, e.kind, e.ts, bm25(body) as score "
+            "from body join entries e on e.id = body.rowid join files f on f.id = e.file "
+            f"where body match ? and e.file in (select file from temp.scope){where} "
+            "order by score, f.path, e.line",
+            [query.fts, *args],
+        )
+        return
+    yield from conn.execute(
+        "select e.id, e.file, e.line, e.entry_id, e.kind, e.ts, null from entries e join files f on f.id = e.file "
+        f"where e.file in (select file from temp.scope){where} order by e.ts_ms desc nulls last, f.path, e.line",
+        args,
+    )
+
+
+def _fts_snippet(conn: Any, query: Query, rowid: int) -> tuple[str, tuple[tuple[int, int], ...]]:
+    row = conn.execute(
+        "select snippet(body, 0, ?, ?, '…', ?) from body where body match ? and rowid = ?",
+        (HIGHLIGHT_START, HIGHLIGHT_END, SNIPPET_TOKENS, query.fts, rowid),
+    ).fetchone()
+    marked = (row[0] if row else "") or ""
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    start = -1
+    size = 0
+    for ch in marked:
+        if ch == HIGHLIGHT_START:
+            start = size
+        elif ch == HIGHLIGHT_END:
+            if start >= 0:
+                spans.append((start, size))
+            start = -1
+        else:
+            out.append(" " if ch in "\n\r\t" else ch)
+            size += 1
+    return "".join(out), tuple(spans)
+
+
+def _pattern_match(query: Query, text: str) -> Any:
+    try:
+        return query.pattern.search(text, timeout=REGEX_TIMEOUT)
+    except TimeoutError:
+        raise PatternError(
+            f"the pattern {query.text!r} took more than {REGEX_TIMEOUT:g} s on one entry: simplify it"
+        ) from None
+
+
+def _pattern_snippet(query: Query, text: str, match: Any) -> tuple[str, tuple[tuple[int, int], ...]]:
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    line_end = text.find("\n", match.end())
+    if line_end < 0:
+        line_end = len(text)
+    start = max(line_start, match.start() - SNIPPET_CHARS // 3)
+    end = min(line_end, max(match.end(), start + SNIPPET_CHARS))
+    lead = "…" if start > line_start else ""
+    trail = "…" if end < line_end else ""
+    spans = []
+    for m in query.pattern.finditer(text, start, end, timeout=REGEX_TIMEOUT):
+        if m.end() > m.start():
+            spans.append((m.start() - start + len(lead), m.end() - start + len(lead)))
+    if not spans:
+        spans.append((match.start() - start + len(lead), min(match.end(), end) - start + len(lead)))
+    body = text[start:end].replace("\t", " ").replace("\r", " ").replace("\n", " ")
+    return lead + body + trail, tuple(spans)
+
+
+def search(
+    store: Store,
+    scope: Scope,
+    query: Query,
+    filters: Filters,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    cursor: str | None = None,
+) -> SearchPage:
+    """One page of results, best first (``limit`` of them), continuing after ``cursor``."""
+    from pi_compact.search.cursor import decode_cursor, query_digest
+
+    if not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"--max-count must be between 1 and {MAX_LIMIT} (got {limit})")
+    digest = query_digest({"q": query.digest(), "f": filters.digest()})
+    skip = 0
+    if cursor is not None:
+        skip = decode_cursor(cursor, kind="search", query=digest, fingerprint="", size=1 << 62)[0]
+    files = _in_scope(scope, filters)
+    return store.run(lambda: _search(store, files, scope, query, filters, limit, skip, digest))
+
+
+def _search(
+    store: Store,
+    files: dict[int, ScopeFile],
+    scope: Scope,
+    query: Query,
+    filters: Filters,
+    limit: int,
+    skip: int,
+    digest: str,
+) -> SearchPage:
+    from pi_compact.search.cursor import Cursor
+
+    hits: list[Hit] = []
+    more = False
+    with store._sql() as conn:
+        conn.execute("create temp table if not exists scope(file integer primary key)")
+        conn.execute("begin")
+        try:
+            conn.execute("delete from temp.scope")
+            conn.executemany("insert into temp.scope values (?)", ((i,) for i in sorted(files)))
+            branches: dict[int, set[int]] = {}
+            seen = 0
+            for rowid, file_id, line, entry_id, kind, ts, score in _candidates(conn, query, filters):
+                if filters.branch == "leaf":
+                    on = branches.get(file_id)
+                    if on is None:
+                        on = branches[file_id] = _branch(conn, file_id, files[file_id].leaf)
+                    if rowid not in on:
+                        continue
+                match = None
+                if query.pattern is not None:
+                    text = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()[0]
+                    match = _pattern_match(query, text)
+                    if match is None:
+                        continue
+                seen += 1
+                if seen <= skip:
+                    continue
+                if len(hits) == limit:
+                    more = True
+                    break
+                if match is not None:
+                    snippet, spans = _pattern_snippet(query, text, match)
+                else:
+                    snippet, spans = _fts_snippet(conn, query, rowid)
+                info = files[file_id]
+                hits.append(
+                    Hit(
+                        info.path,
+                        info.session_id,
+                        info.cwd,
+                        entry_id,
+                        line,
+                        kind,
+                        ts,
+                        round(score, 6) if score is not None else None,
+                        snippet,
+                        spans,
+                    )
+                )
+        finally:
+            conn.execute("commit")
+    next_cursor = Cursor("search", digest, "", (skip + len(hits),)).encode() if more else None
+    return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped))
