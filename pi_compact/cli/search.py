@@ -258,7 +258,7 @@ def grep(
 ) -> ExitCode:
     from pi_compact.search.matching import regex_timeout as check_timeout
     from pi_compact.search.matching import search_budget
-    from pi_compact.search.pages import DEFAULT_LIMITS, grep_counts, grep_stream, grep_wants_decorated
+    from pi_compact.search.pages import DEFAULT_LIMITS, GrepQuery, grep_counts, grep_stream, grep_wants_decorated
 
     env = env_of(ctx)
     if color not in ("auto", "always", "never"):
@@ -287,29 +287,7 @@ def grep(
     limits = replace(DEFAULT_LIMITS, regex_timeout=regex_timeout, search_timeout=search_timeout)
     # A spinner on a terminal when the search takes more than a second, gone before anything is printed.
     with Progress(env, f"searching {session if session is not None else 'the session'}") as progress:
-        decorated = grep_wants_decorated(
-            patterns, ignore_case=ignore_case, fixed=fixed, word=word, invert=invert, sections=section
-        )
-        transcript = _load(env, session, leaf, all_branches, decorated=decorated, cache=not no_cache)
-        if summary_only:
-            counts = grep_counts(
-                transcript,
-                patterns,
-                ignore_case=ignore_case,
-                fixed=fixed,
-                word=word,
-                invert=invert,
-                roles=role,
-                sections=section,
-                limits=limits,
-            )
-            progress.stop()
-            _print_counts(env, counts, ids_only=ids_only, json_output=json_output)
-            return ExitCode.OK if counts.entries else ExitCode.NO
-        # Matches are printed as they are found: the first line comes out at once, and memory does not grow with
-        # the page (a page can be the whole transcript with a large --max-count and --max-chars).
-        page = grep_stream(
-            transcript,
+        query = GrepQuery.of(
             patterns,
             ignore_case=ignore_case,
             fixed=fixed,
@@ -318,11 +296,17 @@ def grep(
             context=context,
             roles=role,
             sections=section,
-            max_count=max_count,
-            max_chars=max_chars,
-            cursor=cursor,
-            limits=limits,
         )
+        decorated = grep_wants_decorated(query)
+        transcript = _load(env, session, leaf, all_branches, decorated=decorated, cache=not no_cache)
+        if summary_only:
+            counts = grep_counts(transcript, query, limits=limits)
+            progress.stop()
+            _print_counts(env, counts, ids_only=ids_only, json_output=json_output)
+            return ExitCode.OK if counts.entries else ExitCode.NO
+        # Matches are printed as they are found: the first line comes out at once, and memory does not grow with
+        # the page (a page can be the whole transcript with a large --max-count and --max-chars).
+        page = grep_stream(transcript, query, max_count=max_count, max_chars=max_chars, cursor=cursor, limits=limits)
         page.wrap(progress.until_first)
         if json_output:
             for match in page.matches:

@@ -41,6 +41,7 @@ from pi_compact.search.pages import (
     DEFAULT_LIMITS,
     EntryPage,
     GrepPage,
+    GrepQuery,
     Limits,
     ShowPage,
     grep,
@@ -421,19 +422,16 @@ class _Tools:
 
     def _grep(self, params: Mapping[str, Any], cursor: str | None) -> tuple[str, str | None]:
         max_count = params["max_count"]
+        query = GrepQuery.of(
+            params["pattern"],
+            ignore_case=params["ignore_case"],
+            fixed=params["fixed"],
+            context=params["context"],
+            roles=params["role"],
+            sections=params["section"],
+        )
         while True:
-            page = grep(
-                self.transcript,
-                params["pattern"],
-                ignore_case=params["ignore_case"],
-                fixed=params["fixed"],
-                context=params["context"],
-                roles=params["role"],
-                sections=params["section"],
-                max_count=max_count,
-                cursor=cursor,
-                limits=self.limits,
-            )
+            page = grep(self.transcript, query, max_count=max_count, cursor=cursor, limits=self.limits)
             if self.masker is not None:
                 page = self.masker.grep(page, self.limits.line_chars)
             text = format_grep(page, self.name("grep"))

@@ -398,9 +398,72 @@ def _window(text: str, number: int, section: str, width: int, spans: list[tuple[
     return GrepLine(number, section, text[start:end], start, len(text), shown)
 
 
+@dataclass(frozen=True, slots=True)
+class GrepQuery:
+    r"""What a grep looks for, taken as one value by the command line, the streaming search, the counts and the
+    lookup tool: the patterns (a line is selected when any matches), how they match (``ignore_case``, ``fixed``
+    strings, whole ``word``\ s, ``invert``\ ed), the context lines around a match, and which ``roles`` and
+    ``sections`` are searched (None: all). Nothing is checked here; the search checks it, as the commands do."""
+
+    patterns: tuple[str, ...]
+    ignore_case: bool = False
+    fixed: bool = False
+    word: bool = False
+    invert: bool = False
+    context: int = 0
+    roles: tuple[str, ...] | None = None
+    sections: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        pattern: str | Sequence[str],
+        *,
+        ignore_case: bool = False,
+        fixed: bool = False,
+        word: bool = False,
+        invert: bool = False,
+        context: int = 0,
+        roles: Iterable[str] | None = None,
+        sections: Iterable[str] | None = None,
+    ) -> GrepQuery:
+        """A query from a pattern (or several) and the flags grep takes."""
+        patterns = (pattern,) if isinstance(pattern, str) else tuple(pattern)
+        return cls(
+            patterns,
+            ignore_case,
+            fixed,
+            word,
+            invert,
+            context,
+            None if roles is None else tuple(roles),
+            None if sections is None else tuple(sections),
+        )
+
+    def composed(self) -> tuple[str, bool]:
+        """The one pattern the patterns make, and whether it is a fixed string (``selection.compose_pattern``)."""
+        return compose_pattern(list(self.patterns), fixed=self.fixed, word=self.word, ignore_case=self.ignore_case)
+
+    def digest(self, roles: frozenset[str] | None, sections: frozenset[str] | None) -> str:
+        """What a cursor of this query remembers of it (given the checked roles and sections), so a cursor of
+        another query is refused."""
+        patterns = self.patterns
+        return query_digest(
+            {
+                "pattern": patterns[0] if len(patterns) == 1 else list(patterns),
+                "i": self.ignore_case,
+                "F": self.fixed,
+                "roles": sorted(roles or ()),
+                "sections": sorted(sections or ()),
+                **({"w": True} if self.word else {}),
+                **({"v": True} if self.invert else {}),
+            }
+        )
+
+
 def grep(
     source: Source,
-    pattern: str | Sequence[str],
+    pattern: str | Sequence[str] | GrepQuery,
     *,
     ignore_case: bool = False,
     fixed: bool = False,
@@ -414,48 +477,40 @@ def grep(
     cursor: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> GrepPage:
-    """Lines of the rendered transcript matching ``pattern``, each with its entry, section and context lines:
-    ``grep_stream``'s page (the same arguments, checks and matches; see its doc) collected into a GrepPage."""
-    stream = grep_stream(
-        source,
-        pattern,
-        ignore_case=ignore_case,
-        fixed=fixed,
-        word=word,
-        invert=invert,
-        context=context,
-        roles=roles,
-        sections=sections,
-        max_count=max_count,
-        max_chars=max_chars,
-        cursor=cursor,
-        limits=limits,
+    """Lines of the rendered transcript matching ``pattern`` (or a ``GrepQuery``, then the flags are its own),
+    each with its entry, section and context lines: ``grep_stream``'s page collected into a GrepPage."""
+    query = (
+        pattern
+        if isinstance(pattern, GrepQuery)
+        else GrepQuery.of(
+            pattern,
+            ignore_case=ignore_case,
+            fixed=fixed,
+            word=word,
+            invert=invert,
+            context=context,
+            roles=roles,
+            sections=sections,
+        )
     )
-    matches = tuple(stream.matches)
+    stream = grep_stream(source, query, max_count=max_count, max_chars=max_chars, cursor=cursor, limits=limits)
     return GrepPage(
         stream.pattern,
-        matches,
+        tuple(stream.matches),
         stream.next_cursor,
         stream.entries_searched,
         stream.stopped_by,
         stream.prefiltered,
-        context,
+        query.context,
         stream.patterns,
-        invert,
+        query.invert,
     )
 
 
 def grep_stream(
     source: Source,
-    pattern: str | Sequence[str],
+    query: GrepQuery,
     *,
-    ignore_case: bool = False,
-    fixed: bool = False,
-    word: bool = False,
-    invert: bool = False,
-    context: int = 0,
-    roles: Iterable[str] | None = None,
-    sections: Iterable[str] | None = None,
     max_count: int | None = None,
     max_chars: int | None = None,
     cursor: str | None = None,
@@ -473,31 +528,22 @@ def grep_stream(
     selected only when ``sections`` names ``header`` or ``meta`` (see ``search.selection``).
     """
     transcript = as_transcript(source)
-    wanted = check_roles(transcript, roles)
-    wanted_sections = _check_sections(sections)
+    wanted = check_roles(transcript, query.roles)
+    wanted_sections = _check_sections(query.sections)
+    context, invert, ignore_case = query.context, query.invert, query.ignore_case
     if context < 0 or context > limits.max_context:
         raise UsageError(f"-C must be between 0 and {limits.max_context} (got {context})")
     page_size = _positive("--max-count", max_count if max_count is not None else limits.grep_max_count)
     char_budget = _positive("--max-chars", max_chars if max_chars is not None else limits.grep_max_chars)
-    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
-    composed, composed_fixed = compose_pattern(patterns, fixed=fixed, word=word, ignore_case=ignore_case)
+    patterns = list(query.patterns)
+    composed, composed_fixed = query.composed()
     searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout, limits.search_timeout)
     keep = LineSelector(wanted_sections)
-    query = query_digest(
-        {
-            "pattern": patterns[0] if len(patterns) == 1 else patterns,
-            "i": ignore_case,
-            "F": fixed,
-            "roles": sorted(wanted or ()),
-            "sections": sorted(wanted_sections or ()),
-            **({"w": True} if word else {}),
-            **({"v": True} if invert else {}),
-        }
-    )
+    digest = query.digest(wanted, wanted_sections)
     start_entry, start_line = 0, 0
     if cursor:
         position = decode_cursor(
-            cursor, kind="grep", query=query, fingerprint=transcript.fingerprint(), size=len(transcript)
+            cursor, kind="grep", query=digest, fingerprint=transcript.fingerprint(), size=len(transcript)
         )
         if len(position) != 2:
             raise PatternError("malformed grep cursor")  # pragma: no cover - decode checks the shape
@@ -514,7 +560,7 @@ def grep_stream(
         invert,
         candidates is not None and candidates.active,
         # The fingerprint hashes every entry's id: taken only when a page ends with a cursor.
-        lambda position: Cursor("grep", query, transcript.fingerprint(), position).encode(),
+        lambda position: Cursor("grep", digest, transcript.fingerprint(), position).encode(),
     )
     stream._matches = _grep_matches(
         stream,
@@ -661,25 +707,15 @@ class GrepCounts:
         }
 
 
-def grep_counts(
-    source: Source,
-    pattern: str | Sequence[str],
-    *,
-    ignore_case: bool = False,
-    fixed: bool = False,
-    word: bool = False,
-    invert: bool = False,
-    roles: Iterable[str] | None = None,
-    sections: Iterable[str] | None = None,
-    limits: Limits = DEFAULT_LIMITS,
-) -> GrepCounts:
-    """Every entry with selected lines (matching, or not matching with ``invert``) and how many, in transcript
-    order; the same selection as ``grep``, never paged (one short record per entry)."""
+def grep_counts(source: Source, query: GrepQuery, *, limits: Limits = DEFAULT_LIMITS) -> GrepCounts:
+    """Every entry with selected lines (matching, or not matching with ``query.invert``) and how many, in
+    transcript order; the same selection as ``grep``, never paged (one short record per entry; no context)."""
     transcript = as_transcript(source)
-    wanted = check_roles(transcript, roles)
-    keep = LineSelector(_check_sections(sections))
-    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
-    composed, composed_fixed = compose_pattern(patterns, fixed=fixed, word=word, ignore_case=ignore_case)
+    wanted = check_roles(transcript, query.roles)
+    keep = LineSelector(_check_sections(query.sections))
+    patterns = list(query.patterns)
+    invert, ignore_case = query.invert, query.ignore_case
+    composed, composed_fixed = query.composed()
     searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout, limits.search_timeout)
     candidates = (
         None if invert else Candidates(transcript, searcher, composed, ignore_case, composed_fixed, keep.synthetic)
@@ -710,15 +746,7 @@ _TYPICAL_LINES = (
 )
 
 
-def grep_wants_decorated(
-    pattern: str | Sequence[str],
-    *,
-    ignore_case: bool = False,
-    fixed: bool = False,
-    word: bool = False,
-    invert: bool = False,
-    sections: Iterable[str] | None = None,
-) -> bool:
+def grep_wants_decorated(query: GrepQuery) -> bool:
     """Whether a grep with these options will check the decorated lines of entries whose raw line has no hit, so
     the loader should keep them for the bodies it drops (``load_session(decorate=...)``).
 
@@ -726,15 +754,14 @@ def grep_wants_decorated(
     the load renders every dropped body's decorated lines. No when the raw search alone decides
     (``rawregex.decorated_safe``), for -v (which renders every entry), and when the pattern's raw form matches a
     typical line (every entry will be rendered anyway)."""
-    if invert:
+    if query.invert:
         return False
-    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
     try:
-        composed, composed_fixed = compose_pattern(patterns, fixed=fixed, word=word, ignore_case=ignore_case)
-        synthetic = LineSelector(_check_sections(sections)).synthetic
+        composed, composed_fixed = query.composed()
+        synthetic = LineSelector(_check_sections(query.sections)).synthetic
     except (PatternError, UsageError):
         return True  # reported by grep itself, after the session's own problems
-    tree = rawregex.parse(composed, fixed=composed_fixed, ignore_case=ignore_case)
+    tree = rawregex.parse(composed, fixed=composed_fixed, ignore_case=query.ignore_case)
     if tree is None:
         return True
     try:

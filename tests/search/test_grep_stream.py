@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_compact.search.pages import grep, grep_stream
+from pi_compact.search.pages import GrepQuery, grep, grep_stream
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session
 from tests.helpers.sessions import simple_session
@@ -30,8 +30,9 @@ def session_path(tmp_path: Path) -> Path:
     ],
 )
 def test_the_stream_is_the_page(session_path: Path, pattern: str, kwargs: dict[str, int]) -> None:
-    page = grep(build_transcript(load_session(session_path)), pattern, **kwargs)
-    stream = grep_stream(build_transcript(load_session(session_path)), pattern, **kwargs)
+    limits = {k: kwargs.pop(k) for k in ("max_count", "max_chars") if k in kwargs}
+    page = grep(build_transcript(load_session(session_path)), pattern, **kwargs, **limits)
+    stream = grep_stream(build_transcript(load_session(session_path)), GrepQuery.of(pattern, **kwargs), **limits)
     assert [m.to_json() for m in stream.matches] == [m.to_json() for m in page.matches]
     assert stream.count == len(page.matches)
     assert stream.to_json() == page.to_json()
@@ -50,7 +51,7 @@ def test_the_stream_is_the_page(session_path: Path, pattern: str, kwargs: dict[s
 
 def test_a_match_comes_out_before_the_rest_is_searched(session_path: Path) -> None:
     transcript = build_transcript(load_session(session_path))
-    stream = grep_stream(transcript, "Turn 0", max_count=1000)
+    stream = grep_stream(transcript, GrepQuery.of("Turn 0"), max_count=1000)
     first = next(iter(stream.matches))
     assert "Turn 0" in first.line.text
     assert stream.entries_searched < len(transcript.entries)
@@ -58,5 +59,5 @@ def test_a_match_comes_out_before_the_rest_is_searched(session_path: Path) -> No
 
 def test_text_lines_of_the_stream_match_the_page(session_path: Path) -> None:
     page = grep(build_transcript(load_session(session_path)), "Done", context=1)
-    stream = grep_stream(build_transcript(load_session(session_path)), "Done", context=1)
+    stream = grep_stream(build_transcript(load_session(session_path)), GrepQuery.of("Done", context=1))
     assert list(stream.text_lines()) == list(page.text_lines())

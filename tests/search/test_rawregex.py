@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pi_compact.search import grep
 from pi_compact.search import rawregex as R
 from pi_compact.search.matching import relaxed_search
-from pi_compact.search.pages import grep_counts, grep_wants_decorated
+from pi_compact.search.pages import GrepQuery, grep_counts, grep_wants_decorated
 from pi_compact.search.prefilter import take_census
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
@@ -217,7 +217,7 @@ def test_prefiltered_grep_equals_a_full_render(
         decorate = (lambda entry: R_render(entry)) if decorated else None
         on_file = build_transcript(load_session(path, decorate=decorate))
         got, _ = _matches(on_file, pattern, **options)
-        counts = grep_counts(on_file, pattern, **options)
+        counts = grep_counts(on_file, GrepQuery.of(pattern, **options))
     assert got == expected
     assert sum(item.count for item in counts.entries) == len(expected)
 
@@ -310,14 +310,17 @@ def test_a_key_escaped_unusually_still_matches(tmp_path: Path) -> None:
 
 
 def test_grep_wants_decorated_only_when_it_may_need_them() -> None:
-    assert not grep_wants_decorated("ENOENT")
-    assert not grep_wants_decorated(r"[a-z]+\d{7}q")
-    assert not grep_wants_decorated(".")  # every raw line matches: every entry is rendered anyway
-    assert not grep_wants_decorated("x", invert=True)
-    assert grep_wants_decorated("ENOENT", sections=["header"])
-    assert grep_wants_decorated(r"command: \w+q")
-    assert grep_wants_decorated(r"(\w)\1")
-    assert grep_wants_decorated('"role": *"user"')  # in one kind of line only: its decorated lines are worth keeping
+    def wants(pattern: str, **flags: Any) -> bool:
+        return grep_wants_decorated(GrepQuery.of(pattern, **flags))
+
+    assert not wants("ENOENT")
+    assert not wants(r"[a-z]+\d{7}q")
+    assert not wants(".")  # every raw line matches: every entry is rendered anyway
+    assert not wants("x", invert=True)
+    assert wants("ENOENT", sections=["header"])
+    assert wants(r"command: \w+q")
+    assert wants(r"(\w)\1")
+    assert wants('"role": *"user"')  # in one kind of line only: its decorated lines are worth keeping
 
 
 def test_search_lines_equals_a_search_of_the_whole_bytes(tmp_path: Path) -> None:
