@@ -18,6 +18,7 @@ _EXPORTS = {
     "CompactionPlan": "pi_compact.plan",
     "CompactionSettings": "pi_compact.settings",
     "Entry": "pi_compact.session.entries",
+    "GrepQuery": "pi_compact.search.pages",
     "ExitCode": "pi_compact.errors",
     "LookupOptions": "pi_compact.lookup.agent",
     "ModelInfo": "pi_compact.catalog",
@@ -76,6 +77,7 @@ __all__ = [
     "CompactionSettings",
     "Entry",
     "ExitCode",
+    "GrepQuery",
     "LookupOptions",
     "ModelInfo",
     "PiCompactError",
@@ -148,7 +150,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
     from pi_compact.projection import Projection, build_projection, context_tokens
     from pi_compact.search.context import build_context_view
-    from pi_compact.search.pages import grep, list_entries, show_entry
+    from pi_compact.search.pages import GrepQuery, grep, list_entries, show_entry
     from pi_compact.search.transcript import build_transcript
     from pi_compact.session.discovery import SessionSummary, find_most_recent_session, list_sessions
     from pi_compact.session.entries import Entry, Session
