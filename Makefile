@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck smoke bench clean
+.PHONY: demo pi test lint typecheck smoke bench clean
 
 $(STAMP): pyproject.toml
 	@echo "installing picompact and its test tools into $(VENV) (once; about 30 s)"
@@ -24,11 +24,19 @@ demo: $(STAMP)
 	@echo '$$ picompact compact examples/demo-session.jsonl --mode verbatim --context-window 32000 --dry-run | head -40'
 	@$(BIN)/picompact compact examples/demo-session.jsonl --mode verbatim --context-window 32000 --dry-run | head -40 || true
 
+## pi: Pi 1.6 and node 22 for the tests that ask Pi (tools/pi/install.sh: npm ci into ~/.cache/picompact-test once,
+## linked as tools/pi/node_modules; nothing is fetched after the first time). Without npm, one line says so and those
+## tests skip; where Pi is required (PICOMPACT_REQUIRE_PI=1, as in CI) a failed install fails the target.
+pi:
+	@bash tools/pi/install.sh || { rc=$$?; \
+	  if [ "$$PICOMPACT_REQUIRE_PI" = 1 ]; then echo "make: Pi is required (PICOMPACT_REQUIRE_PI=1) but could not be installed" >&2; exit 1; fi; \
+	  [ $$rc = 3 ] || echo "make: Pi could not be installed (npm failed, above); the tests that ask Pi will skip" >&2; }
+
 ## test: the whole test suite, on every core (a module's tests stay together: they share its fixtures), the longest
 ## modules first (tests/conftest.py); bytecode is cached even where PYTHONDONTWRITEBYTECODE is set, so each worker
 ## does not compile and assert-rewrite every module
-test: $(STAMP)
-	@echo "make test: the whole suite on every core; several minutes on two cores (Pi's end-to-end sessions take longest)"
+test: $(STAMP) pi
+	@echo "make test: the whole suite on every core; about a minute on two cores (Pi's end-to-end sessions take longest)"
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n auto --dist loadscope --no-loadscope-reorder
 
 ## lint: ruff (lint + format check) and mypy on every module, CLI included; tsc on the Pi extension
@@ -37,19 +45,13 @@ lint: $(STAMP) typecheck
 	$(BIN)/ruff format --check pi_compact tests bench
 	$(BIN)/mypy pi_compact
 
-## typecheck: tsc --noEmit on the Pi extension against Pi 1.6's own .d.ts (typescript installed in tools/ts by npm)
-TS     := tools/ts
-PI_PKG ?= $(or $(PI_ORACLE_HOME),$(HOME)/.cache/pi-oracle)/pi16/node_modules/@earendil-works/pi-coding-agent
-typecheck:
-	@if [ -f "$(PI_PKG)/package.json" ] && command -v npm >/dev/null 2>&1; then \
-	  [ -x $(TS)/node_modules/.bin/tsc ] || npm ci --prefix $(TS) --no-audit --no-fund --silent || exit 1; \
-	  mkdir -p $(TS)/node_modules/@earendil-works; \
-	  ln -sfn "$(PI_PKG)" $(TS)/node_modules/@earendil-works/pi-coding-agent; \
-	  $(TS)/node_modules/.bin/tsc -p $(TS)/tsconfig.json && echo "typecheck: ok"; \
-	elif [ "$$PICOMPACT_REQUIRE_PI" = 1 ]; then \
-	  echo "typecheck: needs npm and Pi 1.6 at $(PI_PKG)"; exit 1; \
+## typecheck: tsc --noEmit on the Pi extension against Pi 1.6's own .d.ts (typescript and Pi from tools/pi)
+TS := tools/pi
+typecheck: pi
+	@if [ -x $(TS)/node_modules/.bin/tsc ]; then \
+	  $(TS)/node_modules/.bin/node $(TS)/node_modules/.bin/tsc -p $(TS)/tsconfig.json && echo "typecheck: ok"; \
 	else \
-	  echo "typecheck: skipped (needs npm and Pi 1.6 at $(PI_PKG))"; \
+	  echo "typecheck: skipped (needs npm, for tools/pi)"; \
 	fi
 
 ## smoke: build the wheel, install it in a clean venv, run --help and the example scripts

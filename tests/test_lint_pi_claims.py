@@ -10,16 +10,14 @@ import orjson
 import pytest
 
 from pi_compact.lint import Finding, lint_file
-from tests.oracle import NODE22, ORACLE, ask_oracle, run_pi_script
+from tests.oracle import NOT_INSTALLED, ask_oracle, oracle_installed, run_pi_script
 from tests.test_hostile_corpus import KINDS
 from tests.test_lint import DAMAGES
 
-ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
-
 
 def oracle(command: str, path: Path) -> dict[str, Any]:
-    if not (ORACLE_SCRIPT.exists() and NODE22.exists()):
-        pytest.skip("the Pi oracle (node 22 + Pi 1.6) is not installed")
+    if not oracle_installed():
+        pytest.skip(NOT_INSTALLED)
     return orjson.loads(ask_oracle(command, path).stdout)
 
 

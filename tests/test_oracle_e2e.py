@@ -1,15 +1,15 @@
 """Pi itself reads what ``picompact compact`` wrote: its projection, its numbers, and the request it sends on resume.
 
-Uses the Pi oracle (Pi 1.6's own code, installed under ``$PI_ORACLE_HOME`` or ``~/.cache/pi-oracle``); every test
-here skips cleanly when it or node is missing.
+Uses Pi 1.6's own code (the oracle, tools/pi/oracle.mjs) and its CLI (tools/pi/e2e/resume.py), installed by
+``make pi``; every test here skips cleanly without them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +23,10 @@ from pi_compact.tokens import js_stringify
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
 from tests.helpers.sessions import simple_session, written_long_ago
-from tests.oracle import NODE22, ask_oracle, oracle_installed
-from tests.oracle import ORACLE as ORACLE_HOME
+from tests.oracle import NOT_INSTALLED, RESUME, ask_oracle, oracle_installed, pi_installed
 
-RESUME = ORACLE_HOME / "e2e" / "pi_resume.sh"
-PI_PACKAGE = ORACLE_HOME / "pi16" / "node_modules" / "@earendil-works" / "pi-coding-agent" / "package.json"
-
-needs_oracle = pytest.mark.skipif(
-    not (oracle_installed() and PI_PACKAGE.exists()), reason="Pi oracle (node + Pi 1.6) not installed"
-)
-needs_resume = pytest.mark.skipif(
-    not (RESUME.exists() and NODE22.exists() and PI_PACKAGE.exists() and shutil.which("python3")),
-    reason="Pi e2e resume harness not installed",
-)
+needs_oracle = pytest.mark.skipif(not oracle_installed(), reason=NOT_INSTALLED)
+needs_resume = pytest.mark.skipif(not pi_installed(), reason=NOT_INSTALLED)
 
 SEEDS = {"PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z", "PICOMPACT_ID_SEED": "oracle"}
 ROLE_ON_WIRE = {"toolResult": "tool"}
@@ -157,7 +148,7 @@ def test_real_pi_resuming_the_compacted_file_sends_checkpoint_tail_reorientation
     path, doc = _compacted(tmp_path, fixture, flags)
     prompt = "what next?"
     proc = subprocess.run(
-        ["bash", str(RESUME), "--compact", str(path), prompt], capture_output=True, timeout=300, check=False
+        [sys.executable, str(RESUME), "--compact", str(path), prompt], capture_output=True, timeout=300, check=False
     )
     report = orjson.loads(proc.stdout)
     assert report["ok"] is True, report

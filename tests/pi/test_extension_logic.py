@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from pi_compact.pi.install import extension_source
-from tests.oracle import NODE22
+from tests.oracle import NODE22, NOT_INSTALLED
 
 HARNESS = Path(__file__).with_name("extension_harness.mjs")
 
@@ -78,7 +78,7 @@ def _run_harness(
 ) -> dict[str, Any]:
     """Run the harness with the fake picompact; ``script``: steps to run instead of the fixed sequence."""
     if not NODE22.exists():
-        pytest.skip("node 22 (the Pi oracle's) is not installed")
+        pytest.skip(NOT_INSTALLED)
     log = work / "calls.jsonl"
     pids = work / "hung.pids"
     fake = work / "fake-picompact"

@@ -14,7 +14,7 @@ import pytest
 
 from pi_compact.pi.install import extension_source
 from tests.helpers.cli import picompact_exe
-from tests.oracle import NODE22, ORACLE, PACKAGE
+from tests.oracle import MODEL, NODE22, NOT_INSTALLED, pi_installed
 
 LOADER = r"""
 import { EventEmitter } from "node:events";
@@ -66,7 +66,7 @@ def _copy(directory: Path) -> Path:
 
 def test_the_second_copy_loaded_stands_down(tmp_path: Path) -> None:
     if not NODE22.exists():
-        pytest.skip("node 22 (the Pi oracle's) is not installed")
+        pytest.skip(NOT_INSTALLED)
     project = _copy(tmp_path / "project" / ".pi" / "extensions" / "picompact")
     global_ = _copy(tmp_path / "agent" / "extensions" / "picompact")
     loader = tmp_path / "loader.mjs"
@@ -88,8 +88,8 @@ def test_the_second_copy_loaded_stands_down(tmp_path: Path) -> None:
 
 def test_real_pi_loads_one_working_copy_of_two(tmp_path: Path) -> None:
     """Pi 1.6 in a trusted project with both installs: one /picompact command, not /picompact:1 and :2."""
-    if not (NODE22.exists() and (PACKAGE / "package.json").exists()):
-        pytest.skip("Pi 1.6 (the oracle's) is not installed")
+    if not pi_installed():
+        pytest.skip(NOT_INSTALLED)
     import tests.pi.test_pi_e2e as e2e
     from tests.pi.test_pi_e2e import _rpc, _sandbox_env, _wait_for
 
@@ -104,7 +104,7 @@ def test_real_pi_loads_one_working_copy_of_two(tmp_path: Path) -> None:
     server = subprocess.Popen(
         [
             sys.executable,
-            str(ORACLE / "e2e" / "fake_openai_sse.py"),
+            str(MODEL),
             "--port-file",
             str(tmp_path / "port"),
             "--log",

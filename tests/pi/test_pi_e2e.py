@@ -1,5 +1,5 @@
 """The extension inside the real Pi 1.6 CLI, as a user runs it: `picompact pi install` in Pi's agent dir, then many
-prompts against a scripted model on 127.0.0.1 (the oracle's ``e2e/pi_drive.py``), Pi compacting by itself.
+prompts against a scripted model on 127.0.0.1 (``tools/pi/e2e/drive.py``), Pi compacting by itself.
 
 A few Pi sessions are shared by the tests here (module fixtures): one with a threshold compaction mid-run, an
 overflow with retry and a compaction before a prompt (``TestMidRun``); one with post-run and manual (RPC ``compact``)
@@ -25,16 +25,12 @@ import orjson
 import pytest
 
 from tests.helpers.cli import picompact_exe, run
-from tests.oracle import NODE22, ORACLE, PACKAGE
+from tests.oracle import DRIVE, MODEL, NODE22, NOT_INSTALLED, PACKAGE, pi_installed
 
-DRIVE = ORACLE / "e2e" / "pi_drive.py"
 REMINDER = "custom:picompact.reorientation"
 TOOLS = ("context_list_entries", "context_grep", "context_show_entry")
 
-pytestmark = pytest.mark.skipif(
-    not (DRIVE.exists() and NODE22.exists() and (PACKAGE / "package.json").exists()),
-    reason="Pi 1.6 e2e harness (oracle e2e/pi_drive.py, node 22, Pi) not installed",
-)
+pytestmark = pytest.mark.skipif(not pi_installed(), reason=NOT_INSTALLED)
 
 
 def _install_command(extra: str = "") -> str:
@@ -205,7 +201,7 @@ def test_an_in_memory_session_falls_back_with_a_notice(tmp_path: Path) -> None:
     server = subprocess.Popen(
         [
             sys.executable,
-            str(ORACLE / "e2e" / "fake_openai_sse.py"),
+            str(MODEL),
             "--port-file",
             str(tmp_path / "port"),
             "--log",

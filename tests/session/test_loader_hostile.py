@@ -29,12 +29,9 @@ from pi_compact.session.jsonline import (
 from pi_compact.session.load import js_number
 from pi_compact.session.write import migrated_lines
 from tests.helpers.sessions import SessionBuilder, simple_session
-from tests.oracle import NODE22, ORACLE, ask_oracle, oracle_for_comparison
+from tests.oracle import NOT_INSTALLED, ask_oracle, oracle_for_comparison, oracle_installed
 
-ORACLE_SCRIPT = ORACLE / "pi_oracle.mjs"
-needs_oracle = pytest.mark.skipif(
-    not (ORACLE_SCRIPT.exists() and NODE22.exists()), reason="Pi oracle (node + Pi 1.6) not installed"
-)
+needs_oracle = pytest.mark.skipif(not oracle_installed(), reason=NOT_INSTALLED)
 
 
 def pi_analyze(path: Path) -> dict[str, Any]:

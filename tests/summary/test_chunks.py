@@ -23,7 +23,7 @@ from pi_compact.render.serialize import serialize_messages
 from pi_compact.session import load_session
 from tests.helpers.cli import run
 from tests.helpers.sessions import SessionBuilder
-from tests.oracle import NODE22, ORACLE, ask_oracle
+from tests.oracle import NOT_INSTALLED, ask_oracle, oracle_installed
 from tests.summary.conftest import ANTHROPIC_KEY, GOOD_PREFIX, GOOD_SUMMARY, OPENAI_KEY, OPENAI_PATH, openai_reply
 
 ENV = {
@@ -34,9 +34,7 @@ ENV = {
 }
 WINDOW = 40_000  # gpt-4.1-mini judged (and so summarised) with --context-window 40000
 KEEP = 2_000
-needs_oracle = pytest.mark.skipif(
-    not (NODE22.exists() and (ORACLE / "pi_oracle.mjs").exists()), reason="Pi oracle (node + Pi 1.6) not installed"
-)
+needs_oracle = pytest.mark.skipif(not oracle_installed(), reason=NOT_INSTALLED)
 
 
 def big_session(path: Path, turns: int = 60) -> Path:

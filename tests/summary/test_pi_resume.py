@@ -1,6 +1,6 @@
 """The real Pi 1.6 CLI resumes a session compacted in summary mode with the summary first, then the kept tail.
 
-Needs the Pi oracle (``$PI_ORACLE_HOME`` or ``~/.cache/pi-oracle``); skipped cleanly without it.
+Needs Pi (``make pi``, tools/pi); skipped cleanly without it.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,15 +19,11 @@ from werkzeug import Response as WResponse
 from pi_compact.messages import COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
-from tests.oracle import ORACLE
+from tests.oracle import NOT_INSTALLED, RESUME, pi_installed
 from tests.summary.conftest import GOOD_PREFIX, GOOD_SUMMARY, OPENAI_KEY, OPENAI_PATH, openai_reply, summary_args
 from tests.summary.conftest import user_text as request_user_text
 
-RESUME = ORACLE / "e2e" / "pi_resume.sh"
-
-pytestmark = pytest.mark.skipif(
-    not RESUME.is_file() or shutil.which("bash") is None, reason="the Pi oracle is not installed"
-)
+pytestmark = pytest.mark.skipif(not pi_installed(), reason=NOT_INSTALLED)
 
 
 def _answer(request: WRequest) -> WResponse:
@@ -44,7 +41,7 @@ def test_pi_resumes_with_the_summary_first(server: HTTPServer, tmp_path: Path, f
     entry = compacted.json["entries"][0]
 
     proc = subprocess.run(
-        ["bash", str(RESUME), "--timeout", "180", str(path)], capture_output=True, timeout=300, check=False
+        [sys.executable, str(RESUME), "--timeout", "180", str(path)], capture_output=True, timeout=300, check=False
     )
     report = json.loads(proc.stdout)
     assert report["ok"] is True, proc.stdout[-2000:]
