@@ -401,6 +401,7 @@ class PiConfigDoc(TypedDict):
     mode: str | None
     cap: Any
     lookupModel: str | None
+    crossSession: str | bool
     sources: dict[str, str]
     warnings: list[str]
     projectTrusted: bool

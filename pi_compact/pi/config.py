@@ -11,6 +11,8 @@ merged the way Pi merges settings (objects key by key, the project winning)::
   (keepRecentTokens / 2); ``false``: no cap (``compact --no-cap``).
 - ``lookupModel``: ``PROVIDER/ID`` of the model ``context_lookup`` uses (default: the session's model if
   picompact can call it, else ``PICOMPACT_MODEL``).
+- ``crossSession``: what ``context_search_sessions`` searches: ``"project"`` (default: the sessions of the
+  session's project), ``"all"`` (every session Pi can find), ``false`` (no such tool).
 
 A value of the wrong type is reported and ignored (the default applies), never fatal.
 """
@@ -26,6 +28,7 @@ from pi_compact.settings import load_settings
 
 SETTINGS_KEY = "picompact"
 MODES = ("verbatim", "summary")
+CROSS_SESSION = ("project", "all")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class PicompactConfig:
     cap: int | None = None
     no_cap: bool = False
     lookup_model: str | None = None
+    cross_session: str | None = "project"  # None: off (``crossSession: false``)
     sources: dict[str, str] = field(default_factory=dict)  # key -> "global" | "project"
     warnings: tuple[str, ...] = ()
     project_trusted: bool = False
@@ -47,6 +51,7 @@ class PicompactConfig:
             "mode": self.mode,
             "cap": False if self.no_cap else self.cap,
             "lookupModel": self.lookup_model,
+            "crossSession": self.cross_session or False,
             "sources": self.sources,
             "warnings": list(self.warnings),
             "projectTrusted": self.project_trusted,
@@ -98,8 +103,18 @@ def parse_config(
         lookup = value.strip()
     elif value is not None:
         warnings.append(f"settings: {SETTINGS_KEY}.lookupModel must be PROVIDER/ID (got {value!r}); ignored")
+    cross: str | None = "project"
+    value = raw.get("crossSession")
+    if value is False:
+        cross = None
+    elif value in CROSS_SESSION:
+        cross = value
+    elif value is not None:
+        warnings.append(
+            f'settings: {SETTINGS_KEY}.crossSession must be "project", "all" or false (got {value!r}); ignored'
+        )
     sources = {k: v for k, v in (where or {}).items() if k in raw}
-    return PicompactConfig(enabled, mode, cap, no_cap, lookup, sources, tuple(warnings), project_trusted)
+    return PicompactConfig(enabled, mode, cap, no_cap, lookup, cross, sources, tuple(warnings), project_trusted)
 
 
 def load_config(cwd: str | os.PathLike[str], project_trusted: bool | None = None) -> PicompactConfig:

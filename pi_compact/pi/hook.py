@@ -26,6 +26,13 @@ TOOLS = {
     "context_grep": "grep",
     "context_show_entry": "show_entry",
 }
+# The one tool that reads other sessions (through ``picompact search``'s index), apart from the recovery tools above,
+# which stay on this session's branch.
+SEARCH_SESSIONS = "context_search_sessions"
+SEARCH_ARGUMENTS = frozenset(
+    {"query", "regex", "fixed", "ignore_case", "role", "tool", "errors", "since", "until", "max_count", "cursor"}
+)
+SEARCH_MAX_COUNT = 20
 
 
 @dataclass(frozen=True)
@@ -114,11 +121,142 @@ def run_tool(session: Path, leaf: str | None, tool: str, arguments: Mapping[str,
     from pi_compact.search.transcript import build_transcript
     from pi_compact.session.load import load_session
 
+    if tool == SEARCH_SESSIONS:
+        return search_sessions(session, arguments)
     inner = TOOLS.get(tool)
     if inner is None:
-        raise UsageError(f"unknown tool {tool!r}: one of {', '.join(sorted(TOOLS))}")
+        raise UsageError(f"unknown tool {tool!r}: one of {', '.join(sorted([*TOOLS, SEARCH_SESSIONS]))}")
+    if tool == "context_show_entry" and arguments.get("session") is not None:
+        other = other_session(session, arguments["session"])
+        rest = {k: v for k, v in arguments.items() if k != "session"}
+        return run_search_tool(build_transcript(load_session(other), all_branches=True), inner, rest, name=tool)
     transcript = build_transcript(load_session(session), leaf_id=leaf)
     return run_search_tool(transcript, inner, arguments, name=tool)
+
+
+def _search_scope(session: Path) -> str | None:
+    """The project directory the search is kept to (None: every session), from ``picompact.crossSession`` for the
+    session's project; UsageError when the setting turns the tool off."""
+    from pi_compact.pi.config import load_config
+    from pi_compact.session.discovery import read_session_header
+
+    header = read_session_header(session) or {}
+    cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else None
+    setting = load_config(cwd or os.getcwd()).cross_session
+    if setting is None:
+        raise UsageError(f"{SEARCH_SESSIONS} is off: picompact.crossSession is false in Pi's settings")
+    return (cwd or os.getcwd()) if setting == "project" else None
+
+
+def _open_index() -> Any:
+    from pi_compact.archive.store import open_store, temporary_store
+    from pi_compact.errors import ExternalError
+
+    try:
+        return open_store()
+    except ExternalError:  # no usable cache directory: the same answers without keeping an index
+        return temporary_store()
+
+
+def search_sessions(session: Path, arguments: Mapping[str, Any]) -> str:
+    """``context_search_sessions``: ``picompact search`` over this project's sessions (or all of them), as text."""
+    from pi_compact.archive import Filters, Query, search, session_files
+    from pi_compact.search.pages import parse_time
+
+    unknown = sorted(set(arguments) - SEARCH_ARGUMENTS)
+    if unknown:
+        raise UsageError(
+            f"{SEARCH_SESSIONS}: unknown argument {unknown[0]!r}; it takes {', '.join(sorted(SEARCH_ARGUMENTS))}"
+        )
+    query = arguments.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise UsageError(f"{SEARCH_SESSIONS}: query must be a non-empty string")
+    flags = {k: arguments.get(k, False) for k in ("regex", "fixed", "ignore_case", "errors")}
+    if any(not isinstance(v, bool) for v in flags.values()):
+        raise UsageError(f"{SEARCH_SESSIONS}: regex, fixed, ignore_case and errors are true or false")
+    roles = arguments.get("role")
+    if roles is not None and (not isinstance(roles, list) or not all(isinstance(r, str) for r in roles)):
+        raise UsageError(f"{SEARCH_SESSIONS}: role must be a list of roles or entry types")
+    limit = arguments.get("max_count", 10)
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= SEARCH_MAX_COUNT:
+        raise UsageError(f"{SEARCH_SESSIONS}: max_count must be between 1 and {SEARCH_MAX_COUNT}")
+    times: dict[str, int | None] = {}
+    for key in ("since", "until"):
+        value = arguments.get(key)
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{SEARCH_SESSIONS}: {key} must be an ISO time or an age (2h, 7d)")
+        times[key] = int(parse_time(value).timestamp() * 1000) if value else None
+    tool = arguments.get("tool")
+    cursor = arguments.get("cursor")
+    if not isinstance(tool, str | None) or not isinstance(cursor, str | None):
+        raise UsageError(f"{SEARCH_SESSIONS}: tool and cursor are strings")
+    cwd = _search_scope(session)
+    parsed = Query.parse(query, regex=flags["regex"], fixed=flags["fixed"], ignore_case=flags["ignore_case"])
+    filters = Filters(
+        cwd=cwd,
+        since_ms=times["since"],
+        until_ms=times["until"],
+        roles=frozenset(roles) if roles else None,
+        tool=tool,
+        errors=flags["errors"],
+    )
+    with _open_index() as store:
+        scope = store.run(lambda: store.update(session_files().files))
+        page = search(store, scope, parsed, filters, limit=limit, cursor=cursor)
+    where = f"the sessions of {cwd}" if cwd is not None else "every Pi session"
+    current = os.path.abspath(session)
+    if not page.hits:
+        return f"No entry matches {query!r} in {where} ({page.sessions} sessions searched)."
+    lines = [f"{len(page.hits)} results in {where} ({page.sessions} sessions searched), best first:", ""]
+    for number, hit in enumerate(page.hits, 1):
+        this = " (this session)" if os.path.abspath(hit.session) == current else ""
+        lines.append(
+            f"{number}. session {hit.session_id}{this}, entry {hit.entry_id} ({hit.role}, {hit.timestamp or 'no time'})"
+        )
+        lines.append(f"   file: {hit.session}")
+        snippet, at = [], 0
+        for start, end in hit.highlights:
+            if start >= at:
+                snippet += [hit.snippet[at:start], "«", hit.snippet[start:end], "»"]
+                at = end
+        snippet.append(hit.snippet[at:])
+        lines.append("   " + "".join(snippet))
+    lines.append("")
+    lines.append(
+        'Read one in full with context_show_entry {"id": ENTRY_ID, "session": SESSION_ID}; these are other '
+        "sessions' records, not this session's context."
+    )
+    if page.next_cursor:
+        lines.append(f'More results: call {SEARCH_SESSIONS} again with "cursor": "{page.next_cursor}".')
+    for path, reason in page.skipped:
+        lines.append(f"(skipped {path}: {reason})")
+    return "\n".join(lines)
+
+
+def other_session(session: Path, wanted: Any) -> Path:
+    """The session file ``context_show_entry``'s ``session`` argument names: a session id (or file) that
+    ``context_search_sessions`` can return, within the same scope."""
+    from pi_compact.archive import session_files
+
+    if not isinstance(wanted, str) or not wanted:
+        raise UsageError("context_show_entry: session must be a session id from context_search_sessions")
+    cwd = _search_scope(session)
+    from pi_compact.settings import expand_path
+
+    with _open_index() as store:
+        scope = store.run(lambda: store.update(session_files().files))
+    found = sorted(
+        f.path
+        for f in scope.files.values()
+        if (f.session_id == wanted or f.path == wanted)
+        and (cwd is None or (f.cwd is not None and expand_path(f.cwd) == expand_path(cwd)))
+    )
+    if not found:
+        raise UsageError(
+            f"context_show_entry: no session {wanted!r} among those context_search_sessions searches; "
+            "give a session id it returned"
+        )
+    return Path(found[0])
 
 
 def run_search_tool(transcript: Transcript, tool: str, arguments: Mapping[str, Any], *, name: str = "") -> str:
