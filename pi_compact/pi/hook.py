@@ -262,7 +262,7 @@ def other_session(session: Path, wanted: Any) -> Path:
 def run_search_tool(transcript: Transcript, tool: str, arguments: Mapping[str, Any], *, name: str = "") -> str:
     """One call of the lookup model's ``list_entries``, ``grep`` or ``show_entry``, with the same argument checks,
     limits and result text; ``name`` is the tool's name as the agent knows it, for the "call … again" hint."""
-    from pi_compact.lookup.agent import call_tool
+    from pi_compact.lookup.tools import call_tool
 
     return call_tool(transcript, tool, arguments, name=name or None)
 

@@ -17,7 +17,7 @@ import pytest
 import regex
 
 from pi_compact.errors import PatternError
-from pi_compact.lookup.agent import call_tool
+from pi_compact.lookup.tools import call_tool
 from pi_compact.search import DEFAULT_LIMITS, grep
 from pi_compact.search import patternsize as P
 from pi_compact.search.matching import Searcher, compile_pattern, search_budget
