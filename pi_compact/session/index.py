@@ -22,13 +22,23 @@ When an index is used (every key must agree, otherwise it is ignored and rebuilt
 - the CRC-32 of the whole prefix agrees (``fingerprint``, read again at every use). Every byte of what the index
   describes is compared, so any change to it is seen, whatever it keeps (inode, length, mtime) and wherever it
   lies, except with a chance of one in 2**32 per change: an accident, never a forger, is what it guards against
-  (who can write the session can write a wrong one anyway). It costs about a tenth of a cold run (50 ms for a
-  100 MB prefix at 2 GB/s, against 500 ms), which sampling it would save at the price of a wrong answer. The CRC
-  written is that of the very bytes the parse read (``PrefixHash``), so an edit made while the index is built
-  cannot end up described by it either;
+  (who can write the session can write a wrong one anyway). It is ISA-L's CRC-32 (``isal``; the same checksum
+  as zlib's, which is used where isal is missing), about 10 GB/s: 9 ms for a 100 MB prefix, most of it copying
+  the bytes out of the page cache, against 45 ms with zlib and 300 ms for a cold run. The CRC written is that of
+  the very bytes the parse read (``PrefixHash``), so an edit made while the index is built cannot end up
+  described by it either;
 - the index file itself: a magic header, the format version, the session it describes (path, device, inode), the
   picompact version that wrote it, and checksums of its body; then its fields are checked for shape and type, and
   every line number, offset and length against the file's size. A corrupt, truncated or foreign file is ignored.
+
+Why no cheaper rule: checking only the prefix's last block (its hash) with the inode, size and mtime would do for
+a file that is only ever appended to, but it cannot tell an append from a rewrite in place that also grows the
+file. Both keep the inode and change the size and the mtime, and such a rewrite can leave the prefix's last block
+as it was (an editor that saves in place, a tool that changes one early line and appends, ``dd conv=notrunc``);
+an mtime can also be set back (``touch -d``, ``rsync -t``, ``tar x``) and is coarse on some file systems. Any rule
+that reads less than the whole prefix therefore answers from a stale index for some rewritten file, which breaks
+"never a different answer from a cold run"; sampling has the same hole. The whole prefix is read, as fast as a
+checksum can be read.
 
 What is not seen up front: a change to the prefix that leaves its CRC-32 as it was (one in 2**32), and a change
 made while the command runs, after the CRC was checked (a cold run reading a file under change has the same
@@ -67,6 +77,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+try:  # ISA-L's CRC-32 (SIMD): the same checksum as zlib's, 3 to 4 times as fast; zlib's where it is not installed
+    from isal.isal_zlib import crc32
+except ImportError:  # pragma: no cover - isal is a dependency; a tree without it is only slower
+    from zlib import crc32
 
 from pi_compact import __version__
 from pi_compact.session.mutations import Facts
@@ -313,7 +328,7 @@ def fingerprint(fd: int, length: int) -> int | None:
                 want[:got] = chunk
             if not got:
                 return None
-            crc = zlib.crc32(want[:got], crc)
+            crc = crc32(want[:got], crc)
             at += got
     finally:
         view.release()
@@ -343,8 +358,8 @@ class PrefixHash:
         else:
             crc = self.crc
             for piece in self._pending:
-                crc = zlib.crc32(piece, crc)
-            self.crc = zlib.crc32(view[: nl + 1], crc)
+                crc = crc32(piece, crc)
+            self.crc = crc32(view[: nl + 1], crc)
             self._pending = [view[nl + 1 :].tobytes()] if nl + 1 < n else []
             self.through = self._read + nl + 1
         view.release()
