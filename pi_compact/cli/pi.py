@@ -325,7 +325,10 @@ def checkpoint_command(
 def tool_command(
     ctx: typer.Context,
     name: str = typer.Argument(
-        ..., metavar="NAME", help="context_list_entries, context_grep or context_show_entry.", show_default=False
+        ...,
+        metavar="NAME",
+        help="context_list_entries, context_grep, context_show_entry or context_search_sessions.",
+        show_default=False,
     ),
     session: Path = typer.Argument(..., metavar="SESSION", help="The Pi session file.", show_default=False),
     arguments: str = typer.Option("{}", "--args", metavar="JSON", help="The tool call's arguments (a JSON object)."),

@@ -89,7 +89,8 @@ const mod = await import(pathToFileURL(join(dir, "index.ts")).href);
 mod.default(pi);
 
 // A script: steps of ["behave", {config: B, checkpoint: B}] (what the fake picompact does next: ok, hang, ...),
-// ["start"], ["compact"] or ["command", args] (/picompact). Prints, per step, the notices the extension gave, how
+// ["start"], ["compact"], ["command", args] (/picompact), ["tool", {name, params}] (a tool call: its text, or
+// {error}) or ["schema", name] (a tool's parameters). Prints, per step, the notices the extension gave, how
 // many times picompact was run so far and what the step returned.
 async function runScript(steps) {
 	const notices = [];
@@ -115,6 +116,14 @@ async function runScript(steps) {
 			const event = { preparation, branchEntries: branch, reason: "threshold", willRetry: false, signal };
 			result = (await emit("session_before_compact", event)) ?? null;
 		} else if (kind === "command") await commands.get("picompact").handler(arg ?? "", ctx);
+		else if (kind === "tool") {
+			try {
+				const answer = await tools.get(arg.name).execute("t1", arg.params, undefined, undefined, ctx);
+				result = answer.content[0].text;
+			} catch (error) {
+				result = { error: String(error?.message ?? error) };
+			}
+		} else if (kind === "schema") result = tools.get(arg).parameters;
 		done.push({ kind, result, notices: notices.slice(before), calls: calls(), tools: [...tools.keys()].sort() });
 	}
 	return done;

@@ -122,7 +122,13 @@ def test_disabled_in_settings_does_nothing(tmp_path: Path) -> None:
 
 
 def test_tools_and_command_are_registered(observed: dict[str, Any]) -> None:
-    assert observed["tools"] == ["context_grep", "context_list_entries", "context_lookup", "context_show_entry"]
+    assert observed["tools"] == [
+        "context_grep",
+        "context_list_entries",
+        "context_lookup",
+        "context_search_sessions",
+        "context_show_entry",
+    ]
     assert observed["commands"] == ["picompact"]
 
 
@@ -229,7 +235,13 @@ def test_a_hung_pi_config_is_given_up_and_picompact_is_off_until_picompact_retri
     # /picompact retries: the configuration loads, the tools come, and the next compaction is picompact's.
     assert command["calls"] == 2
     assert "picompact: enabled, mode verbatim" in _texts(command)[0]
-    assert command["tools"] == ["context_grep", "context_list_entries", "context_lookup", "context_show_entry"]
+    assert command["tools"] == [
+        "context_grep",
+        "context_list_entries",
+        "context_lookup",
+        "context_search_sessions",
+        "context_show_entry",
+    ]
     assert compact3["calls"] == 3 and compact3["result"]["compaction"]["firstKeptEntryId"] == "k1"
     assert [c[:2] for c in data["calls"]] == [["pi", "config"], ["pi", "config"], ["pi", "checkpoint"]]
     assert _all_gone(data["hung"]), "the hung picompact is still running"

@@ -7,6 +7,8 @@
  *   reminders are kept out of what the model reads.
  * - context_list_entries, context_grep, context_show_entry (and context_lookup when a lookup model is available)
  *   search the raw session branch through picompact.
+ * - context_search_sessions searches other sessions (`picompact search`; this project's unless
+ *   picompact.crossSession says "all" or false); context_show_entry reads an entry of one with its session id.
  * - /picompact shows the configuration and the last compaction; /picompact compact compacts now.
  *
  * Thin on purpose: every decision about the checkpoint and every search is picompact's (Python); this file runs
@@ -27,7 +29,13 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REMINDER_TYPE = "picompact.reorientation";
-const TOOL_NAMES = ["context_lookup", "context_list_entries", "context_grep", "context_show_entry"];
+const TOOL_NAMES = [
+	"context_lookup",
+	"context_list_entries",
+	"context_grep",
+	"context_show_entry",
+	"context_search_sessions",
+];
 // How long Pi waits for picompact before going on without it. Measured on two shared cores, a fresh process each time
 // as here: `pi config` takes 130-210 ms; a verbatim `pi checkpoint` 250-300 ms on a 1 MB session, 300-370 ms on
 // 11 MB, 0.95-1.1 s on 105 MB, 4.5-6.2 s on 525 MB (about 9 ms a MB above start-up, the first run without the file's
@@ -56,6 +64,7 @@ interface Config {
 	mode: string | null;
 	cap: number | false | null;
 	lookupModel: string | null;
+	crossSession?: "project" | "all" | false; // absent (an older picompact): "project"
 	capArgs: string[];
 	lookupAvailable: boolean;
 	warnings: string[];
@@ -536,7 +545,9 @@ export default function picompact(pi: ExtensionAPI) {
 		const file = sessionFile(ctx);
 		if (!file) throw new Error("this session is in memory only: there is no session file to search");
 		const args = ["pi", "tool", name, file, "--args", JSON.stringify(params)];
-		const leaf = searchLeaf(ctx, toolCallId);
+		// Other sessions are read whole; this session's branch stops before the call that asked.
+		const other = name === "context_search_sessions" || params.session !== undefined;
+		const leaf = other ? undefined : searchLeaf(ctx, toolCallId);
 		if (leaf) args.push("--leaf", leaf);
 		const result = await runPicompact(command, args, TOOL_TIMEOUT_MS, signal);
 		const answer = outcome<{ text: string }>(result, (d) => typeof d.text === "string");
@@ -619,10 +630,47 @@ export default function picompact(pi: ExtensionAPI) {
 				"included), paged. Ids are the ones context_grep, context_list_entries or the checkpoint show.",
 			{
 				id: { type: "string", description: "The entry id (a unique prefix of 4+ characters works)." },
+				...(config?.crossSession === false
+					? {}
+					: {
+							session: {
+								type: "string",
+								description:
+									"Only for an entry of another session: the session id context_search_sessions gave with it.",
+							},
+						}),
 				cursor: cursorParam,
 			},
 			["id"],
 		);
+		if (config?.crossSession !== false) {
+			registerSearchTool(
+				"context_search_sessions",
+				"Search other sessions",
+				(config?.crossSession === "all"
+					? "Search every recorded Pi session"
+					: "Search this project's recorded Pi sessions") +
+					" (earlier and parallel sessions, not only this one) for words, ranked best first: `timeout retry` " +
+					'(both words), `"connection reset"` (a phrase), `migrat*` (a prefix), OR, AND, NOT; or an exact pattern ' +
+					"with regex or fixed. Each result gives a session id, an entry id, its role, time and a snippet; read " +
+					"one with context_show_entry {id, session}. Use it to find how something was solved or decided in " +
+					"another session; for this session's own history use context_grep.",
+				{
+					query: { type: "string", description: "The words (or the pattern, with regex or fixed)." },
+					regex: { type: "boolean", description: "The query is a regular expression." },
+					fixed: { type: "boolean", description: "The query is literal text." },
+					ignore_case: { type: "boolean", description: "With regex or fixed: match regardless of case." },
+					role: roleParam,
+					tool: { type: "string", description: "Only calls of this tool and their results." },
+					errors: { type: "boolean", description: "Only failed tool results." },
+					since: { type: "string", description: "Only entries at or after this time (ISO, or an age: 2h, 7d)." },
+					until: { type: "string", description: "Only entries at or before this time." },
+					max_count: { type: "integer", minimum: 1, maximum: 20, description: "Results per page (at most 20)." },
+					cursor: cursorParam,
+				},
+				["query"],
+			);
+		}
 		if (!lookup) return;
 		pi.registerTool({
 			name: "context_lookup",
