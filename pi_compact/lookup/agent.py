@@ -311,157 +311,192 @@ def run_lookup(
     question = question.strip()
     if not question:
         raise UsageError("the question is empty")
-    ask = complete_fn or complete
-    limits = opts.limits
-    tool_defs = prompts.tools(limits)
-    system = prompts.system_prompt(opts.budget, opts.call_limit, limits)
-    from pi_compact.redact import Redactor
+    lookup = _Lookup(transcript, question, model, opts, complete_fn or complete, api_key, progress, sleep)
+    lookup.search()
+    if lookup.answer is None:
+        lookup.write_up()
+    return lookup.result()
 
-    redactor = Redactor() if opts.redact else None
 
-    def mask(text: str) -> str:
-        return redactor.redact(text) if redactor is not None else text
+class _Lookup:
+    """One lookup's state: the conversation with the model, the budgets spent, and how the search ended."""
 
-    about = mask(overview(transcript))
-    asked = mask(question)
-    messages: list[Message] = [Message.user(prompts.first_message(asked, about))]
-    window = model.info.context_window if model.info is not None and model.info.context_window else 128_000
-    max_tokens = MAX_OUTPUT_TOKENS
-    if model.info is not None and model.info.max_tokens:
-        max_tokens = min(max_tokens, model.info.max_tokens)
-    # The branch is never sent whole: what the conversation may grow to is fitted to the model's window.
-    max_tokens, conversation_limit, result_chars = fit_to_window(
-        window, max_tokens, len(system) + len(orjson.dumps([t.parameters for t in tool_defs])) + 2_000
-    )
-    conversation_limit = min(opts.max_conversation_chars, conversation_limit)
-    tools = _Tools(transcript, limits, result_chars, redactor=redactor)
+    def __init__(
+        self,
+        transcript: Transcript,
+        question: str,
+        model: ModelRef,
+        opts: LookupOptions,
+        ask: CompleteFn,
+        api_key: Any,
+        progress: Progress | None,
+        sleep: Callable[[float], None],
+    ) -> None:
+        from pi_compact.redact import Redactor
 
-    usage = Usage()
-    calls = 0
-    searches = 0
-    records: list[ToolRecord] = []
-    turns: list[_Turn] = []
-    answer: str | None = None
-    truncated = False
-    stopped_by: str | None = None
-    latest_text = ""
-    search_error: str | None = None
-    conversation = len(messages[0].text)
-
-    def call_model(request: Request) -> Response:
-        nonlocal calls, usage
-        calls += 1
-        response = ask(
-            request,
-            model=model,
-            api_key=api_key,
-            timeout=opts.timeout,
-            max_retries=opts.max_retries,
-            sleep=sleep,
+        self.transcript, self.question, self.model, self.opts = transcript, question, model, opts
+        self.ask, self.api_key, self.progress, self.sleep = ask, api_key, progress, sleep
+        limits = self.limits = opts.limits
+        self.tool_defs = prompts.tools(limits)
+        self.system = prompts.system_prompt(opts.budget, opts.call_limit, limits)
+        self.redactor = Redactor() if opts.redact else None
+        self.about = self.mask(overview(transcript))
+        self.asked = self.mask(question)
+        self.messages: list[Message] = [Message.user(prompts.first_message(self.asked, self.about))]
+        info = model.info
+        window = info.context_window if info is not None and info.context_window else 128_000
+        max_tokens = (
+            min(MAX_OUTPUT_TOKENS, info.max_tokens) if info is not None and info.max_tokens else MAX_OUTPUT_TOKENS
         )
-        usage = _add(usage, response.usage)
+        # The branch is never sent whole: what the conversation may grow to is fitted to the model's window.
+        fixed = len(self.system) + len(orjson.dumps([t.parameters for t in self.tool_defs])) + 2_000
+        self.max_tokens, limit, result_chars = fit_to_window(window, max_tokens, fixed)
+        self.conversation_limit = min(opts.max_conversation_chars, limit)
+        self.tools = _Tools(transcript, limits, result_chars, redactor=self.redactor)
+        self.usage = Usage()
+        self.calls = 0
+        self.searches = 0
+        self.records: list[ToolRecord] = []
+        self.turns: list[_Turn] = []
+        self.answer: str | None = None
+        self.truncated = False
+        self.stopped_by: str | None = None
+        self.latest_text = ""
+        self.search_error: str | None = None
+        self.writeup: str | None = None
+        self.error: str | None = None
+        self.conversation = len(self.messages[0].text)
+
+    def mask(self, text: str) -> str:
+        return self.redactor.redact(text) if self.redactor is not None else text
+
+    def call_model(self, request: Request) -> Response:
+        self.calls += 1
+        o = self.opts
+        response = self.ask(
+            request,
+            model=self.model,
+            api_key=self.api_key,
+            timeout=o.timeout,
+            max_retries=o.max_retries,
+            sleep=self.sleep,
+        )
+        self.usage = _add(self.usage, response.usage)
         return response
 
-    while True:
-        if calls >= opts.call_limit:
-            stopped_by = "call_limit"
-            break
-        if progress is not None:
-            progress(f"searching with {model.ref} (call {calls + 1}, {searches}/{opts.budget} searches)")
-        try:
-            response = call_model(Request(messages, system=system, tools=tool_defs, max_tokens=max_tokens))
-        except ProviderError as exc:
-            if not records:
-                raise
-            stopped_by, search_error = "provider_error", exc.message
-            break
-        if response.text.strip():
-            latest_text = response.text
-        if not response.tool_calls:
+    def search(self) -> None:
+        """The search phase: model calls with the tools until the model answers or a budget ends it."""
+        opts = self.opts
+        while True:
+            if self.calls >= opts.call_limit:
+                self.stopped_by = "call_limit"
+                return
+            if self.progress is not None:
+                self.progress(
+                    f"searching with {self.model.ref} (call {self.calls + 1}, {self.searches}/{opts.budget} searches)"
+                )
+            request = Request(self.messages, system=self.system, tools=self.tool_defs, max_tokens=self.max_tokens)
+            try:
+                response = self.call_model(request)
+            except ProviderError as exc:
+                if not self.records:
+                    raise
+                self.stopped_by, self.search_error = "provider_error", exc.message
+                return
             if response.text.strip():
-                answer = response.text
-                truncated = response.stop_reason == "length"
-            else:
-                stopped_by = "empty_reply"
-            break
-        messages.append(response.to_message())
-        conversation += len(response.text)
+                self.latest_text = response.text
+            if not response.tool_calls:
+                if response.text.strip():
+                    self.answer = response.text
+                    self.truncated = response.stop_reason == "length"
+                else:
+                    self.stopped_by = "empty_reply"
+                return
+            if self._run_calls(response):
+                self.stopped_by = "budget"
+                return
+            if self.conversation > self.conversation_limit:
+                self.stopped_by = "context_limit"
+                return
+
+    def _run_calls(self, response: Response) -> bool:
+        """Run a reply's tool calls and add them to the conversation; whether one asked past the budget."""
+        self.messages.append(response.to_message())
+        self.conversation += len(response.text)
         turn = _Turn(response.text)
-        turns.append(turn)
+        self.turns.append(turn)
         over_budget = False
         for call in response.tool_calls:
-            text, record = _run_call(tools, call, limits, searches, opts.budget)
-            text = mask(text)
+            text, record = _run_call(self.tools, call, self.limits, self.searches, self.opts.budget)
+            text = self.mask(text)
             if record.kind == "search":
-                searches += 1
+                self.searches += 1
             elif record.kind == "refused":
                 over_budget = True
-            records.append(record)
+            self.records.append(record)
             turn.calls.append((call, record, text))
-            messages.append(Message.tool_result(call, text, is_error=not record.ok))
-            conversation += len(text)
-        if over_budget:
-            stopped_by = "budget"
-            break
-        if conversation > conversation_limit:
-            stopped_by = "context_limit"
-            break
+            self.messages.append(Message.tool_result(call, text, is_error=not record.ok))
+            self.conversation += len(text)
+        return over_budget
 
-    writeup: str | None = None
-    error: str | None = None
-    if answer is None:
-        if progress is not None:
-            progress(f"writing up with {model.ref}")
-        log = mask(_write_log(turns, conversation_limit))
+    def write_up(self) -> None:
+        """One last call without tools writes up what was found, from a log of the search; if it fails, the
+        latest text the model wrote stands, marked incomplete."""
+        if self.progress is not None:
+            self.progress(f"writing up with {self.model.ref}")
+        log = self.mask(_write_log(self.turns, self.conversation_limit))
         request = Request(
-            [Message.user(prompts.writeup_message(asked, about, stopped_by or "", log))],
+            [Message.user(prompts.writeup_message(self.asked, self.about, self.stopped_by or "", log))],
             system=prompts.writeup_system_prompt(),
-            max_tokens=max_tokens,
+            max_tokens=self.max_tokens,
         )
         try:
-            response = call_model(request)
+            response = self.call_model(request)
         except ProviderError as exc:
-            writeup, error = "failed", exc.message
-            answer = latest_text
+            self.writeup, self.error = "failed", exc.message
+            self.answer = self.latest_text
+            return
+        if response.text.strip():
+            self.writeup, self.answer = "ok", response.text
+            self.truncated = response.stop_reason == "length"
         else:
-            if response.text.strip():
-                writeup, answer = "ok", response.text
-                truncated = response.stop_reason == "length"
-            else:
-                writeup, error = "failed", "the write-up was empty"
-                answer = latest_text
-    answer, cut = _truncate(answer.strip())
-    truncated = truncated or cut
-    from pi_compact.catalog import estimate_cost
+            self.writeup, self.error = "failed", "the write-up was empty"
+            self.answer = self.latest_text
 
-    cost = None
-    if model.info is not None:
-        cost = estimate_cost(
-            model.info, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens
+    def result(self) -> LookupResult:
+        from pi_compact.catalog import estimate_cost
+
+        answer, cut = _truncate((self.answer or "").strip())
+        truncated = self.truncated or cut
+        usage, info = self.usage, self.model.info
+        cost = None
+        if info is not None:
+            cost = estimate_cost(
+                info, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens
+            )
+        transcript, leaf = self.transcript, self.transcript.leaf
+        return LookupResult(
+            question=self.question,
+            answer=answer,
+            complete=self.stopped_by is None and not truncated,
+            stopped_by=self.stopped_by,
+            writeup=self.writeup,
+            error=self.error or self.search_error,
+            answer_truncated=truncated,
+            not_found_reply=_is_not_found(answer),
+            citations=find_citations(transcript, answer),
+            quotes=verify_quotes(transcript, answer),
+            searches_used=self.searches,
+            budget=self.opts.budget,
+            model_calls=self.calls,
+            call_limit=self.opts.call_limit,
+            tool_calls=tuple(self.records),
+            model=self.model.ref,
+            model_source=self.model.source,
+            usage=usage,
+            cost=cost,
+            leaf_id=entry_label(leaf) if leaf is not None else None,
         )
-    leaf = transcript.leaf
-    return LookupResult(
-        question=question,
-        answer=answer,
-        complete=stopped_by is None and not truncated,
-        stopped_by=stopped_by,
-        writeup=writeup,
-        error=error or search_error,
-        answer_truncated=truncated,
-        not_found_reply=_is_not_found(answer),
-        citations=find_citations(transcript, answer),
-        quotes=verify_quotes(transcript, answer),
-        searches_used=searches,
-        budget=opts.budget,
-        model_calls=calls,
-        call_limit=opts.call_limit,
-        tool_calls=tuple(records),
-        model=model.ref,
-        model_source=model.source,
-        usage=usage,
-        cost=cost,
-        leaf_id=entry_label(leaf) if leaf is not None else None,
-    )
 
 
 def _run_call(tools: _Tools, call: ToolCall, limits: Limits, searches: int, budget: int) -> tuple[str, ToolRecord]:
