@@ -231,13 +231,15 @@ def _grade(text: str, context: str, context_trigrams: set[tuple[str, ...]]) -> S
     return "missing"
 
 
+# Lines that name no error of their own: a traceback's banner, the exit notice Pi's bash tool appends.
+_BANNER = re.compile(r"^(?:Traceback \(most recent call last\):?|Command exited with code -?\d+)$")
 _LINE_PREFIX = re.compile(r"^(?:[EF>]\s{2,}|[-*>|#:\s]+)")
 
 
 def _error_line(text: str) -> str:
     """The line of an error output that names the error (test runners' "E   " margins dropped)."""
     lines = [_LINE_PREFIX.sub("", ln.strip()) for ln in text.split("\n") if ln.strip()]
-    lines = [ln for ln in lines if ln]
+    lines = [ln for ln in lines if ln and not _BANNER.match(ln)]
     for line in lines:
         if ERROR_HINT.search(line):
             return line[:SNIPPET_CHARS]

@@ -113,18 +113,20 @@ _SUMMARY_LINE = re.compile(r"^(?:Found \d+ errors?\b.*|=+ .* =+|\d+ (?:failed|er
 
 
 def error_line(text: str) -> str:
-    """The most telling line of a failed output: the last line that names a specific error (``KeyError: …``,
-    ``error[E0308]: …``, ``FAILED test``), else the last that names one at all, counts and banners last, else the
-    first line; the exit notice Pi's bash tool appends is never it."""
+    """The most telling line of a failed output: a line that names a specific error (``KeyError: …``,
+    ``error[E0308]: …``, ``FAILED test``), else one that names an error at all, counts and banners last, else the
+    first line; the exit notice Pi's bash tool appends is never it. In a traceback the last such line (the
+    exception), elsewhere the first (a compiler's or linter's first error is the one the rest follow from)."""
     lines = [line.strip() for line in text.split("\n") if line.strip() and not _EXIT_NOTE.match(line.strip())]
     named = [line for line in lines if _ERROR_LINE.search(line) or _SPECIFIC_ERROR.search(line)]
+    last = any(line.startswith("Traceback (most recent call last)") for line in lines)
     for pool in (
         [line for line in named if _SPECIFIC_ERROR.search(line) and not _SUMMARY_LINE.match(line)],
         [line for line in named if not _SUMMARY_LINE.match(line)],
         named,
     ):
         if pool:
-            return pool[-1]
+            return pool[-1] if last else pool[0]
     return lines[0] if lines else ""
 
 
