@@ -36,7 +36,7 @@ pi:
 ## modules first (tests/conftest.py); bytecode is cached even where PYTHONDONTWRITEBYTECODE is set, so each worker
 ## does not compile and assert-rewrite every module
 test: $(STAMP) pi
-	@echo "make test: the whole suite on every core; about a minute on two cores (Pi's end-to-end sessions take longest)"
+	@echo "make test: the whole suite on every core; several minutes on two cores (Pi's end-to-end sessions take longest)"
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n auto --dist loadscope --no-loadscope-reorder
 
 ## lint: ruff (lint + format check) and mypy on every module, CLI included; tsc on the Pi extension

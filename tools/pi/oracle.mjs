@@ -270,6 +270,7 @@ function analyze(P, opts, session) {
 		},
 		settings: { contextWindow: opts.contextWindow, ...chosen, threshold: opts.contextWindow - chosen.reserveTokens },
 		load: { ...session.load, sessionVersion: manager.getHeader()?.version ?? null },
+		sessionName: manager.getSessionName() ?? null,
 		entryCount: session.entries.length,
 		leaf: ref(session, manager.getLeafEntry()),
 		branchLength: branch.length,
