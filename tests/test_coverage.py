@@ -244,7 +244,7 @@ def test_json_document_has_the_declared_keys() -> None:
     assert list(doc) == keys(DOCUMENTS["coverage"])
 
 
-def test_a_dry_run_reports_the_coverage_of_what_it_would_write(tmp_path: Path) -> None:
+def test_v37_a_dry_run_reports_the_coverage_of_what_it_would_write(tmp_path: Path) -> None:
     source = work_session().write(tmp_path / "s.jsonl")
     before = source.read_bytes()
     flags = ("--mode", "verbatim", "--context-window", "200000", "--keep-recent-tokens", "2500")

@@ -11,7 +11,7 @@ from pi_compact.checkpoint.cap import user_stub
 from pi_compact.checkpoint.facts import error_line, facts_of_output
 from pi_compact.checkpoint.ledger import ItemView, parse_call, resolutions, segment_lines
 from pi_compact.checkpoint.standing import classify, render_standing, standing_instructions
-from tests.helpers.checkpoint import append_checkpoint, compact, plan_for
+from tests.helpers.checkpoint import append_checkpoint, compact
 from tests.helpers.sessions import SessionBuilder
 
 # Statements users make that hold for the whole task: each must be found, with its kind.
@@ -58,16 +58,16 @@ ORDINARY = [
 
 
 @pytest.mark.parametrize(("sentence", "kind"), STANDING)
-def test_standing_statements_are_found_with_their_kind(sentence: str, kind: str) -> None:
+def test_v31_standing_statements_are_found_with_their_kind(sentence: str, kind: str) -> None:
     assert classify(sentence) == kind
 
 
 @pytest.mark.parametrize("sentence", ORDINARY)
-def test_ordinary_requests_are_not_standing_instructions(sentence: str) -> None:
+def test_v31_ordinary_requests_are_not_standing_instructions(sentence: str) -> None:
     assert classify(sentence) is None
 
 
-def test_a_later_value_of_the_same_setting_supersedes_the_earlier_with_both_ids() -> None:
+def test_v31_a_later_value_of_the_same_setting_supersedes_the_earlier_with_both_ids() -> None:
     messages = [
         ("u0", "Fix the login page."),
         ("u1", "The dev server listens on port 4100."),
@@ -84,12 +84,12 @@ def test_a_later_value_of_the_same_setting_supersedes_the_earlier_with_both_ids(
     assert block.index("[u0] Fix the login page.") < block.index("[u3]")  # the opening request, as the goal
 
 
-def test_a_value_superseded_in_the_kept_tail_is_marked_with_the_tail_id() -> None:
+def test_v31_a_value_superseded_in_the_kept_tail_is_marked_with_the_tail_id() -> None:
     found = standing_instructions([("u1", "start"), ("u2", "The service listens on port 4100.")], [("t1", "No, 4317.")])
     assert "- [u2] The service listens on port 4100. (superseded by [t1])" in render_standing(found)
 
 
-def test_a_restated_instruction_is_listed_once_with_its_latest_id() -> None:
+def test_v31_a_restated_instruction_is_listed_once_with_its_latest_id() -> None:
     messages = [
         ("u1", "start here"),
         ("u2", "Wait, that's wrong - we must not touch the public API."),
@@ -99,7 +99,7 @@ def test_a_restated_instruction_is_listed_once_with_its_latest_id() -> None:
     assert block.count("must not touch the public API") == 1 and "[u3]" in block
 
 
-def test_standing_instructions_survive_five_chained_compactions_at_a_small_cap(
+def test_v31_standing_instructions_survive_five_chained_compactions_at_a_small_cap(
     builder: SessionBuilder, tmp_path: Path
 ) -> None:
     builder.user("Build the export. Never modify data/ledger.db, it is the production ledger.")
@@ -117,10 +117,9 @@ def test_standing_instructions_survive_five_chained_compactions_at_a_small_cap(
     assert "Never modify data/ledger.db" in cp.summary
     assert "[e" in cp.summary and "port 4317. (supersedes [" in cp.summary
     assert cp.summary.count("Never modify data/ledger.db") >= 1
-    assert plan_for(builder.write(tmp_path / "final.jsonl")).can_compact is False or True  # loads, plans
 
 
-def test_a_ledger_line_says_what_was_done_and_which_errors_a_later_call_resolved() -> None:
+def test_v33_a_ledger_line_says_what_was_done_and_which_errors_a_later_call_resolved() -> None:
     items = [
         ItemView("a1", "call", "▸ edit(path=src/tax.ts, edits=2) → ok\n  ↳ read(path=src/b.ts) → ok"),
         ItemView("a1", "call", '▸ bash(command="npm test") → error'),
@@ -139,7 +138,7 @@ def test_a_ledger_line_says_what_was_done_and_which_errors_a_later_call_resolved
     assert "ran 3 commands (1 failed): " in short and '"git commit -m \\"fix rounding\\"" → ok' in short
 
 
-def test_signatures_read_back_into_calls() -> None:
+def test_v33_signatures_read_back_into_calls() -> None:
     call = parse_call('▸ bash(command="pytest -q", timeout=120) → error')
     assert call is not None and call.name == "bash" and call.command == '"pytest -q"' and call.outcome == "error"
     nested = parse_call("  ↳ read(path=src/a b.ts) → ok")
@@ -147,7 +146,7 @@ def test_signatures_read_back_into_calls() -> None:
     assert parse_call("not a signature") is None
 
 
-def test_facts_of_a_removed_output() -> None:
+def test_v34_facts_of_a_removed_output() -> None:
     failed = {
         "content": [
             {
@@ -170,14 +169,14 @@ def test_facts_of_a_removed_output() -> None:
     ] == [("version", "pyproj 3.6.1")]
 
 
-def test_the_error_line_is_the_specific_one_not_a_count_or_the_exit_notice() -> None:
+def test_v32_the_error_line_is_the_specific_one_not_a_count_or_the_exit_notice() -> None:
     assert error_line("src/a.py:3: error: Incompatible types\nFound 1 error in 1 file\n") == (
         "src/a.py:3: error: Incompatible types"
     )
     assert error_line("boom\nCommand exited with code 2") == "boom"
 
 
-def test_a_stub_keeps_the_head_and_what_identifies_the_rest() -> None:
+def test_v35_a_stub_keeps_the_head_and_what_identifies_the_rest() -> None:
     text = "Please look at this log.\n" + "noise line\n" * 300 + "KeyError: 'ledger_id' in src/billing/ledger.py:214\n"
     text += "noise line\n" * 300 + "Can you find out what's wrong?"
     stub = user_stub(text)
@@ -188,7 +187,9 @@ def test_a_stub_keeps_the_head_and_what_identifies_the_rest() -> None:
     assert len(stub) <= 520
 
 
-def test_errors_not_resolved_later_are_listed_once_and_never_trimmed(builder: SessionBuilder, tmp_path: Path) -> None:
+def test_v32_errors_not_resolved_later_are_listed_once_and_never_trimmed(
+    builder: SessionBuilder, tmp_path: Path
+) -> None:
     builder.user("start")
     builder.tool("bash", {"command": "npm test"}, "Error: cannot find module 'tax'", is_error=True)
     builder.tool("bash", {"command": "npm test"}, "ok", is_error=False)  # resolved by the same command

@@ -90,7 +90,7 @@ def test_v25_recap_quotes_the_latest_request_only_when_compacted_flattened_and_c
     assert "a very long request" in line and "z" * 500 not in line and line.endswith('…"')
 
 
-def test_v23_introduction_and_reminder_cost_at_most_300_tokens(builder: SessionBuilder, tmp_path: Path) -> None:
+def test_v36_introduction_and_reminder_cost_at_most_300_tokens(builder: SessionBuilder, tmp_path: Path) -> None:
     """The fixed overhead, on one short compacted turn, counted as if the session path had 100 characters (Pi's
     own session paths are about that long; the test's temporary directory is longer)."""
     builder.user("hi")

@@ -125,7 +125,9 @@ def test_new_arguments_and_replayed_cursors_are_searches(history: History, scrip
     assert result.tool_calls[3].ok is False and "different" in (result.tool_calls[3].error or "")
 
 
-def test_a_search_beyond_the_budget_forces_a_write_up_without_tools(history: History, scripted: ScriptedModel) -> None:
+def test_v30_a_search_beyond_the_budget_forces_a_write_up_without_tools(
+    history: History, scripted: ScriptedModel
+) -> None:
     scripted.tools(("grep", {"pattern": "TS2339"}), text="Looking for the error.")
     scripted.tools(("list_entries", {"role": ["user"]}))
     scripted.tools(("show_entry", {"id": history.ids["diagnosis"]}))  # one too many: not run

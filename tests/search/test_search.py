@@ -60,7 +60,7 @@ def all_pages(fetch, first_cursor=None):
     context=st.integers(0, 3),
     section=st.sampled_from([None, ["toolResult"], ["text", "thinking"]]),
 )
-def test_grep_pages_cover_every_match_exactly_once(busy, max_count, max_chars, context, section) -> None:
+def test_v29_grep_pages_cover_every_match_exactly_once(busy, max_count, max_chars, context, section) -> None:
     everything = grep(busy, "error", sections=section, max_count=100_000, max_chars=100_000_000, context=context)
     assert everything.next_cursor is None
     pages = all_pages(

@@ -29,7 +29,7 @@ def spoofed_session() -> tuple[SessionBuilder, dict[str, str]]:
     return sb, ids
 
 
-def test_every_line_is_attributed_by_the_index_not_by_its_text(tmp_path) -> None:
+def test_v28_every_line_is_attributed_by_the_index_not_by_its_text(tmp_path) -> None:
     sb, ids = spoofed_session()
     transcript = build_transcript(load_session(sb.write(tmp_path / "s.jsonl")))
     page = grep(transcript, r"^ENTRY 0badc0de", max_count=100)
@@ -49,7 +49,7 @@ def test_every_line_is_attributed_by_the_index_not_by_its_text(tmp_path) -> None
             assert line.text.split()[1] == line.entry.id
 
 
-def test_sections_and_full_content() -> None:
+def test_v27_sections_and_full_content() -> None:
     sb = SessionBuilder()
     big = "\n".join(f"output line {i} " + "z" * 300 for i in range(3000))
     sb.user([{"type": "text", "text": "hi"}, {"type": "image", "mimeType": "image/png", "data": "AAAA"}])
