@@ -229,12 +229,14 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
     )
     try:
         window, window_source = resolve_context_window(flag=options.context_window, model=model)
-    except SettingsError:
+    except SettingsError as exc:
         if branch.leaf is None and session.no_leaf:  # no model because no branch: say why there is none
             raise SettingsError(
                 f"no model, so no context window, is known (pass --context-window): {no_leaf_reason(session)}",
                 path=str(session.path or "<session>"),
             ) from None
+        if model is None and exc.path is None:  # what the session lacks: named by the session's file
+            raise SettingsError(exc.message, path=str(session.path or "<session>")) from None
         raise
     plan = plan_compaction(branch, settings.keep_recent_tokens, projection)
     threshold = window - settings.reserve_tokens

@@ -75,10 +75,27 @@ def json_text(text: str) -> str:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+# The integers orjson writes: signed and unsigned 64-bit.
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def js_number(value: int) -> float | None:
+    """An integer past 64 bits as JavaScript holds it: the nearest double (``JSON.parse`` reads the integer
+    literal 10^30 as 1e+30, and a usage total of 1e308 tokens stays 1e+308), or None past the largest double
+    (JavaScript's Infinity, which ``JSON.stringify`` writes as null)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
 def _json_safe(value: Any) -> Any:
-    """``value`` with every string (keys too) passed through ``json_text``."""
+    """``value`` with every string (keys too) passed through ``json_text``, and every integer orjson cannot write
+    (past 64 bits: a number of a session that was a double in JSON, made an integer) through ``js_number``."""
     if isinstance(value, str):
         return json_text(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _INT_MAX:
+        return js_number(value)
     if isinstance(value, Mapping):
         return {json_text(k) if isinstance(k, str) else k: _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -87,10 +104,11 @@ def _json_safe(value: Any) -> Any:
 
 
 def dumps(value: Any, option: int = 0) -> bytes:
-    """orjson's JSON, also for strings it refuses: a file name that is not UTF-8 (see ``json_text``)."""
+    """orjson's JSON, also for what it refuses: a file name that is not UTF-8 (see ``json_text``), an integer past
+    64 bits (see ``js_number``)."""
     try:
         return orjson.dumps(value, option=option)
-    except TypeError:  # only then is the document walked: "str is not valid UTF-8: surrogates not allowed"
+    except TypeError:  # only then is the document walked: "surrogates not allowed", "Integer exceeds 64-bit range"
         return orjson.dumps(_json_safe(value), option=option)
 
 
