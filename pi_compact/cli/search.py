@@ -245,13 +245,19 @@ def grep(
         2.0,
         "--regex-timeout",
         metavar="SECONDS",
-        help="Seconds the pattern may spend on one line before grep gives up (exit 2; huge values: no limit).",
+        help=(
+            "Seconds of CPU time the pattern may spend on one line before grep gives up (exit 2; huge values: "
+            "no limit; a busy machine makes the wait longer, not the limit shorter)."
+        ),
     ),
     search_timeout: float | None = typer.Option(
         None,
         "--search-timeout",
         metavar="SECONDS",
-        help="Seconds the pattern may spend matching in the whole search (exit 2; default 10 × --regex-timeout).",
+        help=(
+            "Seconds of CPU time the pattern may spend matching in the whole search (exit 2; default 10 × "
+            "--regex-timeout)."
+        ),
     ),
     json_output: bool = json_option("JSON Lines: a record per match, then a summary (an error is an error record)."),
     no_cache: bool = NoCacheOpt,

@@ -10,8 +10,10 @@ test_line_search.py):
   are searched alone, which saves the per-call cost of the regex timeout on every other line.
 
 Every regex call carries a timeout, and one search a budget for all of them, so a catastrophic pattern ends in
-PatternError instead of a hang; a pattern whose repeats would take too much memory to compile is refused before
-``regex`` sees it (``patternsize``).
+PatternError instead of a hang. Both are CPU time: ``regex`` counts its timeout in the process's CPU time (C's
+``clock()``), and the budget is summed with ``time.process_time``, the same clock, so a machine busy with other work
+makes a search take longer, not fail sooner (CPU_CLOCK). A pattern whose repeats would take too much memory to
+compile is refused before ``regex`` sees it (``patternsize``).
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ def joinable(pattern: str, *, fixed: bool = False) -> bool:
 
 
 NO_LIMIT = 1e6  # a regex timeout at least this long (about 11 days) means no limit
+# The clock ``regex`` measures its timeout on (the process's CPU time), and so the one the budget is summed on.
+CPU_CLOCK: Callable[[], float] = time.process_time
 SEARCH_FACTOR = 10  # one search may spend this many times the per-line limit matching, in all (--search-timeout)
 
 
@@ -108,9 +112,10 @@ class SlowJoin(Exception):
 class Searcher:
     """Matches one pattern against rendered lines, turning a runaway regex into PatternError.
 
-    Two limits: ``timeout`` seconds on one line, and ``total`` seconds (``search_budget``) for the whole search,
-    summed over every call, so that a pattern slow on each of many lines stops too. The time is read from
-    ``clock`` around each call, and each call's timeout is the smaller of the two limits left.
+    Two limits, in seconds of CPU time: ``timeout`` on one line, and ``total`` (``search_budget``) for the whole
+    search, summed over every call, so that a pattern slow on each of many lines stops too. The time is read from
+    ``clock`` around each call (``CPU_CLOCK``, the clock ``regex`` itself counts on), and each call's timeout is
+    the smaller of the two limits left.
 
     ``regex``'s timeout costs a few microseconds per call, so whole entries (their lines joined) are searched
     first when that is equivalent (see ``joinable``), and single lines only within entries that match."""
@@ -123,7 +128,7 @@ class Searcher:
         timeout: float | None,
         total: float | None = None,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = CPU_CLOCK,
     ) -> None:
         self.timeout = regex_timeout(timeout)
         self.budget = search_budget(timeout, total)
@@ -145,13 +150,13 @@ class Searcher:
     def _timed_out(self) -> PatternError:
         return PatternError(
             f"regular expression {self.pattern!r} took more than {self.timeout or 0:g}s on one line "
-            "(catastrophic backtracking?): simplify it, or use -F for a fixed string"
+            "(CPU time; catastrophic backtracking?): simplify it, or use -F for a fixed string"
         )
 
     def _spent(self) -> PatternError:
         return PatternError(
             f"regular expression {self.pattern!r} took more than {self.budget or 0:g}s in all, over "
-            f"{self.calls:,} searches of lines or entries (the limit of one search, --search-timeout; "
+            f"{self.calls:,} searches of lines or entries (CPU time, the limit of one search, --search-timeout; "
             "catastrophic backtracking?): simplify it, or use -F for a fixed string"
         )
 

@@ -38,8 +38,8 @@ class Limits:
     line_chars: int = 400  # characters shown of one long line (a window around the first match)
     max_context: int = 20  # largest -C accepted
     show_chars: int = 20_000  # characters per show page
-    regex_timeout: float = 2.0  # seconds one regex may spend on one line
-    search_timeout: float | None = None  # seconds one search may spend matching in all (None: 10 × regex_timeout)
+    regex_timeout: float = 2.0  # seconds of CPU time one regex may spend on one line
+    search_timeout: float | None = None  # CPU seconds one search may spend matching in all (None: 10 × regex_timeout)
 
 
 DEFAULT_LIMITS = Limits()

@@ -73,3 +73,38 @@ def test_an_age_beyond_year_one_is_a_usage_error(age: str) -> None:
 
     with pytest.raises(UsageError, match="before the year 1"):
         parse_time(age)
+
+
+def test_the_limits_are_cpu_time_the_clock_regex_counts_on() -> None:
+    """``regex`` counts its timeout in the process's CPU time; the budget of a search is summed on the same clock
+    (a busy machine makes a search slower by the wall clock, never fail sooner)."""
+    import time
+
+    from pi_compact.search.matching import CPU_CLOCK
+
+    assert CPU_CLOCK is time.process_time
+    assert Searcher("x", False, False, 2.0).clock is time.process_time
+
+
+def test_time_the_clock_does_not_count_is_not_taken_from_the_budget() -> None:
+    """With a CPU clock that does not move (the process waited, others ran), any number of searches fits in a
+    budget of a millisecond, and every call gets the whole per-line limit."""
+    searcher = Searcher("x", False, False, 2.0, 0.001, clock=lambda: 42.0)
+    line = Recorder(slow=False)
+    searcher.compiled = line
+    for _ in range(1000):
+        searcher.search("a line")
+    assert searcher.spent == 0.0
+    assert line.timeouts == [0.001] * 1000  # the budget left is smaller than a line's limit: it is what is given
+
+
+def test_the_timeout_message_and_help_say_cpu_time() -> None:
+    searcher = Searcher("(a|aa)+$", False, False, 2.0)
+    searcher.joined, searcher.compiled = Recorder(slow=True), Recorder(slow=True)
+    with pytest.raises(PatternError, match=r"took more than 2s on one line \(CPU time;"):
+        searcher.search("aaaa")
+    from tests.helpers.cli import run
+
+    help_text = " ".join(run("grep", "--help").stdout.split())
+    assert "Seconds of CPU time the pattern may spend on one line" in help_text
+    assert "Seconds of CPU time the pattern may spend matching in the whole search" in help_text
