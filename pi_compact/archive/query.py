@@ -455,16 +455,57 @@ def search(
     cursor: str | None = None,
 ) -> SearchPage:
     """One page of results, best first (``limit`` of them), continuing after ``cursor``."""
-    from pi_compact.search.cursor import decode_cursor, query_digest
-
     if not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"--max-count must be between 1 and {MAX_LIMIT} (got {limit})")
-    digest = query_digest({"q": query.digest(), "f": filters.digest()})
-    skip = 0
-    if cursor is not None:
-        skip = decode_cursor(cursor, kind="search", query=digest, fingerprint="", size=1 << 62)[0]
+    digest = _digest({"q": query.digest(), "f": filters.digest()})
+    skip = _decode_cursor(cursor, digest) if cursor is not None else 0
     files = _in_scope(scope, filters)
     return store.run(lambda: _search(store, files, scope, query, filters, limit, skip, digest))
+
+
+# Cursors as ``search.cursor`` writes them (format, kind, query digest, position), made here so that a search with
+# nothing new to index imports nothing of the single-session search.
+_CURSOR_VERSION = 1
+
+
+def _digest(params: dict[str, Any]) -> str:
+    import hashlib
+
+    import orjson
+
+    return hashlib.blake2b(orjson.dumps(params, option=orjson.OPT_SORT_KEYS), digest_size=8).hexdigest()
+
+
+def _encode_cursor(digest: str, position: int) -> str:
+    import base64
+
+    import orjson
+
+    payload = orjson.dumps({"v": _CURSOR_VERSION, "k": "search", "q": digest, "f": "", "p": [position]})
+    return base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
+
+
+def _decode_cursor(text: str, digest: str) -> int:
+    import base64
+    import binascii
+
+    import orjson
+
+    from pi_compact.errors import CursorError
+
+    try:
+        padded = text.strip() + "=" * (-len(text.strip()) % 4)
+        data = orjson.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        version, kind, made_for, position = data["v"], data["k"], data["q"], data["p"]
+    except (ValueError, KeyError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        raise CursorError(f"malformed cursor {text[:40]!r}: pass a cursor exactly as picompact printed it") from None
+    if version != _CURSOR_VERSION or kind != "search":
+        raise CursorError("this cursor does not continue a `search` (or comes from another picompact)")
+    if made_for != digest:
+        raise CursorError("this cursor belongs to a different `search` query: repeat the same arguments with it")
+    if not (isinstance(position, list) and len(position) == 1 and isinstance(position[0], int)) or position[0] < 0:
+        raise CursorError("malformed cursor: bad position")
+    return int(position[0])
 
 
 def _search(
@@ -477,8 +518,6 @@ def _search(
     skip: int,
     digest: str,
 ) -> SearchPage:
-    from pi_compact.search.cursor import Cursor
-
     hits: list[Hit] = []
     more = False
     with store._sql() as conn:
@@ -529,5 +568,5 @@ def _search(
                 )
         finally:
             conn.execute("commit")
-    next_cursor = Cursor("search", digest, "", (skip + len(hits),)).encode() if more else None
+    next_cursor = _encode_cursor(digest, skip + len(hits)) if more else None
     return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped))

@@ -40,7 +40,7 @@ import sqlite3
 import stat
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -48,7 +48,6 @@ from typing import Any
 
 from pi_compact import __version__
 from pi_compact.errors import ExternalError
-from pi_compact.search.render import render_entry
 from pi_compact.session.entries import Entry
 
 FORMAT = 1
@@ -58,7 +57,10 @@ DB_NAME = "sessions.sqlite3"
 BUSY_TIMEOUT_SECONDS = 30.0
 READ_CHUNK = 1024 * 1024
 COMMIT_BYTES = 32 * 1024 * 1024  # a long session is committed in parts: an interrupted build keeps what it did
-BATCH_TEXT = 4 * 1024 * 1024  # rows are inserted in batches of about this much text
+BATCH_TEXT = 1024 * 1024  # rows are inserted in batches of about this much text, or of READ_BATCH bytes of file
+READ_BATCH = 4 * 1024 * 1024
+WAL_CHECKPOINT_PAGES = 10_000  # about 40 MB of log between checkpoints (each one syncs): fewer waits when building
+PARALLEL_BYTES = 1024 * 1024  # more than this to read: parsing runs in a thread of its own
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 Progress = Callable[[int, int], None]  # (bytes indexed so far, bytes to index in all)
@@ -447,6 +449,8 @@ def _clean(text: str) -> str:
 
 def document(entry: Entry) -> tuple[str, str, str | None, int | None, str, int]:
     """What the index keeps of an entry: (text, role or type, timestamp, its epoch ms, tool names, failed)."""
+    from pi_compact.search.render import render_entry  # only when indexing: a search with nothing new skips it
+
     rendered = render_entry(entry)
     markers = rendered.markers
     lines = rendered.lines
@@ -534,70 +538,36 @@ class _Indexer:
         return self.read
 
     def _append(self, state: _State) -> None:
-        from pi_compact.session.load import parse_json_line
-
-        conn, fd, st = self.conn, self.fd, self.st
+        conn, st = self.conn, self.st
         next_id = conn.execute("select coalesce(max(id), 0) + 1 from entries").fetchone()[0]
-        rows: list[tuple[Any, ...]] = []
-        texts: list[tuple[int, str]] = []
-        pending_text = 0
         since_commit = 0
-        crc = state.crc
-        for offset, line in _lines(fd, state.indexed_to, st.st_size):
-            crc = zlib.crc32(line, crc)
-            state.lines += 1
-            state.indexed_to = offset + len(line)
-            since_commit += len(line)
-            if state.status == "not-session":
-                continue  # its bytes still count, so that the next look checks the same prefix
-            body = line.strip()
-            if not body:
-                continue
-            try:
-                value = parse_json_line(line)
-            except ValueError:
-                continue
-            if _falsy(value):
-                continue
-            if state.status == "pending":
-                if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
-                    state.status = "session"
-                    state.session_id = _clean(value["id"])
-                    cwd = value.get("cwd")
-                    state.cwd = _clean(cwd) if isinstance(cwd, str) else None
-                else:
-                    state.status = "not-session"
-                    _delete_file_rows(conn, state.file_id)
-                continue
-            if not isinstance(value, dict):
-                state.leaf, state.no_leaf = None, 1
-                continue
-            entry = Entry(value, state.lines, state.entries, offset, len(line) - 1)
-            state.entries += 1
-            state.leaf = _clean(entry.id) if entry.id else None
-            state.no_leaf = 0 if entry.id else 1
-            text = _add_row(rows, next_id, state.file_id, entry)
-            texts.append((next_id, text))
-            next_id += 1
-            pending_text += len(text)
-            if pending_text >= BATCH_TEXT:
-                _insert(conn, rows, texts)
-                pending_text = 0
-                self.progress(self.read + since_commit)
-            if since_commit >= COMMIT_BYTES:
-                _insert(conn, rows, texts)
-                state.crc = crc
-                state.save(conn, None)
-                conn.execute("commit")
-                conn.execute("begin immediate")
-                if self._row()[6] != state.indexed_to:  # pragma: no cover - another writer took the file over
+        batches = _parse(self.fd, st.st_size, replace(state))
+        if st.st_size - state.indexed_to > PARALLEL_BYTES:
+            batches = _prefetch(batches)  # parsing and rendering overlap SQLite's tokenizing, which holds no GIL
+        try:
+            for rows, texts, after, read in batches:
+                ids = range(next_id, next_id + len(rows))
+                next_id += len(rows)
+                conn.executemany(
+                    "insert into entries values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(i, state.file_id, *row) for i, row in zip(ids, rows, strict=True)],
+                )
+                conn.executemany("insert into body(rowid, text) values (?, ?)", zip(ids, texts, strict=True))
+                state = after
+                since_commit += read
+                if since_commit >= COMMIT_BYTES:
+                    state.save(conn, None)
+                    conn.execute("commit")
+                    conn.execute("begin immediate")
                     self.read += since_commit
-                    return
-                self.read += since_commit
-                since_commit = 0
-                self.progress(self.read)
-        _insert(conn, rows, texts)
-        state.crc = crc
+                    since_commit = 0
+                    if self._row()[6] != state.indexed_to:  # pragma: no cover - another writer took the file over
+                        return
+                self.progress(self.read + since_commit)
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
         self.read += since_commit
         # The stat recorded is the one taken before reading: a change made while reading shows at the next look.
         state.save(conn, st)
@@ -634,6 +604,105 @@ class _Indexer:
         state.crc = _crc_of(self.fd, end) or 0
         self.read = self.st.st_size
         state.save(conn, self.st)
+
+
+Batch = tuple[list[tuple[Any, ...]], list[str], "_State", int]  # entries rows (no id), texts, state after, bytes
+
+
+def _parse(fd: int, end: int, state: _State) -> Iterator[Batch]:
+    """The complete lines of the file after ``state.indexed_to`` as batches of rows, each with the state after it
+    (``state`` is advanced in place; a copy goes with each batch)."""
+    from pi_compact.session.load import parse_json_line
+
+    rows: list[tuple[Any, ...]] = []
+    texts: list[str] = []
+    size = read = 0
+    for offset, line in _lines(fd, state.indexed_to, end):
+        if read >= READ_BATCH or size >= BATCH_TEXT:  # the state so far describes every line before this one
+            yield rows, texts, replace(state), read
+            rows, texts, size, read = [], [], 0, 0
+        state.crc = zlib.crc32(line, state.crc)
+        state.lines += 1
+        state.indexed_to = offset + len(line)
+        read += len(line)
+        if state.status == "not-session" or not line.strip():
+            continue  # a file that is not a session: its bytes still count, so the next look checks that prefix
+        try:
+            value = parse_json_line(line)
+        except ValueError:
+            continue
+        if _falsy(value):
+            continue
+        if state.status == "pending":
+            if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
+                state.status = "session"
+                state.session_id = _clean(value["id"])
+                cwd = value.get("cwd")
+                state.cwd = _clean(cwd) if isinstance(cwd, str) else None
+            else:
+                state.status = "not-session"
+            continue
+        if not isinstance(value, dict):
+            state.leaf, state.no_leaf = None, 1
+            continue
+        entry = Entry(value, state.lines, state.entries, offset, len(line) - 1)
+        state.entries += 1
+        state.leaf = _clean(entry.id) if entry.id else None
+        state.no_leaf = 0 if entry.id else 1
+        text, kind, ts, ts_ms, tools, failed = document(entry)
+        eid = _clean(entry.id) if entry.id else None
+        parent = _clean(entry.parent_id) if entry.parent_id else None
+        rows.append((entry.line, entry.offset, entry.length, eid, parent, kind, ts, ts_ms, tools, failed))
+        texts.append(text)
+        size += len(text)
+    yield rows, texts, replace(state), read
+
+
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _prefetch(items: Iterator[Batch], depth: int = 4) -> Iterator[Batch]:
+    """``items`` produced by a thread of their own, at most ``depth`` ahead (memory stays bounded)."""
+    import queue
+    import threading
+
+    box: queue.Queue[Any] = queue.Queue(depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                box.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(end)
+        except BaseException as exc:
+            put(_Failed(exc))
+
+    worker = threading.Thread(target=work, name="picompact-index-parse", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = box.get()
+            if item is end:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _add_row(rows: list[tuple[Any, ...]], rowid: int, file_id: int, entry: Entry) -> str:
@@ -729,7 +798,8 @@ class _State:
 def _open_connection(path: Path) -> sqlite3.Connection:
     conn = _connect(str(path))
     conn.execute("pragma journal_mode = wal")
-    conn.execute("pragma synchronous = normal")
+    conn.execute("pragma synchronous = normal")  # a cache: a crash loses the last commits at worst, never the file
+    conn.execute(f"pragma wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
     return conn
 
 

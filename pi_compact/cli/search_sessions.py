@@ -218,7 +218,7 @@ def _print_stats(env: Environment, figures: dict[str, Any], *, reindexed: bool) 
 
 
 def _print_hits(env: Environment, page: Any) -> None:
-    from pi_compact.search.render import safe_text
+    from pi_compact.session.jsonline import safe_text
 
     for number, hit in enumerate(page.hits):
         if number:
