@@ -145,6 +145,11 @@ class ModelCost:
         self.total_tokens += calculate_usage_tokens(usage)
         self.cost += usage_cost(usage)
 
+    @property
+    def listed(self) -> bool:
+        """Whether Pi's ``/session`` lists it: some cost, or some tokens (input, output, cache read and write)."""
+        return self.cost > 0 or self.input + self.output + self.cache_read + self.cache_write > 0
+
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
@@ -215,9 +220,10 @@ class AuditResult:
     check: CheckResult
     replies: list[ReplyRow]
     markers: list[Marker]
-    costs: list[ModelCost]
+    costs: list[ModelCost]  # the models Pi's /session lists (ModelCost.listed)
     drifts: list[Drift]
     cost_all_branches: float = 0.0
+    cost_total: float | None = None  # over every model of the branch (None: the sum of ``costs``)
     cl100k: bool = True
     warnings: list[str] = field(default_factory=list)
 
@@ -265,11 +271,22 @@ class AuditResult:
             "markers": [m.to_json() for m in self.markers],
             "ratio": self.ratio_summary(),
             "costs": [c.to_json() for c in self.costs],
-            "cost_total": round(sum(c.cost for c in self.costs), 6),
+            "cost_total": round(sum(c.cost for c in self.costs) if self.cost_total is None else self.cost_total, 6),
             "cost_all_branches": round(self.cost_all_branches, 6),
             "drift": [d.to_json() for d in self.drifts],
             "warnings": self.warnings,
         }
+
+
+def model_label(message: JsonDict) -> str | None:
+    """``provider/model`` of an assistant reply as Pi's ``/session`` labels its usage: the model that answered
+    (``responseModel``: a router's ``auto`` resolved to a concrete model) before the one asked for (Pi's
+    ``responseModel ?? model``). None without a provider."""
+    provider = message.get("provider")
+    if not provider:
+        return None
+    answered = message.get("responseModel")
+    return f"{provider}/{message.get('model') if answered is None else answered}"
 
 
 def usage_cost(usage: JsonDict) -> float:
@@ -451,7 +468,7 @@ def _reply_row(
         entry_id=entry.id,
         line=entry.line,
         branch_index=position,
-        model=f"{message.get('provider')}/{message.get('model')}" if message.get("provider") else None,
+        model=model_label(message),
         stop_reason=stop if isinstance(stop, str) else None,
         input=_int(usage, "input") if has else None,
         cache_read=_int(usage, "cacheRead") if has else None,
@@ -534,7 +551,7 @@ def audit_session(
         if entry.role != "assistant" or message is None:
             continue
         usage = message.get("usage")
-        model = f"{message.get('provider')}/{message.get('model')}" if message.get("provider") else None
+        model = model_label(message)
         if isinstance(usage, dict):
             costs.setdefault(model or "unknown", ModelCost(model or "unknown")).add(usage)
         replies.append(
@@ -552,7 +569,8 @@ def audit_session(
             raw_usage = entry.raw.get("usage")
         if isinstance(raw_usage, dict):
             all_cost += usage_cost(raw_usage)
-    ordered = sorted(costs.values(), key=lambda c: (-c.cost, c.model))
+    # As Pi's /session: a model with neither cost nor tokens is not listed (its records still count in the total).
+    ordered = sorted((c for c in costs.values() if c.listed), key=lambda c: (-c.cost, c.model))
     return AuditResult(
         check=check,
         replies=replies,
@@ -560,6 +578,7 @@ def audit_session(
         costs=ordered,
         drifts=sorted(drifts, key=lambda d: -abs(d.drift))[:top],
         cost_all_branches=all_cost,
+        cost_total=sum(c.cost for c in costs.values()),
         cl100k=cl100k,
         warnings=list(check.warnings),
     )

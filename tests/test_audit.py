@@ -209,3 +209,55 @@ def test_json_document_has_the_declared_keys() -> None:
     doc = run("audit", PI_FIXTURES / "gen-multi-compaction-101.jsonl", "--json", *WINDOW).json
     assert list(doc) == keys(DOCUMENTS["audit"])
     assert doc["markers"] and doc["drift"] and doc["costs"]
+
+
+def test_costs_are_labelled_by_the_model_that_answered_as_pis_session_labels_them(tmp_path: Path) -> None:
+    """Pi's /session keys usage by ``provider/(responseModel ?? model)``: a router's ``auto`` shows as the model it
+    resolved to; a reply without responseModel (or with null) by the model asked for."""
+    sb = SessionBuilder()
+    for response_model in ("anthropic/claude-sonnet-4.5", "anthropic/claude-sonnet-4.5", None, "absent"):
+        sb.user("q")
+        sb.assistant("a", usage=100, model=("openrouter", "auto"))
+        message = sb.entries[-1]["message"]
+        message["usage"]["cost"]["total"] = 0.25
+        if response_model != "absent":
+            message["responseModel"] = response_model
+    path = sb.write(tmp_path / "s.jsonl")
+    data = run("audit", path, "--json", "--no-cl100k", *WINDOW).json
+    assert [(c["model"], c["records"]) for c in data["costs"]] == [
+        ("openrouter/anthropic/claude-sonnet-4.5", 2),
+        ("openrouter/auto", 2),
+    ]
+    assert [r["model"] for r in data["replies"]] == [
+        "openrouter/anthropic/claude-sonnet-4.5",
+        "openrouter/anthropic/claude-sonnet-4.5",
+        "openrouter/auto",
+        "openrouter/auto",
+    ]
+    text = run("audit", path, "--no-cl100k", *WINDOW).stdout
+    assert "  openrouter/anthropic/claude-sonnet-4.5: 2 records," in text
+
+
+def test_a_model_with_neither_tokens_nor_cost_is_not_listed(tmp_path: Path) -> None:
+    """Pi's /session lists a model only when its cost or its tokens (input + output + cache read + cache write)
+    are above zero."""
+    sb = SessionBuilder()
+    sb.user("q")
+    sb.assistant("a", usage=100, model=("anthropic", "claude-sonnet-4-5"))  # tokens, no cost: listed
+    sb.user("q")
+    sb.assistant("a", usage=0, model=("openai", "gpt-5.1-codex"))  # neither: not listed
+    sb.user("q")
+    sb.assistant("a", usage=0, model=("google", "gemini-2.5-pro"))  # a cost without tokens: listed
+    sb.entries[-1]["message"]["usage"]["cost"]["total"] = 0.5
+    sb.user("q")
+    sb.assistant("a", usage=0, model=("xai", "grok-4"))  # only totalTokens, which Pi's sum leaves out: not listed
+    sb.entries[-1]["message"]["usage"]["totalTokens"] = 40
+    path = sb.write(tmp_path / "s.jsonl")
+    result = run("audit", path, "--json", "--no-cl100k", *WINDOW)
+    assert result.code == 0, result.stderr
+    assert [c["model"] for c in result.json["costs"]] == ["google/gemini-2.5-pro", "anthropic/claude-sonnet-4-5"]
+    assert result.json["cost_total"] == pytest.approx(0.5)
+    assert len(result.json["replies"]) == 4  # the replies themselves are all shown
+    text = run("audit", path, "--no-cl100k", *WINDOW).stdout
+    assert "openai/gpt-5.1-codex:" not in text and "xai/grok-4:" not in text
+    assert "  anthropic/claude-sonnet-4-5: 1 record," in text
