@@ -39,12 +39,12 @@ import os
 import sqlite3
 import stat
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from pi_compact import __version__
 from pi_compact.errors import ExternalError
@@ -64,6 +64,7 @@ PARALLEL_BYTES = 1024 * 1024  # more than this to read: parsing runs in a thread
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 Progress = Callable[[int, int], None]  # (bytes indexed so far, bytes to index in all)
+T = TypeVar("T")
 
 _SCHEMA = f"""
 create table meta(key text primary key, value);
@@ -306,20 +307,33 @@ class Store:
                 todo.append((path, st))
             total = sum(st.st_size for _, st in todo)
             done = 0
-            for path, _st in todo:
-                base = done
+            # Sessions new to the index are parsed ahead, in a thread of their own, while SQLite (which holds no
+            # GIL while it tokenizes) indexes the one before: the first build uses both cores.
+            new = [path for path, _ in todo if path not in known]
+            ahead = None
+            if sum(st.st_size for path, st in todo if path not in known) > PARALLEL_BYTES:
+                ahead = _prefetch(_parse_new(new), depth=8)
+            try:
+                for path, _st in todo:
+                    base = done
 
-                def report(n: int, base: int = base) -> None:
-                    if progress is not None:
-                        progress(base + n, total)
+                    def report(n: int, base: int = base) -> None:
+                        if progress is not None:
+                            progress(base + n, total)
 
-                try:
-                    done += self._index_file(path, report)
-                except OSError as exc:
-                    from pi_compact.session.discovery import os_reason
+                    try:
+                        if ahead is not None and path not in known:
+                            done += self._index_new(path, ahead, report)
+                        else:
+                            done += self._index_file(path, report)
+                    except OSError as exc:
+                        from pi_compact.session.discovery import os_reason
 
-                    scope.skipped.append((path, os_reason(exc)))
-                scope.indexed_files += 1
+                        scope.skipped.append((path, os_reason(exc)))
+                    scope.indexed_files += 1
+            finally:
+                if ahead is not None:
+                    ahead.close()
             scope.indexed_bytes = done
             found = {path for path, _ in files}
             scope.dropped = self._drop_missing([p for p in known if p not in found])
@@ -348,6 +362,65 @@ class Store:
                 self.conn.execute("delete from files where id = ?", (row[0],))
             self.conn.execute("commit")
         return len(gone)
+
+    def _index_new(self, path: str, ahead: Iterator[Ahead], progress: Callable[[int], None]) -> int:
+        """Index a file that was not in the index, from the batches ``_parse_new`` made ahead; the bytes read."""
+        first = next(ahead)
+        assert first[0] == path, (first[0], path)
+        if isinstance(first[1], OSError):
+            raise first[1]
+        st = first[1]
+        if first[2] is None:  # a format before v3: the usual way
+            return self._index_file(path, progress)
+        conn = self.conn
+        pending: list[Batch] = [] if first[2] is _END else [first[2]]
+        conn.execute("begin immediate")
+        try:
+            key = os.fsencode(path)
+            if conn.execute("select 1 from files where path = ?", (key,)).fetchone() is not None:
+                conn.execute("rollback")  # another search indexed it meanwhile: its row decides
+                while first[2] is not _END and not isinstance(first[1], OSError):
+                    first = next(ahead)
+                return self._index_file(path, progress)
+            file_id = conn.execute("insert into files(path, status) values (?, 'pending') returning id", (key,))
+            file_id = file_id.fetchone()[0]
+            next_id = conn.execute("select coalesce(max(id), 0) + 1 from entries").fetchone()[0]
+            state = _State(file_id)
+            read = since_commit = 0
+            while True:
+                if pending:
+                    rows, texts, after, count = pending.pop()
+                else:
+                    item = next(ahead)
+                    if isinstance(item[1], OSError):
+                        raise item[1]
+                    if item[2] is _END:
+                        break
+                    rows, texts, after, count = item[2]
+                ids = range(next_id, next_id + len(rows))
+                next_id += len(rows)
+                conn.executemany(
+                    "insert into entries values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(i, file_id, *row) for i, row in zip(ids, rows, strict=True)],
+                )
+                conn.executemany("insert into body(rowid, text) values (?, ?)", zip(ids, texts, strict=True))
+                state = replace(after, file_id=file_id)
+                read += count
+                since_commit += count
+                if since_commit >= COMMIT_BYTES:
+                    state.save(conn, None)
+                    conn.execute("commit")
+                    conn.execute("begin immediate")
+                    since_commit = 0
+                progress(read)
+            state.save(conn, st)
+            conn.execute("commit")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("rollback")
+            raise
+        return read
 
     def _index_file(self, path: str, progress: Callable[[int], None]) -> int:
         """Index what is new in one file; the bytes read. OSError when it cannot be read."""
@@ -658,12 +731,42 @@ def _parse(fd: int, end: int, state: _State) -> Iterator[Batch]:
     yield rows, texts, replace(state), read
 
 
+_END: Any = object()  # the last item of a file in ``_parse_new``
+Ahead = tuple[str, "os.stat_result | OSError", Any]  # (path, its stat or why it cannot be read, a Batch or _END)
+
+
+def _parse_new(paths: list[str]) -> Iterator[Ahead]:
+    """Each file parsed from its first byte: (path, stat, batch) items, then (path, stat, _END); (path, OSError,
+    None) for a file that cannot be read, (path, stat, None) for one of a format before v3."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            yield path, exc, None
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                yield path, OSError(21, "not a regular file"), None
+                continue
+            if _is_legacy(fd):
+                yield path, st, None
+                continue
+            for batch in _parse(fd, st.st_size, _State(0)):
+                yield path, st, batch
+            yield path, st, _END
+        except OSError as exc:
+            yield path, exc, None
+        finally:
+            os.close(fd)
+
+
 class _Failed:
     def __init__(self, error: BaseException) -> None:
         self.error = error
 
 
-def _prefetch(items: Iterator[Batch], depth: int = 4) -> Iterator[Batch]:
+def _prefetch(items: Iterator[T], depth: int = 4) -> Generator[T, None, None]:
     """``items`` produced by a thread of their own, at most ``depth`` ahead (memory stays bounded)."""
     import queue
     import threading
@@ -689,6 +792,10 @@ def _prefetch(items: Iterator[Batch], depth: int = 4) -> Iterator[Batch]:
             put(end)
         except BaseException as exc:
             put(_Failed(exc))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()  # a generator left behind closes its file now
 
     worker = threading.Thread(target=work, name="picompact-index-parse", daemon=True)
     worker.start()

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from pi_compact.archive import Filters, Query, search, session_files
+from pi_compact.archive import store as store_module
 from pi_compact.archive.store import open_store, temporary_store
 
 WORDS = [
@@ -128,7 +129,9 @@ class Tree:
             (path.parent / "notes.jsonl").write_bytes(b'{"type": "other"}\n' + data)
 
 
-def _results(store, found) -> list:
+def _results(store, found, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> list:
+    # 0: every file is parsed in the thread ahead (new ones) or beside the inserts (appends); else never
+    monkeypatch.setattr(store_module, "PARALLEL_BYTES", 0 if parallel else 1 << 60)
     scope = store.update(found.files)
     out = []
     for query in QUERIES:
@@ -139,7 +142,8 @@ def _results(store, found) -> list:
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_incremental_index_answers_as_a_fresh_scan(tmp_path: Path, seed: int) -> None:
+def test_incremental_index_answers_as_a_fresh_scan(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Half the seeds index in the threaded pipeline, the fresh scan always serially."""
     rng = Random(seed)
     tree = Tree(tmp_path / "tree", rng)
     tree.root.mkdir()
@@ -151,8 +155,8 @@ def test_incremental_index_answers_as_a_fresh_scan(tmp_path: Path, seed: int) ->
                 tree.mutate()
             found = session_files([str(tree.root)], include_default=False)
             with temporary_store() as fresh:
-                expected = _results(fresh, found)
-            assert _results(store, found) == expected
+                expected = _results(fresh, found, monkeypatch, parallel=False)
+            assert _results(store, found, monkeypatch, parallel=seed % 2 == 0) == expected
     assert any(any(r) for r in expected) or seed  # the queries do find things
 
 
