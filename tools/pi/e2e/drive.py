@@ -280,7 +280,7 @@ class Planner:
 
     def _overflow(self, i: int, context: int) -> dict[str, Any]:
         """Files of CJK characters read in one step (Pi's tools cut a result at 50 KB: 15000 characters a file)."""
-        chars, names = self._overflow_size(context), []
+        chars, names = self._overflow_size(context), list[str]()
         while chars > 0:
             names.append(self.sandbox.write(f"i18n/strings-{i}-{len(names)}.txt", self.sandbox.cjk(min(chars, 15000))))
             chars -= 15000
@@ -364,8 +364,14 @@ def rpc_compact(home: PiHome, session: Path, extensions: list[str] | None, timeo
             start_new_session=True,
         )  # fmt: skip
         assert proc.stdin is not None and proc.stdout is not None
-        threading.Thread(target=lambda: [lines.put(x) for x in iter(proc.stdout.readline, b"")] + [lines.put(None)],
-                         daemon=True).start()  # fmt: skip
+        stdout = proc.stdout
+
+        def pump() -> None:
+            for line in iter(stdout.readline, b""):
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
         response, events = None, []
         end = time.monotonic() + timeout
         try:
@@ -412,7 +418,7 @@ def drive(cfg: argparse.Namespace) -> dict[str, Any]:
     planner = Planner(cfg, sandbox)
     session = home.sessions / f"{cfg.name}.jsonl"
     log = home.run / "requests.jsonl"
-    extensions = [] if cfg.discover_extensions else None
+    extensions: list[str] | None = [] if cfg.discover_extensions else None
     for path in cfg.extension:
         extensions = (extensions or ["--no-extensions"]) + ["-e", str(Path(path).resolve())]
     model = ScriptedModel(cfg.seed, cfg.context_window)
@@ -467,10 +473,10 @@ def drive(cfg: argparse.Namespace) -> dict[str, Any]:
                 before, seq = _lines(session), server.seq
                 argv = home.pi("-p", "--mode", "json", "--session", str(session), "--session-dir", str(home.sessions),
                                extensions=extensions)  # fmt: skip
-                done = run_logged([*argv, "--", plan["text"]], home, f"pi-{i}", cfg.run_timeout)
-                events, final = pi_events(done["stdout"])
-                ok = done["exitCode"] == 0 and final not in (None, "error", "aborted")
-                stderr = done["stderr"].decode("utf-8", "replace")
+                ran = run_logged([*argv, "--", plan["text"]], home, f"pi-{i}", cfg.run_timeout)
+                events, final = pi_events(ran["stdout"])
+                ok = ran["exitCode"] == 0 and final not in (None, "error", "aborted")
+                stderr = ran["stderr"].decode("utf-8", "replace")
                 runs.append(
                     {
                         "prompt": i,
@@ -478,7 +484,7 @@ def drive(cfg: argparse.Namespace) -> dict[str, Any]:
                         "text": plan["text"],
                         "contextBefore": context,
                         "ok": ok,
-                        "exitCode": done["exitCode"],
+                        "exitCode": ran["exitCode"],
                         "finalStopReason": final,
                         "linesBefore": before,
                         "linesAfter": _lines(session),

@@ -230,10 +230,10 @@ def match_entries(messages: list[dict[str, Any]], path: list[dict[str, Any]]) ->
         if message.get("role") in ("system", "developer"):
             out.append(None)
             continue
-        role, key = _key(message)
-        candidates = [c for c in where.get((role, key), []) if c not in used]
+        role, text = _key(message)
+        candidates = [c for c in where.get((role, text), []) if c not in used]
         if not candidates and role == "tool":  # a long "call|item" id is sent as a prefix and a hash
-            candidates = [c for k, cs in where.items() if k[0] == "tool" and key.startswith(k[1]) for c in cs]
+            candidates = [c for k, cs in where.items() if k[0] == "tool" and text.startswith(k[1]) for c in cs]
         pick = next((c for c in candidates if c >= cursor), candidates[-1] if candidates else None)
         if pick is not None:
             used.add(pick)

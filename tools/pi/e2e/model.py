@@ -343,7 +343,7 @@ def _handler(server: ModelServer) -> Callable[..., BaseHTTPRequestHandler]:
             self.close_connection = True
             base = {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": int(time.time())}
             base["model"] = body.get("model") or "fake-model"
-            chunks = [{"role": "assistant", "content": ""}]
+            chunks: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
             text = reply["text"]
             chunks += [{"content": text[i : i + 400]} for i in range(0, len(text), 400)]
             for k, call in enumerate(reply["calls"]):
