@@ -17,6 +17,7 @@ from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
 from tests.helpers.hooked import hooked_exe
+from tests.helpers.process import start_interruptible
 from tests.helpers.sessions import SessionBuilder, side_branch_session, simple_session, written_long_ago
 
 SEEDS = {"PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z", "PICOMPACT_ID_SEED": "cli-tests"}
@@ -369,7 +370,7 @@ def test_a_lock_held_by_another_writer_gives_exit_3_and_nothing_written(tmp_path
 def _start_paused(path: Path) -> subprocess.Popen:
     """Start ``compact`` with the test hook that pauses inside the lock, and wait until it holds the lock."""
     env = {**os.environ, **SEEDS, "PICOMPACT_TEST_PAUSE_IN_LOCK": "60"}
-    proc = subprocess.Popen(
+    proc = start_interruptible(
         [*hooked_exe(), "compact", str(path), *KEEP],
         env=env,
         stdout=subprocess.PIPE,

@@ -11,6 +11,7 @@ from werkzeug import Request as WRequest
 from werkzeug import Response as WResponse
 
 from pi_compact.llm import Message, ProviderRequestError, Request, complete_many, resolve_model
+from tests.helpers.process import ctrl_c_enabled
 
 KEY = "sk-many"
 
@@ -116,7 +117,7 @@ def test_ctrl_c_while_waiting_is_not_held_up_by_slow_requests(server: HTTPServer
     presser = threading.Thread(target=press_ctrl_c)
     presser.start()
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_enabled(), pytest.raises(KeyboardInterrupt):  # also when the tests run with SIGINT ignored
             complete_many(
                 [Request([Message.user("a")], max_tokens=8), Request([Message.user("b")], max_tokens=8)],
                 model=model,

@@ -186,7 +186,7 @@ def test_ctrl_c_while_the_model_thinks_exits_130(history: History, server: HTTPS
     import threading
 
     from tests.helpers.cli import picompact_exe
-    from tests.helpers.process import interrupt_when_arrived
+    from tests.helpers.process import interrupt_when_arrived, start_interruptible
 
     arrived, release = threading.Event(), threading.Event()
 
@@ -197,7 +197,7 @@ def test_ctrl_c_while_the_model_thinks_exits_130(history: History, server: HTTPS
 
     server.expect_request("/v1/chat/completions", method="POST").respond_with_handler(slow)
     args = ["lookup", str(history.path), "What failed?", "--model", "openai/gpt-4.1-mini"]
-    proc = subprocess.Popen(
+    proc = start_interruptible(
         [*picompact_exe(), *args, "--base-url", server.url_for("/v1")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -17,7 +17,7 @@ from werkzeug import Response as WResponse
 from pi_compact.catalog import find_model
 from pi_compact.checkpoint.summary import SYSTEM_PROMPT
 from tests.helpers.cli import picompact_exe, run
-from tests.helpers.process import interrupt_when_arrived
+from tests.helpers.process import interrupt_when_arrived, start_interruptible
 from tests.summary.conftest import (
     ANTHROPIC_KEY,
     GOOD_PREFIX,
@@ -252,7 +252,7 @@ def test_ctrl_c_while_waiting_exits_130_and_writes_nothing(server: HTTPServer, t
     before = path.read_bytes()
     env = {**os.environ, **ENV}
     env.pop("PICOMPACT_DEBUG", None)
-    proc = subprocess.Popen(
+    proc = start_interruptible(
         [*picompact_exe(), *summary_args(server, path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
