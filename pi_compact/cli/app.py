@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import typer
@@ -44,7 +45,15 @@ class Interrupted(Exception):
 
 
 class PiCompactGroup(TyperGroup):
-    """The root group: lets a broken pipe and Ctrl-C reach ``main`` as themselves."""
+    """The root group: lets a broken pipe and Ctrl-C reach ``main`` as themselves; finds the shell of
+    ``--show-completion`` and ``--install-completion`` also where no shell started picompact (``completion_shell``)."""
+
+    def get_params(self, ctx: Any) -> Any:
+        for param in self.params:  # typer adds the completion options after creating the group
+            callback = param.callback
+            if param.name in _COMPLETION_OPTIONS and callback is not None and callback not in _WRAPPED:
+                param.callback = _for_known_shell(callback, _COMPLETION_OPTIONS[param.name])
+        return super().get_params(ctx)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         with _carried():
@@ -53,6 +62,55 @@ class PiCompactGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         with _carried():
             return super().invoke(ctx)
+
+
+# The shells typer writes completion for.
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+_COMPLETION_OPTIONS = {"install_completion": "--install-completion", "show_completion": "--show-completion"}
+_WRAPPED: set[Any] = set()
+
+
+def completion_shell(environ: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(the shell to complete for, or None; the shell found among the parent processes, if any).
+
+    typer asks shellingham, which looks among the parent processes; a program that is no shell (an editor, a
+    Python script, cron) may have none there, or only ``sh``. Then the login shell, ``$SHELL``, is the one meant."""
+    import shellingham
+
+    try:
+        found: str | None = str(shellingham.detect_shell()[0]).lower()
+    except (shellingham.ShellDetectionFailure, OSError, RuntimeError):
+        found = None
+    if found in COMPLETION_SHELLS:
+        return found, found
+    login = os.path.basename(environ.get("SHELL", "")).lower().removesuffix(".exe")
+    return (login if login in COMPLETION_SHELLS else None), found
+
+
+def _for_known_shell(callback: Any, flag: str) -> Any:
+    """typer's completion callback, given the shell by name (which it accepts), or a usage error naming the way
+    to give it when there is none."""
+
+    def run(ctx: Any, param: Any, value: Any) -> Any:
+        if not value or ctx.resilient_parsing or isinstance(value, str):
+            return callback(ctx, param, value)
+        environ = env_of(ctx).environ
+        shell, found = completion_shell(environ)
+        if shell is None:
+            from pi_compact.cli.compat import UsageError
+
+            parent = f"the parent shell, {found}, has no completion" if found else "no parent process is a shell"
+            login = environ.get("SHELL")
+            why = f"SHELL={login} is not {', '.join(COMPLETION_SHELLS[:-1])} or pwsh" if login else "SHELL is not set"
+            raise UsageError(
+                f"{flag}: cannot tell which shell to complete for ({parent}, and {why}): run it from bash, zsh, fish "
+                f"or PowerShell, or name the shell in SHELL, e.g. SHELL=bash picompact {flag}",
+                ctx=ctx,
+            )
+        return callback(ctx, param, shell)
+
+    _WRAPPED.add(run)
+    return run
 
 
 @contextlib.contextmanager
