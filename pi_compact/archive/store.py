@@ -34,6 +34,7 @@ short transaction that first reads the file's row again, so two processes never 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import sqlite3
@@ -89,6 +90,45 @@ create table entries(
 create index entries_by_file on entries(file, line);
 create virtual table body using fts5(text, tokenize='{TOKENIZER}');
 """
+
+
+class _Writes:
+    """The write transaction an update holds across files, committed every ``COMMIT_BYTES`` of session read: FTS5
+    writes what it tokenized at each commit (and at each savepoint, so there are none), and large segments cost
+    far less to write and merge than one per file. A file that cannot be read mid-way keeps what was indexed of
+    it, its row saying so (the next search goes on from there); anything else rolls the transaction back whole."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.open = False
+        self.since = 0
+
+    def begin_file(self) -> None:
+        if not self.open:
+            self.conn.execute("begin immediate")
+            self.open = True
+
+    def end_file(self, read: int) -> None:
+        self.since += read
+        if self.since >= COMMIT_BYTES:
+            self.commit()
+
+    def midway(self, read: int) -> None:
+        """Commit the part of a long file read so far, and go on with it."""
+        self.commit()
+        self.begin_file()
+
+    def commit(self) -> None:
+        if self.open:
+            self.conn.execute("commit")
+            self.open = False
+        self.since = 0
+
+    def abort(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            if self.conn.in_transaction:
+                self.conn.execute("rollback")
+        self.open = False
 
 
 class CorruptIndexError(ExternalError):
@@ -313,6 +353,7 @@ class Store:
             ahead = None
             if sum(st.st_size for path, st in todo if path not in known) > PARALLEL_BYTES:
                 ahead = _prefetch(_parse_new(new), depth=8)
+            writes = _Writes(conn)
             try:
                 for path, _st in todo:
                     base = done
@@ -323,14 +364,18 @@ class Store:
 
                     try:
                         if ahead is not None and path not in known:
-                            done += self._index_new(path, ahead, report)
+                            done += self._index_new(path, ahead, report, writes)
                         else:
-                            done += self._index_file(path, report)
+                            done += self._index_file(path, report, writes)
                     except OSError as exc:
                         from pi_compact.session.discovery import os_reason
 
                         scope.skipped.append((path, os_reason(exc)))
                     scope.indexed_files += 1
+                writes.commit()
+            except BaseException:
+                writes.abort()
+                raise
             finally:
                 if ahead is not None:
                     ahead.close()
@@ -363,7 +408,7 @@ class Store:
             self.conn.execute("commit")
         return len(gone)
 
-    def _index_new(self, path: str, ahead: Iterator[Ahead], progress: Callable[[int], None]) -> int:
+    def _index_new(self, path: str, ahead: Iterator[Ahead], progress: Callable[[int], None], writes: _Writes) -> int:
         """Index a file that was not in the index, from the batches ``_parse_new`` made ahead; the bytes read."""
         first = next(ahead)
         assert first[0] == path, (first[0], path)
@@ -371,17 +416,17 @@ class Store:
             raise first[1]
         st = first[1]
         if first[2] is None:  # a format before v3: the usual way
-            return self._index_file(path, progress)
+            return self._index_file(path, progress, writes)
         conn = self.conn
         pending: list[Batch] = [] if first[2] is _END else [first[2]]
-        conn.execute("begin immediate")
+        writes.begin_file()
         try:
             key = os.fsencode(path)
             if conn.execute("select 1 from files where path = ?", (key,)).fetchone() is not None:
-                conn.execute("rollback")  # another search indexed it meanwhile: its row decides
+                writes.end_file(0)  # another search indexed it meanwhile: its row decides
                 while first[2] is not _END and not isinstance(first[1], OSError):
                     first = next(ahead)
-                return self._index_file(path, progress)
+                return self._index_file(path, progress, writes)
             file_id = conn.execute("insert into files(path, status) values (?, 'pending') returning id", (key,))
             file_id = file_id.fetchone()[0]
             next_id = conn.execute("select coalesce(max(id), 0) + 1 from entries").fetchone()[0]
@@ -393,43 +438,40 @@ class Store:
                 else:
                     item = next(ahead)
                     if isinstance(item[1], OSError):
+                        state.save(conn, None)  # what was read stands; the next search goes on after it
+                        writes.end_file(since_commit)
                         raise item[1]
                     if item[2] is _END:
                         break
                     rows, texts, after, count = item[2]
                 ids = range(next_id, next_id + len(rows))
                 next_id += len(rows)
-                conn.executemany(
-                    "insert into entries values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(i, file_id, *row) for i, row in zip(ids, rows, strict=True)],
-                )
-                conn.executemany("insert into body(rowid, text) values (?, ?)", zip(ids, texts, strict=True))
+                _insert_rows(conn, [(i, file_id, *row) for i, row in zip(ids, rows, strict=True)], ids, texts)
                 state = replace(after, file_id=file_id)
                 read += count
                 since_commit += count
                 if since_commit >= COMMIT_BYTES:
                     state.save(conn, None)
-                    conn.execute("commit")
-                    conn.execute("begin immediate")
+                    writes.midway(since_commit)
                     since_commit = 0
                 progress(read)
             state.save(conn, st)
-            conn.execute("commit")
+            writes.end_file(since_commit)
+        except OSError:
+            raise
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                if conn.in_transaction:
-                    conn.execute("rollback")
+            writes.abort()
             raise
         return read
 
-    def _index_file(self, path: str, progress: Callable[[int], None]) -> int:
+    def _index_file(self, path: str, progress: Callable[[int], None], writes: _Writes) -> int:
         """Index what is new in one file; the bytes read. OSError when it cannot be read."""
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise OSError(21, "not a regular file")
-            return _Indexer(self.conn, path, fd, st, progress).run()
+            return _Indexer(self.conn, path, fd, st, progress, writes).run()
         finally:
             os.close(fd)
 
@@ -551,14 +593,18 @@ def document(entry: Entry) -> tuple[str, str, str | None, int | None, str, int]:
 class _Indexer:
     """Indexes one file from where its row says (or from the start), in transactions of ``COMMIT_BYTES``."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, fd: int, st: os.stat_result, progress: Any) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, path: str, fd: int, st: os.stat_result, progress: Any, writes: _Writes
+    ) -> None:
         self.conn = conn
+        self.writes = writes
         self.path = path
         self.key = os.fsencode(path)
         self.fd = fd
         self.st = st
         self.progress = progress
         self.read = 0
+        self.committed = 0  # of ``read``, what a commit in the middle of the file counted already
 
     def _row(self) -> Any:
         return self.conn.execute(
@@ -569,11 +615,11 @@ class _Indexer:
 
     def run(self) -> int:
         conn, st = self.conn, self.st
-        conn.execute("begin immediate")
+        self.writes.begin_file()
         try:
             row = self._row()
             if row is not None and _unchanged(row[1:6], st):
-                conn.execute("commit")  # another search did it meanwhile
+                self.writes.end_file(0)  # another search did it meanwhile
                 return 0
             resume = (
                 row is not None
@@ -590,11 +636,12 @@ class _Indexer:
             elif not resume:
                 _delete_file_rows(conn, row[0])
                 state = _State(row[0])
+                state.save(conn, None)  # from nothing: a failure below leaves a row that says so
             else:
                 state = _State(row[0], *row[6:15])
             if state.status == "not-session" and resume:
                 state.save(conn, st)  # the same prefix, still not a session
-                conn.execute("commit")
+                self.writes.end_file(0)
                 return 0
             if state.status == "legacy" or (
                 state.status == "pending" and state.indexed_to == 0 and _is_legacy(self.fd)
@@ -602,11 +649,11 @@ class _Indexer:
                 self._legacy(state)
             else:
                 self._append(state)
-            conn.execute("commit")
+            self.writes.end_file(self.read - self.committed)
+        except OSError:
+            raise  # the row describes what was indexed (``_append`` saves it as it goes)
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                if conn.in_transaction:
-                    conn.execute("rollback")
+            self.writes.abort()
             raise
         return self.read
 
@@ -621,22 +668,21 @@ class _Indexer:
             for rows, texts, after, read in batches:
                 ids = range(next_id, next_id + len(rows))
                 next_id += len(rows)
-                conn.executemany(
-                    "insert into entries values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(i, state.file_id, *row) for i, row in zip(ids, rows, strict=True)],
-                )
-                conn.executemany("insert into body(rowid, text) values (?, ?)", zip(ids, texts, strict=True))
+                _insert_rows(conn, [(i, state.file_id, *row) for i, row in zip(ids, rows, strict=True)], ids, texts)
                 state = after
                 since_commit += read
                 if since_commit >= COMMIT_BYTES:
                     state.save(conn, None)
-                    conn.execute("commit")
-                    conn.execute("begin immediate")
+                    self.writes.midway(since_commit)
                     self.read += since_commit
+                    self.committed = self.read
                     since_commit = 0
                     if self._row()[6] != state.indexed_to:  # pragma: no cover - another writer took the file over
                         return
                 self.progress(self.read + since_commit)
+        except OSError:
+            state.save(conn, None)  # what was read stands; the next search goes on after it
+            raise
         finally:
             close = getattr(batches, "close", None)
             if close is not None:
@@ -652,13 +698,13 @@ class _Indexer:
         from pi_compact.session.load import load_session
 
         conn = self.conn
-        _delete_file_rows(conn, state.file_id)
-        end = _last_newline(self.fd, self.st.st_size)
-        state.status, state.entries, state.lines = "legacy", 0, 0
         try:
             session = load_session(self.path, keep_bodies=True)
         except PiCompactError as exc:
             raise OSError(5, exc.message) from None
+        _delete_file_rows(conn, state.file_id)
+        end = _last_newline(self.fd, self.st.st_size)
+        state.status, state.entries, state.lines = "legacy", 0, 0
         next_id = conn.execute("select coalesce(max(id), 0) + 1 from entries").fetchone()[0]
         rows: list[tuple[Any, ...]] = []
         texts: list[tuple[int, str]] = []
@@ -821,12 +867,36 @@ def _add_row(rows: list[tuple[Any, ...]], rowid: int, file_id: int, entry: Entry
     return text
 
 
+ROWS_PER_STATEMENT = 128  # one INSERT for many rows: SQLite gives the GIL back once per statement, not per row
+
+
+@functools.cache
+def _insert_sql(table: str, width: int, count: int) -> str:
+    row = "(" + ", ".join("?" * width) + ")"
+    return f"insert into {table} values " + ", ".join([row] * count)
+
+
+def _insert_many(conn: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` with multi-row statements. Each row bound one at a time (``executemany``) would hand the
+    GIL over at every row, and wait for it while the parsing thread holds it."""
+    if not rows:
+        return
+    width = len(rows[0])
+    for at in range(0, len(rows), ROWS_PER_STATEMENT):
+        chunk = rows[at : at + ROWS_PER_STATEMENT]
+        conn.execute(_insert_sql(table, width, len(chunk)), [value for row in chunk for value in row])
+
+
+def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], ids: range, texts: list[str]) -> None:
+    _insert_many(conn, "entries", rows)
+    _insert_many(conn, "body(rowid, text)", list(zip(ids, texts, strict=True)))
+
+
 def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], texts: list[tuple[int, str]]) -> None:
-    if rows:
-        conn.executemany("insert into entries values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        conn.executemany("insert into body(rowid, text) values (?, ?)", texts)
-        rows.clear()
-        texts.clear()
+    _insert_many(conn, "entries", rows)
+    _insert_many(conn, "body(rowid, text)", texts)
+    rows.clear()
+    texts.clear()
 
 
 def _falsy(value: Any) -> bool:
