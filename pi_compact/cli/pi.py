@@ -244,7 +244,8 @@ def config_command(
 
     JSON: {"schema_version": 1, "enabled", "mode" (null: as installed), "cap" (null: default; false: no cap),
     "lookupModel", "sources" ({key: global|project}), "warnings", "projectTrusted", "capArgs" (the same cap as
-    compact flags), "lookupAvailable"}.
+    compact flags), "lookupAvailable", "tools" (the tools the extension registers: [{name, label, description,
+    parameters, kind: search|lookup}])}.
     """
     from pi_compact.pi.hook import effective_config
 

@@ -407,6 +407,7 @@ class PiConfigDoc(TypedDict):
     projectTrusted: bool
     capArgs: list[str]
     lookupAvailable: bool
+    tools: list[dict[str, Any]]
 
 
 class PiCheckpointDoc(TypedDict):

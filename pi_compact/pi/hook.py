@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_compact.errors import UsageError
+from pi_compact.pi.tools import SEARCH_MAX_COUNT, SEARCH_SESSIONS
 
 if TYPE_CHECKING:
     from pi_compact.search.transcript import Transcript
@@ -28,11 +29,9 @@ TOOLS = {
 }
 # The one tool that reads other sessions (through ``picompact search``'s index), apart from the recovery tools above,
 # which stay on this session's branch.
-SEARCH_SESSIONS = "context_search_sessions"
 SEARCH_ARGUMENTS = frozenset(
     {"query", "regex", "fixed", "ignore_case", "role", "tool", "errors", "since", "until", "max_count", "cursor"}
 )
-SEARCH_MAX_COUNT = 20
 
 
 @dataclass(frozen=True)
@@ -280,9 +279,13 @@ def effective_config(
     if session_model and "/" in session_model:
         with contextlib.suppress(UsageError):
             model = parse_model_ref(session_model)
+    from pi_compact.pi.tools import extension_tools
+
     env = os.environ if env is None else env
+    lookup = model_available(model, config.lookup_model, env)
     return {
         **config.to_json(),
         "capArgs": config.cap_args(),
-        "lookupAvailable": model_available(model, config.lookup_model, env),
+        "lookupAvailable": lookup,
+        "tools": extension_tools(config.cross_session, lookup),
     }

@@ -142,6 +142,12 @@ async function fixedSequence() {
 	const out = {};
 	await emit("session_start", { reason: "startup" });
 	out.tools = [...tools.keys()].sort();
+	out.toolSpecs = [...tools.values()].map((t) => ({
+		name: t.name,
+		label: t.label,
+		description: t.description,
+		parameters: t.parameters,
+	}));
 	out.commands = [...commands.keys()];
 	if (process.argv[3] === "disabled") {
 		const preparation = { firstKeptEntryId: "k1", tokensBefore: 1234, settings: {} };

@@ -17,6 +17,8 @@ import orjson
 import pytest
 
 from pi_compact.pi.install import extension_source
+from pi_compact.pi.tools import extension_tools
+from tests.helpers.cli import run
 from tests.oracle import NODE22, NOT_INSTALLED
 
 HARNESS = Path(__file__).with_name("extension_harness.mjs")
@@ -53,7 +55,7 @@ elif what == "error":
     sys.exit(2)
 if args[:2] == ["pi", "config"]:
     print(json.dumps({{"enabled": {enabled}, "mode": None, "cap": None, "lookupModel": None, "capArgs": [],
-                      "lookupAvailable": True, "warnings": []}}))
+                      "lookupAvailable": True, "warnings": [], "tools": json.loads({tools!r})}}))
 elif args[:2] == ["pi", "checkpoint"]:
     print(json.dumps({{"mode": "verbatim", "summary": "# Verbatim checkpoint (picompact)\nS",
                       "firstKeptEntryId": "k1", "tokensBefore": 1234, "details": {{"picompact": {{}}}},
@@ -84,7 +86,14 @@ def _run_harness(
     fake = work / "fake-picompact"
     behaviour = work / "behaviour.json"
     fake.write_text(
-        FAKE.format(python=sys.executable, log=str(log), enabled=enabled, behaviour=str(behaviour), pids=str(pids))
+        FAKE.format(
+            python=sys.executable,
+            log=str(log),
+            enabled=enabled,
+            behaviour=str(behaviour),
+            pids=str(pids),
+            tools=orjson.dumps(extension_tools("project", lookup=True)).decode(),
+        )
     )
     fake.chmod(0o755)
     (work / "index.ts").write_bytes(extension_source())
@@ -119,6 +128,16 @@ def test_disabled_in_settings_does_nothing(tmp_path: Path) -> None:
     data = _run_harness(tmp_path, enabled=False)
     assert data["tools"] == [] and data["compaction"] is None
     assert [c[:2] for c in data["calls"]] == [["pi", "config"]]
+
+
+def test_the_tools_registered_are_the_ones_picompact_defines(observed: dict[str, Any]) -> None:
+    """The extension holds no copy of the tools: it registers what `picompact pi config --json` sends."""
+    python = [
+        {k: t[k] for k in ("name", "label", "description", "parameters")} for t in extension_tools("project", True)
+    ]
+    assert observed["toolSpecs"] == python
+    real = run("pi", "config", "--json").json["tools"]  # what the command sends (no lookup model here)
+    assert [t["name"] for t in real] == [t["name"] for t in python if t["name"] != "context_lookup"]
 
 
 def test_tools_and_command_are_registered(observed: dict[str, Any]) -> None:

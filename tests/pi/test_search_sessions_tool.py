@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from pi_compact.pi.install import extension_source
+from pi_compact.pi.tools import extension_tools
 from tests.oracle import NODE22, NOT_INSTALLED
 
 HARNESS = Path(__file__).with_name("extension_harness.mjs")
@@ -27,6 +28,7 @@ if args[:2] == ["pi", "config"]:
     config = {{"enabled": True, "mode": None, "cap": None, "lookupModel": None, "capArgs": [],
               "lookupAvailable": False, "warnings": []}}
     config.update({extra})
+    config["tools"] = json.loads({tools!r})
     print(json.dumps(config))
 elif args[:2] == ["pi", "tool"]:
     print(json.dumps({{"text": "TEXT " + args[2]}}))
@@ -40,7 +42,11 @@ def _run(work: Path, extra: dict[str, Any], steps: list[Any]) -> tuple[list[Any]
         pytest.skip(NOT_INSTALLED)
     log = work / "calls.jsonl"
     fake = work / "fake-picompact"
-    fake.write_text(FAKE.format(python=sys.executable, log=str(log), extra=repr(extra)))
+    setting = extra.get("crossSession", "project")
+    tools = extension_tools(None if setting is False else setting, lookup=False)  # what picompact pi config sends
+    fake.write_text(
+        FAKE.format(python=sys.executable, log=str(log), extra=repr(extra), tools=orjson.dumps(tools).decode())
+    )
     fake.chmod(0o755)
     (work / "index.ts").write_bytes(extension_source())
     (work / "install.json").write_bytes(orjson.dumps({"command": [str(fake)], "version": "0", "mode": "verbatim"}))

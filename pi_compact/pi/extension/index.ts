@@ -68,6 +68,16 @@ interface Config {
 	capArgs: string[];
 	lookupAvailable: boolean;
 	warnings: string[];
+	tools?: ToolSpec[]; // what to register, defined by picompact (pi_compact/pi/tools.py)
+}
+
+/** A tool as `picompact pi config` defines it: "search" tools run `picompact pi tool NAME`, "lookup" runs lookup. */
+interface ToolSpec {
+	name: string;
+	label: string;
+	description: string;
+	parameters: Record<string, unknown>;
+	kind: "search" | "lookup";
 }
 
 interface Checkpoint {
@@ -555,138 +565,33 @@ export default function picompact(pi: ExtensionAPI) {
 		return { content: [{ type: "text" as const, text: answer.data.text }], details: {} };
 	}
 
-	const cursorParam = {
-		type: "string",
-		description:
-			"To get the next page of an earlier result: the cursor that result gave, with all other arguments as before.",
-	};
-	const roleParam = {
-		type: "array",
-		items: { type: "string" },
-		description: "Only entries of these roles or entry types: user, assistant, toolResult, bashExecution, custom, ...",
-	};
-
 	/** One of the tools that run `picompact pi tool NAME` (the search tools of the lookup model). */
-	function registerSearchTool(
-		name: string,
-		label: string,
-		description: string,
-		properties: Record<string, unknown>,
-		required?: string[],
-	) {
+	function registerSearchTool(spec: ToolSpec) {
 		pi.registerTool({
-			name,
-			label,
-			description,
-			parameters: {
-				type: "object",
-				properties,
-				...(required ? { required } : {}),
-				additionalProperties: false,
-			} as never,
+			name: spec.name,
+			label: spec.label,
+			description: spec.description,
+			parameters: spec.parameters as never,
 			execute: (toolCallId, params, signal, _onUpdate, ctx) =>
-				runTool(name, params as Record<string, unknown>, toolCallId, signal, ctx),
+				runTool(spec.name, params as Record<string, unknown>, toolCallId, signal, ctx),
 		});
 	}
 
-	function registerTools(lookup: boolean) {
+	function registerTools(specs: ToolSpec[]) {
 		if (toolsRegistered) return;
 		toolsRegistered = true;
-		registerSearchTool(
-			"context_list_entries",
-			"List session entries",
-			"List the entries of this session's full recorded history (the current branch, including what compaction " +
-				"removed from your context): id, role, timestamp, size and a one-line preview, 50 per page. Use it to find " +
-				"the entry id of an earlier step, then context_show_entry to read it.",
-			{
-				role: roleParam,
-				since: { type: "string", description: "Only entries at or after this ISO time." },
-				limit: { type: "integer", minimum: 1, maximum: 50, description: "Entries per page (at most 50)." },
-				cursor: cursorParam,
-			},
-		);
-		registerSearchTool(
-			"context_grep",
-			"Search session history",
-			"Search this session's full recorded history (every tool output, thinking and argument, also what " +
-				"compaction removed from your context) with a regular expression. Each matching line comes back as " +
-				"`<entry id>:<section>:<line>:<text>`. Use it to recover an exact earlier error or output, or where a " +
-				"finding came from, instead of redoing slow work; re-read project files for their current contents.",
-			{
-				pattern: { type: "string", description: "The regular expression (or text, with fixed)." },
-				ignore_case: { type: "boolean", description: "Match regardless of case." },
-				fixed: { type: "boolean", description: "Treat the pattern as literal text." },
-				context: { type: "integer", minimum: 0, maximum: 20, description: "Lines of context around each match." },
-				role: roleParam,
-				max_count: { type: "integer", minimum: 1, maximum: 50, description: "Matches per page (at most 50)." },
-				cursor: cursorParam,
-			},
-			["pattern"],
-		);
-		registerSearchTool(
-			"context_show_entry",
-			"Show session entry",
-			"Show one entry of this session's recorded history in full (thinking, tool arguments and outputs " +
-				"included), paged. Ids are the ones context_grep, context_list_entries or the checkpoint show.",
-			{
-				id: { type: "string", description: "The entry id (a unique prefix of 4+ characters works)." },
-				...(config?.crossSession === false
-					? {}
-					: {
-							session: {
-								type: "string",
-								description:
-									"Only for an entry of another session: the session id context_search_sessions gave with it.",
-							},
-						}),
-				cursor: cursorParam,
-			},
-			["id"],
-		);
-		if (config?.crossSession !== false) {
-			registerSearchTool(
-				"context_search_sessions",
-				"Search other sessions",
-				(config?.crossSession === "all"
-					? "Search every recorded Pi session"
-					: "Search this project's recorded Pi sessions") +
-					" (earlier and parallel sessions, not only this one) for words, ranked best first: `timeout retry` " +
-					'(both words), `"connection reset"` (a phrase), `migrat*` (a prefix), OR, AND, NOT; or an exact pattern ' +
-					"with regex or fixed. Each result gives a session id, an entry id, its role, time and a snippet; read " +
-					"one with context_show_entry {id, session}. Use it to find how something was solved or decided in " +
-					"another session; for this session's own history use context_grep.",
-				{
-					query: { type: "string", description: "The words (or the pattern, with regex or fixed)." },
-					regex: { type: "boolean", description: "The query is a regular expression." },
-					fixed: { type: "boolean", description: "The query is literal text." },
-					ignore_case: { type: "boolean", description: "With regex or fixed: match regardless of case." },
-					role: roleParam,
-					tool: { type: "string", description: "Only calls of this tool and their results." },
-					errors: { type: "boolean", description: "Only failed tool results." },
-					since: { type: "string", description: "Only entries at or after this time (ISO, or an age: 2h, 7d)." },
-					until: { type: "string", description: "Only entries at or before this time." },
-					max_count: { type: "integer", minimum: 1, maximum: 20, description: "Results per page (at most 20)." },
-					cursor: cursorParam,
-				},
-				["query"],
-			);
+		for (const spec of specs) {
+			if (spec.kind === "search") registerSearchTool(spec);
+			else if (spec.kind === "lookup") registerLookupTool(spec);
 		}
-		if (!lookup) return;
+	}
+
+	function registerLookupTool(spec: ToolSpec) {
 		pi.registerTool({
-			name: "context_lookup",
-			label: "Look up session history",
-			description:
-				"Ask a helper model to search this session's full recorded history (including what compaction removed " +
-				"from your context) and answer one question, citing entry ids; its searching stays out of your context. " +
-				"Use it to recover specific earlier details: an exact error, where a finding came from, why something was " +
-				"decided, or to settle a contradiction. Not for project discovery or the current state of files. One " +
-				"attempt until the user writes, a bash command runs or another tool returns; then use context_grep.",
-			parameters: {
-				type: "object",
-				properties: { question: { type: "string", description: "The question, with what to cite." } },
-				required: ["question"],
-				additionalProperties: false,
-			} as never,
+			name: spec.name,
+			label: spec.label,
+			description: spec.description,
+			parameters: spec.parameters as never,
 			execute: async (toolCallId, params, signal, _onUpdate, ctx) => {
 				const allowed = lookupVerdicts.get(toolCallId) ?? lookupAttempts++ === 0;
 				lookupVerdicts.delete(toolCallId);
@@ -741,7 +646,7 @@ export default function picompact(pi: ExtensionAPI) {
 
 	/** The tools read the session file: none for a session that lives only in memory (--no-session). */
 	function registerToolsIfUsable(ctx: ExtensionContext) {
-		if (config?.enabled && ctx.sessionManager.getSessionFile()) registerTools(config.lookupAvailable);
+		if (config?.enabled && ctx.sessionManager.getSessionFile()) registerTools(config.tools ?? []);
 	}
 
 	pi.on("session_start", async (_event, ctx) => {
