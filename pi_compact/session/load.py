@@ -402,16 +402,23 @@ def _release_before(
             end = i
             break
     for entry in entries[start:end]:
-        if entry.type == "message":
-            if decorate is not None:
-                decorated[entry.index] = decorate(entry)
+        if entry.type != "message":
+            continue
+        if decorate is not None:
+            decorated[entry.index] = decorate(entry)
+        raw = entry._raw
+        if raw is not None:  # None: released before, its facts from the index
             role = entry.role
-            raw = entry._raw
-            if (role == "assistant" or role == "toolResult") and raw is not None:  # None: facts from the index
-                facts = mutation_facts(raw["message"])
+            message = raw["message"]
+            # mutation_facts, called only where it can find something (this runs for every message dropped)
+            if (role == "assistant" and isinstance(message.get("content"), list)) or (
+                role == "toolResult" and "nestedCalls" in message
+            ):
+                facts = mutation_facts(message)
                 if facts is not None:
                     mutations[entry.index] = facts
-            entry.release(source)
+        entry._source = source  # entry.release(source), inlined
+        entry._raw = None
     return max(start, end)
 
 
