@@ -407,13 +407,11 @@ def _release_before(
         if decorate is not None:
             decorated[entry.index] = decorate(entry)
         raw = entry._raw
-        if raw is not None:  # None: released before, its facts from the index
-            role = entry.role
+        role = entry.role  # a role: the message is a dict
+        if raw is not None and (role == "assistant" or role == "toolResult"):  # None: its facts from the index
             message = raw["message"]
             # mutation_facts, called only where it can find something (this runs for every message dropped)
-            if (role == "assistant" and isinstance(message.get("content"), list)) or (
-                role == "toolResult" and "nestedCalls" in message
-            ):
+            if isinstance(message.get("content"), list) if role == "assistant" else "nestedCalls" in message:
                 facts = mutation_facts(message)
                 if facts is not None:
                     mutations[entry.index] = facts

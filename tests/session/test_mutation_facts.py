@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -176,3 +177,29 @@ def test_an_index_with_bad_facts_is_ignored(tmp_path: Path, monkeypatch: Any) ->
             assert index.read(path, fd, os.fstat(fd)) is None, rows
     finally:
         os.close(fd)
+
+
+def test_message_entries_without_a_message_object_are_dropped_alike(tmp_path: Path) -> None:
+    rows: list[dict[str, Any]] = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/r"},
+        {"type": "message", "id": "a", "parentId": None},
+        {"type": "message", "id": "b", "parentId": "a", "message": "text"},
+        {"type": "message", "id": "c", "parentId": "b", "message": {"role": "toolResult", "content": None}},
+        {
+            "type": "message",
+            "id": "d",
+            "parentId": "c",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "toolCall", "name": "edit", "arguments": {"path": "x"}}],
+            },
+        },
+        {"type": "message", "id": "e", "parentId": "d", "message": {"role": "user", "content": "hi"}},
+        {"type": "compaction", "id": "f", "parentId": "e", "summary": "s", "firstKeptEntryId": "e", "tokensBefore": 1},
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    session = load_session(path)
+    assert session.mutations == {3: (None, ((0, "x"),))} and session.mutations_known == 4
+    full = load_session_bytes(path.read_bytes(), str(path))
+    assert analyze(session, OPTIONS).to_json() == analyze(full, OPTIONS).to_json()
