@@ -18,7 +18,7 @@ _EXPORTS = {
     "CompactionPlan": "pi_compact.plan",
     "CompactionSettings": "pi_compact.settings",
     "Entry": "pi_compact.session.entries",
-    "GrepQuery": "pi_compact.search.pages",
+    "GrepQuery": "pi_compact.search.grepping",
     "ExitCode": "pi_compact.errors",
     "LookupOptions": "pi_compact.lookup.agent",
     "ModelInfo": "pi_compact.catalog",
@@ -42,10 +42,10 @@ _EXPORTS = {
     "find_model": "pi_compact.catalog",
     "find_most_recent_session": "pi_compact.session.discovery",
     "get_branch": "pi_compact.session.tree",
-    "grep": "pi_compact.search.pages",
+    "grep": "pi_compact.search.grepping",
     "lint_file": "pi_compact.lint",
     "lint_paths": "pi_compact.lint",
-    "list_entries": "pi_compact.search.pages",
+    "list_entries": "pi_compact.search.listing",
     "list_sessions": "pi_compact.session.discovery",
     "load_session": "pi_compact.session.load",
     "load_session_bytes": "pi_compact.session.load",
@@ -55,7 +55,7 @@ _EXPORTS = {
     "resolve_settings": "pi_compact.settings",
     "run_lookup": "pi_compact.lookup.agent",
     "should_compact": "pi_compact.plan",
-    "show_entry": "pi_compact.search.pages",
+    "show_entry": "pi_compact.search.show",
     "CheckpointMode": "pi_compact.checkpoint.mode",
     "CheckpointResult": "pi_compact.checkpoint.mode",
     "SummaryMode": "pi_compact.checkpoint.summary",
@@ -150,7 +150,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.plan import CompactionPlan, plan_compaction, should_compact
     from pi_compact.projection import Projection, build_projection, context_tokens
     from pi_compact.search.context import build_context_view
-    from pi_compact.search.pages import GrepQuery, grep, list_entries, show_entry
+    from pi_compact.search.grepping import GrepQuery, grep
+    from pi_compact.search.listing import list_entries
+    from pi_compact.search.show import show_entry
     from pi_compact.search.transcript import build_transcript
     from pi_compact.session.discovery import SessionSummary, find_most_recent_session, list_sessions
     from pi_compact.session.entries import Entry, Session

@@ -370,7 +370,7 @@ def _decisions(text: str) -> list[str]:
 
 def _recover(branch: Branch, item: CoverageItem) -> bool:
     """Whether ``picompact grep -F NEEDLE`` on the raw branch finds the item in its own entry."""
-    from pi_compact.search.pages import grep
+    from pi_compact.search.grepping import grep
 
     if not item.needle:
         return False

@@ -33,7 +33,9 @@ from pi_compact.check import CheckOptions, CheckResult, analyze
 from pi_compact.compact import CompactOptions, CompactResult, compact_session
 from pi_compact.coverage import CoverageResult, measure_coverage
 from pi_compact.errors import UsageError
-from pi_compact.search.pages import EntryPage, GrepPage, ShowPage, grep, list_entries, show_entry
+from pi_compact.search.grepping import GrepPage, grep
+from pi_compact.search.listing import EntryPage, list_entries
+from pi_compact.search.show import ShowPage, show_entry
 from pi_compact.search.transcript import Transcript, build_transcript
 from pi_compact.session.entries import Session
 from pi_compact.session.load import load_session

@@ -135,7 +135,7 @@ def list_command(
     JSON line), "line" (in the file), "branch" (leaf id of its branch), "on_branch"}], "total" (entries passing
     the filters), "next_cursor" (null on the last page)}.
     """
-    from pi_compact.search.pages import list_entries
+    from pi_compact.search.listing import list_entries
 
     env = env_of(ctx)
     with Progress(env, f"reading {session if session is not None else 'the session'}"):
@@ -262,9 +262,11 @@ def grep(
     json_output: bool = json_option("JSON Lines: a record per match, then a summary (an error is an error record)."),
     no_cache: bool = NoCacheOpt,
 ) -> ExitCode:
+    from pi_compact.search.decoration import grep_wants_decorated
+    from pi_compact.search.grepping import GrepQuery, grep_counts, grep_stream
     from pi_compact.search.matching import regex_timeout as check_timeout
     from pi_compact.search.matching import search_budget
-    from pi_compact.search.pages import DEFAULT_LIMITS, GrepQuery, grep_counts, grep_stream, grep_wants_decorated
+    from pi_compact.search.pages import DEFAULT_LIMITS
 
     env = env_of(ctx)
     if color not in ("auto", "always", "never"):
@@ -467,7 +469,7 @@ def show(
     "page", "pages", "total_lines", "total_chars", "lines": [{line_number, section, text, offset, length}],
     "next_cursor"}.
     """
-    from pi_compact.search.pages import entry_raw, show_entry
+    from pi_compact.search.show import entry_raw, show_entry
 
     env = env_of(ctx)
     session, entry_id = split_thing_session(env, args, "ENTRY_ID", "show")

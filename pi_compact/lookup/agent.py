@@ -44,10 +44,7 @@ from pi_compact.lookup.tools import (
     _plural,
     _Tools,
 )
-from pi_compact.search.pages import (
-    DEFAULT_LIMITS,
-    Limits,
-)
+from pi_compact.search.pages import DEFAULT_LIMITS, Limits
 from pi_compact.search.quotes import Citation, Quote, find_citations, verify_quotes
 from pi_compact.search.render import entry_label
 from pi_compact.search.transcript import Transcript

@@ -17,8 +17,10 @@ import dataclasses
 from bisect import bisect_right
 
 from pi_compact.redact import Masked, Redactor
-from pi_compact.search.pages import EntryPage, GrepLine, GrepMatch, GrepPage, ShowLine, ShowPage, _window
+from pi_compact.search.grepping import GrepLine, GrepMatch, GrepPage, _window
+from pi_compact.search.listing import EntryPage
 from pi_compact.search.render import preview
+from pi_compact.search.show import ShowLine, ShowPage
 from pi_compact.search.transcript import Transcript
 from pi_compact.session.entries import Entry
 

@@ -13,18 +13,11 @@ import orjson
 
 from pi_compact.errors import NotFoundError, UsageError
 from pi_compact.llm.types import ToolCall
-from pi_compact.search.pages import (
-    DEFAULT_LIMITS,
-    EntryPage,
-    GrepPage,
-    GrepQuery,
-    Limits,
-    ShowPage,
-    grep,
-    list_entries,
-    show_entry,
-)
+from pi_compact.search.grepping import GrepPage, GrepQuery, grep
+from pi_compact.search.listing import EntryPage, list_entries
+from pi_compact.search.pages import DEFAULT_LIMITS, Limits
 from pi_compact.search.render import safe_text
+from pi_compact.search.show import ShowPage, show_entry
 from pi_compact.search.transcript import Transcript
 
 if TYPE_CHECKING:

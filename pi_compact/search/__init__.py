@@ -13,24 +13,12 @@ more = grep(transcript, r"TypeError: .*undefined", context=2, cursor=page.next_c
 
 from typing import TYPE_CHECKING, Any
 
+from pi_compact.search.grepping import GrepLine, GrepMatch, GrepPage, grep
+from pi_compact.search.listing import EntryPage, list_entries
 from pi_compact.search.matching import compile_pattern
-from pi_compact.search.pages import (
-    DEFAULT_LIMITS,
-    EntryInfo,
-    EntryPage,
-    GrepLine,
-    GrepMatch,
-    GrepPage,
-    Limits,
-    ShowLine,
-    ShowPage,
-    entry_raw,
-    grep,
-    list_entries,
-    resolve_in_scope,
-    show_entry,
-)
+from pi_compact.search.pages import DEFAULT_LIMITS, EntryInfo, Limits
 from pi_compact.search.render import SECTIONS, RenderedEntry, header_line, preview, render_entry
+from pi_compact.search.show import ShowLine, ShowPage, entry_raw, resolve_in_scope, show_entry
 from pi_compact.search.transcript import Transcript, TranscriptLine, as_transcript, build_transcript
 
 if TYPE_CHECKING:

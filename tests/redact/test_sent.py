@@ -260,7 +260,7 @@ def _fragments(secret: str, size: int = 12) -> list[str]:
 def test_lookup_masks_a_key_the_grep_window_starts_inside(
     server: HTTPServer, tmp_path: Path, keys: dict[str, str]
 ) -> None:
-    from pi_compact.search.pages import grep
+    from pi_compact.search.grepping import grep
     from pi_compact.search.transcript import build_transcript
     from pi_compact.session import load_session
 
@@ -284,7 +284,7 @@ def test_lookup_masks_a_key_the_grep_window_starts_inside(
 
 
 def test_lookup_masks_a_key_a_show_page_ends_inside(server: HTTPServer, tmp_path: Path, keys: dict[str, str]) -> None:
-    from pi_compact.search.pages import show_entry
+    from pi_compact.search.show import show_entry
     from pi_compact.search.transcript import build_transcript
     from pi_compact.session import load_session
 

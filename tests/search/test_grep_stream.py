@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_compact.search.pages import GrepQuery, grep, grep_stream
+from pi_compact.search.grepping import GrepQuery, grep, grep_stream
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session
 from tests.helpers.sessions import simple_session

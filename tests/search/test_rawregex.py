@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from pi_compact.search import grep
 from pi_compact.search import rawregex as R
+from pi_compact.search.decoration import grep_wants_decorated
+from pi_compact.search.grepping import GrepQuery, grep_counts
 from pi_compact.search.matching import relaxed_search
-from pi_compact.search.pages import GrepQuery, grep_counts, grep_wants_decorated
 from pi_compact.search.prefilter import take_census
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes

@@ -311,7 +311,7 @@ def test_dangling_symlink_is_not_found(tmp_path: Path) -> None:
 
 
 def test_grep_finds_replacement_characters_the_raw_bytes_lack(tmp_path: Path) -> None:
-    from pi_compact.search.pages import grep
+    from pi_compact.search.grepping import grep
     from pi_compact.search.transcript import build_transcript
 
     data = simple_session(turns=2).to_bytes().replace(b"Reading mod1", b"Reading \xff mod1", 1)

@@ -130,7 +130,7 @@ def test_the_mutation_walk_finds_the_same_calls_in_released_entries(tmp_path: Pa
 
 @pytest.mark.parametrize("pattern", ["Turn 3", "contents of mod1", "round two", "ok$", "late[0-9]"])
 def test_grep_over_released_entries_finds_what_a_full_parse_finds(tmp_path: Path, pattern: str) -> None:
-    from pi_compact.search.pages import grep
+    from pi_compact.search.grepping import grep
     from pi_compact.search.transcript import build_transcript
 
     path = compacted_session().write(tmp_path / "s.jsonl")
@@ -199,7 +199,7 @@ def test_decorated_lines_kept_by_the_loader_are_the_rendering(tmp_path: Path) ->
 def test_grep_with_kept_decorated_lines_finds_what_a_full_parse_finds(
     tmp_path: Path, pattern: str, sections: list[str] | None
 ) -> None:
-    from pi_compact.search.pages import grep
+    from pi_compact.search.grepping import grep
     from pi_compact.search.render import render_entry
     from pi_compact.search.transcript import build_transcript
 
