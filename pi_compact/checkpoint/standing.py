@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pi_compact.checkpoint.signatures import ELLIPSIS
 
 KINDS = ("goal", "rule", "constraint", "preference", "value")
+MAX_LINES = 40  # a bound on the block whatever the session: the opening request and the newest instructions
 SENTENCE_CHARS = 240
 MIN_SENTENCE_CHARS = 6
 GOAL_CHARS = 240
@@ -357,6 +358,12 @@ def render_standing(items: Sequence[Instruction]) -> str:
         lines.append(text)
     if not lines:
         return ""
+    if len(lines) > MAX_LINES:  # the opening request, a count of what is left out, the newest instructions
+        head = lines[:1] if items and items[0].kind == "goal" else []
+        newest = lines[-(MAX_LINES - len(head)) :]
+        left_out = len(lines) - len(head) - len(newest)
+        note = f"- … {left_out} older instructions not shown here (they are in the spans and the session file)"
+        lines = [*head, note, *newest]
     return "## Standing instructions\nSaid by the user in the compacted part, in their words (never trimmed):\n" + (
         "\n".join(lines)
     )
