@@ -39,11 +39,13 @@ test: $(STAMP) pi
 	@echo "make test: the whole suite on every core; several minutes on two cores (Pi's end-to-end sessions take longest)"
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n auto --dist loadscope --no-loadscope-reorder
 
-## lint: ruff (lint + format check) and mypy on every module, CLI included; tsc on the Pi extension
+## lint: ruff (lint + format check) and mypy on every module, CLI included; tsc on the Pi extension; the generated
+## pages of docs/ (the CLI reference, the JSON schemas) are what the code gives
 lint: $(STAMP) typecheck
-	$(BIN)/ruff check pi_compact tests bench
-	$(BIN)/ruff format --check pi_compact tests bench
+	$(BIN)/ruff check pi_compact tests bench tools/docs.py
+	$(BIN)/ruff format --check pi_compact tests bench tools/docs.py
 	$(BIN)/mypy pi_compact
+	$(BIN)/python tools/docs.py --check
 
 ## typecheck: tsc --noEmit on the Pi extension against Pi 1.6's own .d.ts (typescript and Pi from tools/pi)
 TS := tools/pi

@@ -10,7 +10,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Exit codes shared by every command (documented in the README)."""
+    """Exit codes shared by every command (documented in docs/json.md)."""
 
     OK = 0
     NO = 1  # check: compaction needed; grep: no match; lookup: nothing found

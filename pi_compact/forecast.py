@@ -1,6 +1,6 @@
 """How many turns remain before Pi's threshold, and how many a compaction buys.
 
-The rule (documented in the README):
+The rule (documented in docs/commands.md):
 
 - Take the last ``GROWTH_WINDOW`` (10) assistant replies on the branch whose usage Pi would trust on its own
   (``projection.assistant_usage``: not aborted, not an error, a non-zero total).

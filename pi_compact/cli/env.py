@@ -22,7 +22,7 @@ import orjson
 
 from pi_compact.errors import ExitCode, OutputWriteError
 
-# The version of every JSON document and JSON Lines record picompact prints (README, "JSON output").
+# The version of every JSON document and JSON Lines record picompact prints (docs/json.md, "JSON output").
 SCHEMA_VERSION = 1
 
 JsonMode = Literal["document", "lines"]

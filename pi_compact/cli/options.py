@@ -35,7 +35,7 @@ def _json_mode(ctx: typer.Context, value: bool) -> bool:
     return value
 
 
-def json_option(help: str = "Print one JSON document (see README for the schema).") -> Any:
+def json_option(help: str = "Print one JSON document (see docs/json.md for the schema).") -> Any:
     """The ``--json`` flag of a command (JSON Lines commands are listed in ``pi_compact.cli._jsonmode.JSON_LINES``)."""
     return typer.Option(False, "--json", help=help, callback=_json_mode, is_eager=True)
 

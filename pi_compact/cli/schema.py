@@ -2,8 +2,8 @@
 
 ``Environment.emit`` stamps ``schema_version`` (``SCHEMA_VERSION``) on each document; JSON Lines commands wrap each
 record as ``{"type", "version", "data"}``. Each document's top-level keys are declared here once, as a TypedDict;
-the README's "JSON output" table lists the same keys, and ``tests/cli/test_json_schema.py`` checks both against what
-the commands print. Nested values are described in the README. Adding a key is compatible; renaming or removing
+docs/json.md's "JSON output" table lists the same keys, and ``tests/cli/test_json_schema.py`` checks both against what
+the commands print. Nested values are described in docs/commands.md. Adding a key is compatible; renaming or removing
 one needs a new ``SCHEMA_VERSION``.
 """
 
@@ -449,7 +449,7 @@ class RulesDoc(TypedDict):
     written: dict[str, Any] | None
 
 
-# What each document is called in the README's "JSON output" table, and its keys' declaration.
+# What each document is called in docs/json.md's "JSON output" table, and its keys' declaration.
 DOCUMENTS: dict[str, type] = {
     "error": ErrorDoc,
     "check": CheckDoc,

@@ -1,7 +1,7 @@
 """Checking a lookup answer against the history: are its quotes really there, do its cited entries exist?
 
 A model can misremember or invent text, so every quoted span of an answer is searched for in the rendered raw
-branch, and every cited id is looked up. The rules (also in the README):
+branch, and every cited id is looked up. The rules (also in docs/commands.md):
 
 Quoted spans (delimiters inside a code span or block do not start another span):
 - fenced code blocks (```` ``` ```` or ``~~~``) and ``>`` block quotes are checked line by line: every line

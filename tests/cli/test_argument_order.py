@@ -106,8 +106,11 @@ def test_f_errors_are_usage_errors(session: tuple[Path, str], tmp_path: Path) ->
 
 
 def test_the_readme_and_examples_use_the_grep_order() -> None:
-    """No command in the README or in examples/ puts the session before the pattern or the id."""
-    texts = [README, *(p.read_text() for p in sorted((ROOT / "examples").glob("*.sh")))]
+    """No command in the README, the docs or examples/ puts the session before the pattern or the id."""
+    texts = [
+        README,
+        *(p.read_text() for p in sorted([*(ROOT / "docs").glob("*.md"), *(ROOT / "examples").glob("*.sh")])),
+    ]
     old = re.compile(r"picompact (grep|show|lookup) (\"?\$session\"?|SESSION|FILE|\S+\.jsonl)\b")
     found = [m.group(0) for text in texts for m in old.finditer(text)]
     allowed = {"picompact grep SESSION", "picompact show SESSION"}  # where the README describes the older order

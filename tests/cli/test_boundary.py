@@ -18,7 +18,7 @@ from pi_compact.errors import ExitCode
 from tests.helpers.cli import picompact_exe, run, run_process
 from tests.helpers.sessions import simple_session
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text()  # the exit codes
 
 
 @pytest.fixture

@@ -10,7 +10,9 @@ import typer.main
 from pi_compact.cli import app
 from tests.helpers.cli import run
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+COMMANDS = (ROOT / "docs" / "commands.md").read_text()
 
 
 def command_names() -> list[str]:
@@ -29,10 +31,16 @@ def test_every_command_has_help_text() -> None:
         assert group.commands[name].help, f"{name} has no help text"  # type: ignore[attr-defined]
 
 
-def test_every_command_has_a_readme_section() -> None:
-    headings = [line for line in README.splitlines() if line.startswith("### ")]
+def test_every_command_has_a_section_in_the_commands_guide() -> None:
+    headings = [line for line in COMMANDS.splitlines() if line.startswith("### ")]
     for name in command_names():
-        assert any(re.search(rf"\b{name}\b", h) for h in headings), f"README has no section for {name}"
+        assert any(re.search(rf"\b{name}\b", h) for h in headings), f"docs/commands.md has no section for {name}"
+
+
+def test_the_readme_is_short_and_points_to_the_docs() -> None:
+    assert len(README.splitlines()) <= 200
+    for page in re.findall(r"\]\((docs/[\w./-]+\.md)\)", README):
+        assert (ROOT / page).is_file(), page
 
 
 def test_top_level_help_and_version() -> None:

@@ -14,7 +14,7 @@ from pi_compact.cli.schema import DOCUMENTS, RECORDS, keys
 from tests.helpers.cli import run
 from tests.helpers.sessions import simple_session
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text()  # its JSON output table
 HOW = "a key was added or removed: declare it in pi_compact/cli/schema.py and the README's JSON output table"
 WINDOW = ["--context-window", "200000"]
 
