@@ -6,6 +6,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -224,11 +225,14 @@ def test_two_searches_and_a_writer_at_once(tree: dict[str, Path]) -> None:
     results: list[int] = []
     stop = threading.Event()
 
-    def writer() -> None:
+    def writer() -> None:  # appends while both search, a line every millisecond or so (bounded: 3,000 lines)
         line = tree["b"].read_bytes().splitlines(keepends=True)[-1]
-        while not stop.is_set():
+        for _ in range(3_000):
+            if stop.is_set():
+                return
             with tree["b"].open("ab") as fh:
                 fh.write(line)
+            time.sleep(0.001)
 
     def searcher() -> None:
         for _ in range(3):
