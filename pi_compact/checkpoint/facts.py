@@ -41,9 +41,12 @@ _ERROR_LINE = re.compile(
 )
 _TEST_LINE = re.compile(
     r"^\s*(?:FAILED\s+\S+|FAIL\s+\S+|ERROR\s+\S+::\S+|--- FAIL: \S+|not ok \d+ .+|[✗✕×✘]\s+.+"
-    r"|\S+(?:::|\.)\S+\s+(?:\.\.\.\s+)?(?:FAILED|ERROR)\b.*"
-    r"|.*\b\d+ (?:failed|passed|failing|passing)\b.*)",
+    r"|\S+::\S+\s+(?:\.\.\.\s+)?(?:FAILED|ERROR)\b.*"  # pytest -v
+    r"|test\w*\s+\([\w.]+\)\s+\.\.\.\s+(?:FAIL|ERROR)\b.*"  # unittest -v
+    r"|[=\s]*\d+ (?:failed|passed|failing|passing)\b.*)",  # a runner's summary line
 )
+_TEST_WORDS = ("FAIL", "ERROR", "failed", "passed", "failing", "passing", "not ok", "✗", "✕", "×", "✘")
+TEST_TAIL_LINES = 400  # where a runner's outcome lines are: its last lines
 _VERSION = re.compile(r"\b([A-Za-z][\w.+-]{1,30})(?:\s+version)?[\s@:/v]+v?(\d+\.\d+(?:\.\d+){0,2}(?:[-+][\w.]+)?)\b")
 _SEARCH_TOOLS = frozenset({"grep", "find", "ls", "glob", "rg", "search", "list"})
 _SEARCH_COMMAND = re.compile(r"\b(?:grep|rg|find|ls|fd|git (?:status|diff --stat|ls-files|log --stat)|tree)\b")
@@ -144,7 +147,12 @@ def facts_of_output(
         line = error_line(text)
         if line:
             facts.append(Fact(entry, "error", _cut(line), call))
-    tests = [line.strip() for line in text.split("\n") if len(line) < 400 and _TEST_LINE.match(line)]
+    tail = text.split("\n")[-TEST_TAIL_LINES:]
+    tests = [
+        line.strip()
+        for line in tail
+        if len(line) < 400 and any(word in line for word in _TEST_WORDS) and _TEST_LINE.match(line)
+    ]
     said = {fact.text for fact in facts}
     for line in tests[:MAX_TESTS_PER_OUTPUT]:
         if _cut(line) not in said:

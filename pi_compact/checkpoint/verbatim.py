@@ -229,7 +229,10 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
 
     old_spans, previous_mine = _previous_spans(plan, warnings)
     compacted = plan.entries[plan.boundary_start : plan.cut.first_kept_index]
-    outcomes = call_outcomes(branch.entries)
+    # Calls from the compacted part on, with their results (a result pairs only with a call before it).
+    first = plan.entries[plan.boundary_start].entry.id if plan.boundary_start < len(plan.entries) else None
+    start = max(branch.position(first), 0) if first is not None else 0
+    outcomes = call_outcomes(branch.entries[start:])
     number = max((span.number for span in old_spans), default=0) + 1
     known_facts = {
         (fact.kind, f"{fact.call}\n{fact.text}" if fact.kind == "error" else fact.text)
