@@ -17,7 +17,7 @@ import typer
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
-from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings
+from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, check_mode_flags, with_settings
 from pi_compact.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -393,34 +393,17 @@ def _check_summary_flags(
     thinking: str | None = None,
 ) -> None:
     """Flags of one mode given with the other are usage errors naming them."""
-    if mode == "summary":
-        verbatim_only = [
-            name
-            for name, given in (("--cap", cap is not None), ("--no-cap", no_cap), ("--context-file", context_file))
-            if given
-        ]
-        if verbatim_only:
-            raise UsageError(
-                f"{', '.join(verbatim_only)} {_apply(verbatim_only)} only to --mode verbatim, not --mode summary"
-            )
-    else:
-        summary_only = [
-            name
-            for name, given in (
-                ("--base-url", base_url is not None),
-                ("--instructions", instructions is not None),
-                ("--include-thinking", include_thinking),
-                ("--timeout", timeout is not None),
-                ("--thinking", thinking is not None),
-            )
-            if given
-        ]
-        if summary_only:
-            raise UsageError(f"{', '.join(summary_only)} {_apply(summary_only)} only to --mode summary")
-
-
-def _apply(flags: list[str]) -> str:
-    return "applies" if len(flags) == 1 else "apply"
+    check_mode_flags(
+        mode,
+        {"--cap": cap is not None, "--no-cap": no_cap, "--context-file": context_file},
+        {
+            "--base-url": base_url is not None,
+            "--instructions": instructions is not None,
+            "--include-thinking": include_thinking,
+            "--timeout": timeout is not None,
+            "--thinking": thinking is not None,
+        },
+    )
 
 
 def _summary_options(params: dict[str, Any]) -> SummaryOptions:

@@ -298,10 +298,18 @@ def checkpoint_command(
         check_nonneg(name, value)
     if cap is not None and no_cap:
         raise UsageError("--cap and --no-cap clash: give one of them")
-    if mode == "summary" and (cap is not None or no_cap):
-        raise UsageError("--cap and --no-cap apply only to --mode verbatim")
-    if mode != "summary" and (model or base_url or instructions or timeout is not None):
-        raise UsageError("--model, --base-url, --instructions and --timeout apply only to --mode summary")
+    from pi_compact.cli.options import check_mode_flags
+
+    check_mode_flags(
+        mode,
+        {"--cap": cap is not None, "--no-cap": no_cap},
+        {
+            "--model": model is not None,
+            "--base-url": base_url is not None,
+            "--instructions": instructions is not None,
+            "--timeout": timeout is not None,
+        },
+    )
     data = build_checkpoint(
         CheckpointRequest(
             session=session,
