@@ -63,6 +63,7 @@ _EXPORTS = {
     "draft_compaction": "pi_compact.compact",
     "get_mode": "pi_compact.checkpoint.mode",
     "SessionFile": "pi_compact.session_file",
+    "search_sessions": "pi_compact.archive",
     "open_session": "pi_compact.session_file",
 }
 
@@ -119,6 +120,7 @@ __all__ = [
     "resolve_context_window",
     "resolve_settings",
     "run_lookup",
+    "search_sessions",
     "should_compact",
     "show_entry",
 ]
@@ -134,6 +136,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pi_compact.archive import search_sessions
     from pi_compact.audit import audit_session
     from pi_compact.catalog import ModelInfo, find_model, resolve_context_window
     from pi_compact.check import CheckOptions, CheckResult, analyze, check_session

@@ -78,3 +78,17 @@ def test_bad_settings_and_bad_files_raise_typed_errors(tmp_path: Path) -> None:
 def test_every_type_a_public_signature_uses_is_exported() -> None:
     for name in ("SessionFile", "open_session", "CheckOptions", "CompactOptions", "CheckResult", "LookupOptions"):
         assert name in pi_compact.__all__ and getattr(pi_compact, name) is not None
+
+
+def test_search_sessions_is_the_search_command(tmp_path: Path) -> None:
+    from pi_compact import search_sessions
+    from tests.helpers.sessions import simple_session
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for n in range(3):
+        simple_session(turns=4 + n, size=100).write(tree / f"s{n}.jsonl")
+    cli = run("search", "turn", "--dir", tree, "--json").json
+    page = search_sessions("turn", dirs=[tree], limit=20)
+    assert [(h.session, h.entry_id) for h in page.hits] == [(r["session"], r["entry_id"]) for r in cli["results"]]
+    assert page.hits and search_sessions("turn", dirs=[tree], index=False).hits == page.hits

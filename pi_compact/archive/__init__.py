@@ -11,9 +11,38 @@ for hit in page.hits:
     print(hit.session, hit.entry_id, hit.snippet)
 """
 
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
 from pi_compact.archive.files import FoundFiles, session_files
-from pi_compact.archive.query import Filters, Hit, Query, SearchPage, search
+from pi_compact.archive.query import DEFAULT_LIMIT, Filters, Hit, Query, SearchPage, search
 from pi_compact.archive.store import Scope, Store, open_store, temporary_store
+
+
+def search_sessions(
+    query: str | Query,
+    filters: Filters | None = None,
+    *,
+    dirs: Sequence[str | os.PathLike[str]] = (),
+    limit: int = DEFAULT_LIMIT,
+    cursor: str | None = None,
+    index: bool = True,
+) -> SearchPage:
+    """``picompact search`` from Python: one page of the sessions Pi can find (and those under ``dirs``) that
+    match ``query`` (words, phrases, prefixes, OR/AND/NOT; or a ``Query`` made with ``Query.parse(…, regex=True)``),
+    best first. The index in the user's cache is brought up to date first (``index=False``: a throwaway one, the
+    same results); unreadable sessions are left out (``SearchPage`` does not list them; the command names them)."""
+    parsed = Query.parse(query) if isinstance(query, str) else query
+    found = session_files([os.fspath(d) for d in dirs])
+    store = open_store() if index else temporary_store()
+    try:
+        scope = store.run(lambda: store.update(found.files))
+        return search(store, scope, parsed, filters or Filters(), limit=limit, cursor=cursor)
+    finally:
+        store.close()
+
 
 __all__ = [
     "Filters",
@@ -25,6 +54,7 @@ __all__ = [
     "Store",
     "open_store",
     "search",
+    "search_sessions",
     "session_files",
     "temporary_store",
 ]
