@@ -76,6 +76,17 @@ LONGEST_FIRST = [
     "tests/test_audit.py",
     "tests/summary/test_pi_resume.py",
     "tests/lookup/test_agent.py",
+    # Units of few tests that take a second or more: by size alone they would come last, one core's tail.
+    "tests/pi/test_extension_logic.py",  # node with hung fake processes
+    "tests/test_packaging.py",  # a real editable install
+    "tests/test_coverage.py",
+    "tests/archive/test_equivalence.py",
+    "tests/pi/test_one_copy.py",
+    "tests/session/test_index_prefix_hash.py",
+    "tests/llm/test_key_commands.py",
+    "tests/test_architecture.py",
+    "tests/search/test_line_search.py",
+    "tests/session/test_mutation_facts.py",
 ]
 
 
