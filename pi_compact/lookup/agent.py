@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -49,9 +49,6 @@ from pi_compact.search.quotes import Citation, Quote, find_citations, verify_quo
 from pi_compact.search.render import entry_label
 from pi_compact.search.transcript import Transcript
 from pi_compact.session.entries import JsonDict
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_BUDGET = 10
 MAX_BUDGET = 200

@@ -256,9 +256,10 @@ def _open_cache(create: bool) -> int | None:
         _make_parents(directory.parent)
         try:
             os.mkdir(directory, 0o700)
-            created = True
         except FileExistsError:
-            pass
+            created = False  # there already: checked below like any other
+        else:
+            created = True
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(directory, flags)
