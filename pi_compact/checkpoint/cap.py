@@ -39,7 +39,6 @@ from pi_compact.checkpoint.spans import (
     Span,
     SpanLayout,
     TrimState,
-    item_views,
     render_span,
     span_layout,
 )
@@ -274,7 +273,7 @@ def join_spans(layouts: Sequence[SpanLayout], texts: Sequence[str]) -> str:
 
 def layouts_of(spans: Sequence[Span]) -> list[SpanLayout]:
     """Every span's layout, its ledger lines knowing which errors a later call resolved (in any later span)."""
-    resolved = resolutions([item_views(span) for span in spans])
+    resolved = resolutions([span.items for span in spans])
     return [span_layout(span, si, resolved) for si, span in enumerate(spans)]
 
 

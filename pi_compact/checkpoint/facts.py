@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pi_compact.checkpoint.signatures import ELLIPSIS, relative_path
+from pi_compact.checkpoint.signatures import relative_path, shorten
 
 FACT_KINDS = ("error", "test", "path", "version")
 FACT_CHARS = 160
@@ -72,6 +72,11 @@ class Fact:
     text: str
     call: str = ""  # for an error: the failed call's signature (what a later success must repeat)
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """What makes two facts the same: the kind and text (and, for an error, the call that failed)."""
+        return (self.kind, f"{self.call}\n{self.text}" if self.kind == "error" else self.text)
+
     def to_json(self) -> dict[str, str]:
         data = {"id": self.entry, "kind": self.kind, "text": self.text}
         if self.call:
@@ -90,8 +95,8 @@ class Fact:
 
 
 def _cut(text: str, limit: int = FACT_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + ELLIPSIS
+    """One line (runs of whitespace made one space), at most ``limit`` characters."""
+    return shorten(" ".join(text.split()), limit)
 
 
 def output_text(result: dict[str, Any] | None) -> str:
@@ -174,7 +179,7 @@ def dedupe(facts: Iterable[Fact], seen: set[tuple[str, str]], visible: str) -> l
     ``MAX_FACTS_PER_SPAN``, the later of two equal ones dropped. ``seen`` is updated."""
     out: list[Fact] = []
     for fact in facts:
-        key = (fact.kind, f"{fact.call}\n{fact.text}" if fact.kind == "error" else fact.text)
+        key = fact.key
         if key in seen or (fact.kind == "path" and fact.text.split(":", 1)[0] in visible):
             continue
         seen.add(key)

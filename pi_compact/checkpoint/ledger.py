@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from pi_compact.checkpoint.signatures import CALL_MARK, ELLIPSIS, NESTED_MARK
+from pi_compact.checkpoint.signatures import CALL_MARK, ELLIPSIS, NESTED_MARK, shorten
 
 FILE_VERBS = {"edit": "edited", "write": "wrote", "read": "read"}
 MAX_COMMANDS = 6  # commands named in a full line; the rest are counted
@@ -95,7 +96,7 @@ def decision_sentences(texts: Sequence[str], skip: str = "") -> list[str]:
     for text in texts:
         for sentence in sentences(text):
             if len(sentence) >= 20 and _DECISION.search(sentence) and not sentence.endswith("?"):
-                cut = _cut(sentence, DECISION_CHARS)
+                cut = shorten(sentence, DECISION_CHARS)
                 if cut not in found and not skip.startswith(cut.rstrip(ELLIPSIS)):
                     found.append(cut)
     return found[:MAX_DECISIONS]
@@ -111,19 +112,23 @@ def lead_sentence(text: str, limit: int = LEAD_CHARS) -> str:
     return ""
 
 
-@dataclass(frozen=True, slots=True)
-class ItemView:
-    """What the ledger needs of one span item (spans.Item, without importing it)."""
+class SpanItem(Protocol):
+    """What the ledger reads of a span item (``spans.Item`` is one; the ledger does not import spans)."""
 
-    entry: str
-    kind: str
-    text: str
+    @property
+    def entry(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
 
 
 Resolutions = dict[tuple[int, int, int], str]  # (span, item, call within the item) -> entry id of the later success
 
 
-def resolutions(spans_items: Sequence[Sequence[ItemView]]) -> Resolutions:
+def resolutions(spans_items: Sequence[Sequence[SpanItem]]) -> Resolutions:
     """For every failed call, the entry id of the first later call with the same key that reported no error."""
     open_errors: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
     resolved: Resolutions = {}
@@ -140,17 +145,13 @@ def resolutions(spans_items: Sequence[Sequence[ItemView]]) -> Resolutions:
     return resolved
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
-
-
 def _paths(paths: list[str], limit: int = MAX_PATHS) -> str:
     unique = list(dict.fromkeys(paths))
     shown = ", ".join(unique[:limit])
     return shown + (f" (+{len(unique) - limit} more)" if len(unique) > limit else "")
 
 
-def segment_lines(items: Sequence[ItemView], si: int, start: int, end: int, resolved: Resolutions) -> tuple[str, str]:
+def segment_lines(items: Sequence[SpanItem], si: int, start: int, end: int, resolved: Resolutions) -> tuple[str, str]:
     """The full and the short ledger line of the segment ``items[start:end]`` of span ``si``."""
     files: dict[str, list[str]] = {verb: [] for verb in FILE_VERBS.values()}
     commands: list[str] = []
@@ -176,7 +177,7 @@ def segment_lines(items: Sequence[ItemView], si: int, start: int, end: int, reso
                 elif call.command is not None:
                     command_calls += 1
                     command_errors += call.outcome == "error"
-                    shown = f"{_cut(call.command, COMMAND_CHARS)} → {status}"
+                    shown = f"{shorten(call.command, COMMAND_CHARS)} → {status}"
                     commands.append(shown)
                     if (call.outcome == "error" and not later) or _COMMIT.search(call.command):
                         kept_commands.append(shown)
@@ -188,7 +189,7 @@ def segment_lines(items: Sequence[ItemView], si: int, start: int, end: int, reso
             prose = item.text  # the last prose of the segment: where the agent left it
             proses.append(item.text)
         elif item.kind == "bash":
-            commands.append(f"user ran {_cut(item.text, COMMAND_CHARS)}")
+            commands.append(f"user ran {shorten(item.text, COMMAND_CHARS)}")
             command_calls += 1
         elif item.kind == "stop":
             notes.append(item.text.strip("()"))
@@ -233,36 +234,33 @@ def segment_lines(items: Sequence[ItemView], si: int, start: int, end: int, reso
         decided = decision_sentences(proses, skip=lead)
         if decided:
             full.append("noted: " + " ".join(f'"{d}"' for d in decided))
-            short.append(f'noted: "{_cut(decided[0], SHORT_LEAD_CHARS + 30)}"')
+            short.append(f'noted: "{shorten(decided[0], SHORT_LEAD_CHARS + 30)}"')
     body_full = "; ".join(full) or "nothing to report"
     body_short = "; ".join(short) or "nothing to report"
     return where + body_full, where + body_short
 
 
 def open_errors(
-    spans_items: Sequence[Sequence[ItemView]], errors: Sequence[tuple[int, str, str, str]], limit: int = 8
+    spans_items: Sequence[Sequence[SpanItem]], errors: Sequence[tuple[int, str, str, str]], limit: int = 8
 ) -> list[str]:
     """Lines for the failures no later call resolved: ``errors`` are (span, result entry, failed call's signature,
     error line) oldest first; ``spans_items`` may end with the kept tail's items (a success there resolves too).
     The newest ``limit``, oldest first, one line each: ``- [id] signature: error line``."""
     resolved = resolutions(spans_items)
     fixed: dict[tuple[int, tuple[str, str]], bool] = {}  # (span, key) -> every failure of it there was resolved
-    for (si, ii, ci), _ in resolved.items():
-        call = calls_of(spans_items[si][ii].text)[ci]
-        fixed.setdefault((si, call.key), True)
     for si, items in enumerate(spans_items):
         for ii, item in enumerate(items):
             if item.kind != "call":
                 continue
             for ci, call in enumerate(calls_of(item.text)):
-                if call.outcome == "error" and (si, ii, ci) not in resolved:
-                    fixed[(si, call.key)] = False
+                if call.outcome == "error":
+                    fixed[(si, call.key)] = fixed.get((si, call.key), True) and (si, ii, ci) in resolved
     latest: dict[tuple[str, str], str] = {}  # one line per failing call: its latest failure
     for si, entry, signature, line in errors:
         failed = parse_call(signature)
         if failed is None or fixed.get((si, failed.key), False):
             continue
-        shown = _cut(signature.removesuffix(" → error"), COMMAND_CHARS + 20)
+        shown = shorten(signature.removesuffix(" → error"), COMMAND_CHARS + 20)
         latest.pop(failed.key, None)
-        latest[failed.key] = f"- [{entry}] {shown}: {_cut(line, LEAD_CHARS)}"
+        latest[failed.key] = f"- [{entry}] {shown}: {shorten(line, LEAD_CHARS)}"
     return list(latest.values())[-limit:]

@@ -34,6 +34,11 @@ def json_cut(value: Any, limit: int = ARG_PREVIEW_CHARS) -> str:
     return cut_encoded(encoded, limit)
 
 
+def shorten(text: str, limit: int) -> str:
+    """``text`` at most ``limit`` characters: cut, trailing spaces dropped, and one ``…`` when longer."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + ELLIPSIS
+
+
 def cut_encoded(encoded: str, limit: int = ARG_PREVIEW_CHARS) -> str:
     """Cut an already JSON-encoded text at an escape boundary (see ``json_cut``)."""
     if len(encoded) <= limit:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from pi_compact.checkpoint.facts import Fact, dedupe, facts_of_output, render_facts
-from pi_compact.checkpoint.ledger import ItemView, Resolutions, segment_lines
+from pi_compact.checkpoint.ledger import Resolutions, segment_lines
 from pi_compact.checkpoint.signatures import (
     CALL_MARK,
     ELLIPSIS,
@@ -343,15 +343,10 @@ class SpanLayout:
     facts: tuple[str, ...]
 
 
-def item_views(span: Span) -> list[ItemView]:
-    return [ItemView(item.entry, item.kind, item.text) for item in span.items]
-
-
 def span_layout(span: Span, index: int = 0, resolved: Resolutions | None = None) -> SpanLayout:
     """The layout of ``span``, the ``index``-th of the checkpoint (``resolved``: see ledger.resolutions)."""
     runs = segments(span.items)
-    views = item_views(span)
-    ledger = tuple(segment_lines(views, index, start, end, resolved or {}) for start, end in runs)
+    ledger = tuple(segment_lines(span.items, index, start, end, resolved or {}) for start, end in runs)
     return SpanLayout(span, runs, ledger, tuple(render_facts(span.facts)))
 
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pi_compact.checkpoint.signatures import ELLIPSIS
+from pi_compact.checkpoint.signatures import shorten
 
 KINDS = ("goal", "rule", "constraint", "preference", "value")
 MAX_LINES = 40  # a bound on the block whatever the session: the opening request and the newest instructions
@@ -238,7 +238,7 @@ def _shape(value: str) -> str:
 
 
 def _cut(text: str, limit: int = SENTENCE_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + ELLIPSIS
+    return shorten(text, limit)
 
 
 def classify(sentence: str) -> str | None:

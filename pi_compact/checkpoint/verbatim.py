@@ -41,7 +41,7 @@ from pi_compact.checkpoint.envelope import (
     retained_reads_section,
 )
 from pi_compact.checkpoint.evidence import FileAnnotation, FileListAnnotations, annotate_file_lists, evidence_json
-from pi_compact.checkpoint.ledger import ItemView, open_errors
+from pi_compact.checkpoint.ledger import open_errors
 from pi_compact.checkpoint.signatures import is_windows_path, relative_path
 from pi_compact.checkpoint.spans import (
     REORIENTATION_CUSTOM_TYPE,
@@ -49,7 +49,6 @@ from pi_compact.checkpoint.spans import (
     Span,
     build_span,
     call_outcomes,
-    item_views,
     message_items,
     summary_span,
     user_text,
@@ -188,11 +187,13 @@ def _open_errors(spans: list[Span], plan: CompactionPlan, outcomes: Outcomes, cw
     ]
     if not errors:
         return []
-    tail: list[ItemView] = []
-    for pe in plan.entries[plan.cut.first_kept_index :]:
-        for message in pe.messages:
-            tail.extend(ItemView(i.entry, i.kind, i.text) for i in message_items(pe.entry.id, message, outcomes, cwd))
-    return open_errors([*(item_views(span) for span in spans), tail], errors)
+    tail = [
+        item
+        for pe in plan.entries[plan.cut.first_kept_index :]
+        for message in pe.messages
+        for item in message_items(pe.entry.id, message, outcomes, cwd)
+    ]
+    return open_errors([*(span.items for span in spans), tail], errors)
 
 
 def _user_messages(spans: list[Span]) -> list[tuple[str, str]]:
@@ -234,11 +235,7 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     start = max(branch.position(first), 0) if first is not None else 0
     outcomes = call_outcomes(branch.entries[start:])
     number = max((span.number for span in old_spans), default=0) + 1
-    known_facts = {
-        (fact.kind, f"{fact.call}\n{fact.text}" if fact.kind == "error" else fact.text)
-        for span in old_spans
-        for fact in span.facts
-    }
+    known_facts = {fact.key for span in old_spans for fact in span.facts}
     new_span = build_span(number, compacted, outcomes, cwd, plan.cut.is_split_turn, known_facts)
     spans = [*old_spans, new_span]
     opening = spans[0].source == "verbatim"  # else the session's opening is in an earlier summary

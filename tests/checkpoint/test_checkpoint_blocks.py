@@ -9,7 +9,8 @@ import pytest
 
 from pi_compact.checkpoint.cap import user_stub
 from pi_compact.checkpoint.facts import error_line, facts_of_output
-from pi_compact.checkpoint.ledger import ItemView, parse_call, resolutions, segment_lines
+from pi_compact.checkpoint.ledger import parse_call, resolutions, segment_lines
+from pi_compact.checkpoint.spans import Item
 from pi_compact.checkpoint.standing import classify, render_standing, standing_instructions
 from tests.helpers.checkpoint import append_checkpoint, compact
 from tests.helpers.sessions import SessionBuilder
@@ -121,12 +122,12 @@ def test_v31_standing_instructions_survive_five_chained_compactions_at_a_small_c
 
 def test_v33_a_ledger_line_says_what_was_done_and_which_errors_a_later_call_resolved() -> None:
     items = [
-        ItemView("a1", "call", "▸ edit(path=src/tax.ts, edits=2) → ok\n  ↳ read(path=src/b.ts) → ok"),
-        ItemView("a1", "call", '▸ bash(command="npm test") → error'),
-        ItemView("a2", "call", "▸ write(path=src/round.ts, content=<120 chars>) → ok"),
-        ItemView("a3", "call", '▸ bash(command="npm test") → ok'),
-        ItemView("a3", "call", '▸ bash(command="git commit -m \\"fix rounding\\"") → ok'),
-        ItemView("a4", "assistant", "I'll round once, at the end, instead of per line. The tests pass now."),
+        Item("a1", "call", "assistant:", "▸ edit(path=src/tax.ts, edits=2) → ok\n  ↳ read(path=src/b.ts) → ok"),
+        Item("a1", "call", "assistant:", '▸ bash(command="npm test") → error'),
+        Item("a2", "call", "assistant:", "▸ write(path=src/round.ts, content=<120 chars>) → ok"),
+        Item("a3", "call", "assistant:", '▸ bash(command="npm test") → ok'),
+        Item("a3", "call", "assistant:", '▸ bash(command="git commit -m \\"fix rounding\\"") → ok'),
+        Item("a4", "assistant", "assistant:", "I'll round once, at the end, instead of per line. The tests pass now."),
     ]
     resolved = resolutions([items])
     assert resolved == {(0, 1, 0): "a3"}
