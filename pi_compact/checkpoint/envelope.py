@@ -44,31 +44,6 @@ class Recovery:
             f"`picompact grep '<regex>' FILE`, `picompact list FILE`{lookup}."
         )
 
-    def commands(self) -> list[tuple[str, str]]:
-        if self.tools:
-            rows = [
-                ("context_grep(pattern)", "search the full history (outputs and thinking included) by regex"),
-                ("context_show_entry(id)", "one entry in full; ids are the [bracketed] ones in the spans"),
-                ("context_list_entries()", "entry ids with their role, time and a preview"),
-            ]
-            if self.lookup_available:
-                rows.append(("context_lookup(question)", "a search by a helper model that answers citing entry ids"))
-            return rows
-        s = self.session
-        rows = [
-            (f"picompact grep {s} '<regex>'", "search the full history (outputs and thinking included) by regex"),
-            (f"picompact show {s} <entry-id>", "print one entry in full; ids are the [bracketed] ones in the spans"),
-            (f"picompact list {s}", "list entry ids with their role, time and a preview"),
-        ]
-        if self.lookup_available:
-            rows.append(
-                (
-                    f'picompact lookup {s} "<question>"',
-                    "let a model search the history and answer, citing entry ids",
-                )
-            )
-        return rows
-
 
 def introduction(recovery: Recovery, cwd: str, has_startup_reads: bool = False) -> str:
     """What was removed and how to get it back, said once for the whole checkpoint (the session path once)."""

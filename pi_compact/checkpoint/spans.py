@@ -498,7 +498,12 @@ def render_body(layout: SpanLayout, state: TrimState | None = None) -> tuple[str
 
 def render_span(span: Span | SpanLayout, state: TrimState | None = None) -> str:
     """A span wrapped in its tag; ``trimmed="true"`` and a recovery note when the cap changed it."""
-    layout = span if isinstance(span, SpanLayout) else span_layout(span)
+    if isinstance(span, SpanLayout):
+        layout = span
+    elif state is not None and any(state.levels.values()):
+        layout = span_layout(span)
+    else:  # nothing condensed: no ledger line is shown, so none is made
+        layout = SpanLayout(span, segments(span.items), (), tuple(render_facts(span.facts)))
     span = layout.span
     attrs = f'compaction="{span.number}" entries="{span.entries_attr}"'
     if span.source == "summary":

@@ -123,12 +123,12 @@ def _read_regular(path: Path, limit: int = MAX_RECORD_BYTES) -> bytes:
             raise InstallError("is not a regular file", path=str(path))
         if info.st_size > limit:
             raise InstallError(f"is larger than {limit:,} bytes: not a file picompact wrote", path=str(path))
-        chunks = []
-        while data := os.read(fd, limit + 1):
-            chunks.append(data)
-            if sum(map(len, chunks)) > limit:
+        data = bytearray()
+        while chunk := os.read(fd, limit + 1 - len(data)):  # a file that grows past the bound is refused too
+            data += chunk
+            if len(data) > limit:
                 raise InstallError(f"is larger than {limit:,} bytes: not a file picompact wrote", path=str(path))
-        return b"".join(chunks)
+        return bytes(data)
     finally:
         os.close(fd)
 
