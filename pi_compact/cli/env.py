@@ -9,7 +9,6 @@ the click context; commands print only through it: ``emit`` (one JSON document, 
 from __future__ import annotations
 
 import contextlib
-import errno
 import io
 import os
 import re
@@ -21,6 +20,7 @@ from typing import Any, Literal, TextIO
 import orjson
 
 from pi_compact.errors import ExitCode, OutputWriteError
+from pi_compact.session.streams import write_fully
 
 # The version of every JSON document and JSON Lines record picompact prints (docs/json.md, "JSON output").
 SCHEMA_VERSION = 1
@@ -365,14 +365,8 @@ class Environment:
 
 
 def _write_all(stream: Any, data: bytes, flush: bool = True) -> None:
-    """All of ``data``: a buffered stream may take part of a write without an error (a disk that fills up); the
-    next write then raises it."""
-    view = memoryview(data)
-    while view:
-        taken = stream.write(view)
-        if not taken:
-            raise OSError(errno.EIO, "the output took no more bytes")
-        view = view[taken:]
+    """All of ``data`` (``session.streams.write_fully``), then a flush unless the caller batches."""
+    write_fully(stream, data)
     if flush:
         stream.flush()
 

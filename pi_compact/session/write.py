@@ -33,6 +33,7 @@ from typing import BinaryIO
 from pi_compact.errors import ConcurrentWriteError, ExternalError, OutputWriteError, SessionError, UsageError
 from pi_compact.session.entries import Session
 from pi_compact.session.load import parse_json_line
+from pi_compact.session.streams import write_fully
 from pi_compact.tokens import js_stringify
 
 DEFAULT_LOCK_TIMEOUT = 10.0
@@ -539,15 +540,9 @@ def _names_a_descriptor(dest: str | os.PathLike[str]) -> bool:
 
 
 def write_all(stream: BinaryIO, data: bytes) -> None:
-    """Write all of ``data`` to ``stream`` and flush it, or raise OSError. A buffered stream can take only part of a
-    write without an error (a file on a disk that fills up): write the rest until the error shows. A regular file is
-    synced too, since a filesystem that allocates on write-back reports a full disk only there."""
-    view = memoryview(data)
-    while view:
-        taken = stream.write(view)
-        if not taken:
-            raise OSError(errno.EIO, "the output took no more bytes")
-        view = view[taken:]
+    """Write all of ``data`` to ``stream`` (``streams.write_fully``) and flush it, or raise OSError. A regular file
+    is synced too, since a filesystem that allocates on write-back reports a full disk only there."""
+    write_fully(stream, data)
     stream.flush()
     try:
         fd = stream.fileno()
