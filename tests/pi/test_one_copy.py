@@ -5,7 +5,6 @@ loader (two factories sharing one synchronous event bus, as Pi's do), then in th
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from pi_compact.pi.install import extension_source
 from tests.helpers.cli import picompact_exe
-from tests.oracle import MODEL, NODE22, NOT_INSTALLED, pi_installed
+from tests.oracle import NODE22, NOT_INSTALLED, pi_installed
 
 LOADER = r"""
 import { EventEmitter } from "node:events";
@@ -91,7 +90,7 @@ def test_real_pi_loads_one_working_copy_of_two(tmp_path: Path) -> None:
     if not pi_installed():
         pytest.skip(NOT_INSTALLED)
     import tests.pi.test_pi_e2e as e2e
-    from tests.pi.test_pi_e2e import _rpc, _sandbox_env, _wait_for
+    from tests.pi.test_pi_e2e import _rpc, _sandbox_env, fake_model
 
     def trusting_pi(*args: str) -> list[str]:  # the e2e command line, trusting the project (--approve)
         return [("--approve" if a == "--no-approve" else a) for a in plain_pi(*args)]
@@ -101,22 +100,7 @@ def test_real_pi_loads_one_working_copy_of_two(tmp_path: Path) -> None:
     agent, home, work = tmp_path / "agent", tmp_path / "home", tmp_path / "work"
     for d in (agent, home, work):
         d.mkdir()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            str(MODEL),
-            "--port-file",
-            str(tmp_path / "port"),
-            "--log",
-            str(tmp_path / "requests.jsonl"),
-            "--lifetime",
-            "60",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        port = _wait_for(lambda: (tmp_path / "port").exists() and (tmp_path / "port").read_text().strip())
+    with fake_model(tmp_path, lifetime=60) as port:
         model = {"id": "fake-model", "name": "Fake", "reasoning": False, "input": ["text"], "contextWindow": 100000}
         provider = {"baseUrl": f"http://127.0.0.1:{port}/v1", "api": "openai-completions", "apiKey": "k"}
         (agent / "models.json").write_bytes(orjson.dumps({"providers": {"fake": {**provider, "models": [model]}}}))
@@ -142,9 +126,6 @@ def test_real_pi_loads_one_working_copy_of_two(tmp_path: Path) -> None:
         printed = subprocess.run(
             trusting_pi("-p", "hello", "--no-session"), env=env, cwd=work, capture_output=True, timeout=120
         )
-    finally:
-        server.terminate()
-        server.wait(10)
     response = next(e for e in events if e.get("type") == "response" and e.get("id") == "cmds")
     names = [c["name"] for c in response["data"]["commands"] if c["name"].startswith("picompact")]
     paths = [c["sourceInfo"]["path"] for c in response["data"]["commands"] if c["name"].startswith("picompact")]

@@ -198,22 +198,7 @@ def test_an_in_memory_session_falls_back_with_a_notice(tmp_path: Path) -> None:
     agent, home, work = tmp_path / "agent", tmp_path / "home", tmp_path / "work"
     for d in (agent, home, work):
         d.mkdir()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            str(MODEL),
-            "--port-file",
-            str(tmp_path / "port"),
-            "--log",
-            str(tmp_path / "requests.jsonl"),
-            "--lifetime",
-            "120",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        port = _wait_for(lambda: (tmp_path / "port").exists() and (tmp_path / "port").read_text().strip())
+    with fake_model(tmp_path, lifetime=120) as port:
         model = {
             "id": "fake-model",
             "name": "Fake",
@@ -239,9 +224,6 @@ def test_an_in_memory_session_falls_back_with_a_notice(tmp_path: Path) -> None:
                 {"id": "c", "type": "compact"},
             ],
         )
-    finally:
-        server.terminate()
-        server.wait(10)
     response = next(e for e in events if e.get("type") == "response" and e.get("id") == "c")
     assert response["success"] is True
     assert response["data"]["summary"].startswith("OK from fake model")  # Pi's own summary, by the model
@@ -250,6 +232,23 @@ def test_an_in_memory_session_falls_back_with_a_notice(tmp_path: Path) -> None:
     requests = [orjson.loads(line) for line in (tmp_path / "requests.jsonl").read_bytes().split(b"\n") if line]
     offered = {t["function"]["name"] for r in requests for t in (r.get("body") or {}).get("tools") or []}
     assert "bash" in offered and not set(TOOLS) & offered
+
+
+@contextlib.contextmanager
+def fake_model(tmp_path: Path, lifetime: int) -> Iterator[str]:
+    """The plain local model (tools/pi/e2e/model.py) on 127.0.0.1 for ``lifetime`` seconds at most, logging the
+    requests it gets to ``tmp_path/requests.jsonl``; yields its port, stops it after."""
+    log, port_file = tmp_path / "requests.jsonl", tmp_path / "port"
+    server = subprocess.Popen(
+        [sys.executable, str(MODEL), "--port-file", str(port_file), "--log", str(log), "--lifetime", str(lifetime)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield _wait_for(lambda: port_file.exists() and port_file.read_text().strip())
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def _wait_for(probe: Any, timeout: float = 30) -> Any:
