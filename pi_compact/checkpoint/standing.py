@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pi_compact.checkpoint.signatures import shorten
 
@@ -179,6 +179,7 @@ class Instruction:
     shape: str = ""
     replaces: Instruction | None = None
     superseded_by: str | None = None
+    words: frozenset[str] = frozenset()  # the sentence's content words (``_content``), taken once
 
 
 def _sentences(text: str) -> list[str]:
@@ -297,7 +298,8 @@ def standing_instructions(
             if kind is None or (index == 0 and opening and kind == "goal"):
                 continue
             values = _VALUE.findall(sentence)
-            item = Instruction(entry, kind, _cut(sentence), _keys(sentence), _shape(values[-1]) if values else "")
+            shape = _shape(values[-1]) if values else ""
+            item = Instruction(entry, kind, _cut(sentence), _keys(sentence), shape, words=_content(sentence))
             if kind == "value":
                 item = _link(found, item)
             if is_later:
@@ -314,32 +316,28 @@ def _link(found: list[Instruction], item: Instruction) -> Instruction:
     """The item, with ``replaces`` set to the newest earlier value it supersedes (same setting noun, or a
     correction with a value of the same shape and no setting noun of its own)."""
     correction = bool(_CORRECTION.search(item.text))
-    words = _content(item.text)
+    words = item.words
     for index in range(len(found) - 1, -1, -1):
         earlier = found[index]
         if earlier.kind != "value" or earlier.superseded_by is not None:
             continue
-        shared = words & _content(earlier.text)
+        shared = words & earlier.words
         # A shared setting noun and a word of what it is set for ("the dev server port"), or a correction ("no,
         # make it 4317") with a value of the same shape that names the same thing, or names nothing at all.
         same_setting = (
             bool(item.keys & earlier.keys) and bool(shared - item.keys) and (correction or item.shape == earlier.shape)
         )
-        bare = correction and item.shape == earlier.shape and (bool(shared) or not (words - _content("no make it")))
+        bare = correction and item.shape == earlier.shape and (bool(shared) or not words)
         if same_setting or bare:
-            found[index] = _replace(earlier, superseded_by=item.entry)
-            return Instruction(item.entry, item.kind, item.text, item.keys | earlier.keys, item.shape, earlier)
+            found[index] = replace(earlier, superseded_by=item.entry)
+            return replace(item, keys=item.keys | earlier.keys, replaces=earlier)
     return item
-
-
-def _replace(item: Instruction, superseded_by: str) -> Instruction:
-    return Instruction(item.entry, item.kind, item.text, item.keys, item.shape, item.replaces, superseded_by)
 
 
 def _mark(found: list[Instruction], old: Instruction, by: str) -> None:
     for index, item in enumerate(found):
         if item.entry == old.entry and item.text == old.text:
-            found[index] = _replace(item, superseded_by=by)
+            found[index] = replace(item, superseded_by=by)
 
 
 def render_standing(items: Sequence[Instruction]) -> str:
