@@ -36,14 +36,16 @@ from typing import Any
 import orjson
 import quality_sessions as qs
 
+from pi_compact.js import js_len
+
 # The scorer (and the replay's check) use the pi_compact this interpreter imports: the project's venv install, or
 # the tree named by PYTHONPATH. The compactions use --tree's.
-from pi_compact.check import CheckOptions, check_session
-from pi_compact.messages import convert_to_llm
-from pi_compact.projection import build_projection
+from pi_compact.ops.check import CheckOptions, check_session
+from pi_compact.pi.messages import convert_to_llm
+from pi_compact.pi.projection import build_projection
+from pi_compact.pi.tokens import message_text_for_count
 from pi_compact.session.load import load_session
 from pi_compact.session.tree import Branch, get_branch
-from pi_compact.tokens import js_len, message_text_for_count
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

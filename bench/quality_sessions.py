@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 from session_content import NOUNS, PROFILES, USER_PROMPTS, Content
 
-from pi_compact.tokens import estimate_tokens
+from pi_compact.pi.tokens import estimate_tokens
 
 KINDS = (
     "rule",

@@ -137,7 +137,7 @@ PROFILES = (
             "src/weatherly/api/client.py",
             "src/weatherly/api/models.py",
             "tests/test_cache.py",
-            "tests/test_forecast.py",
+            "tests/ops/test_forecast.py",
             "tests/test_cli.py",
             "pyproject.toml",
             "README.md",

@@ -93,6 +93,10 @@ class SettingsError(PiCompactError):
     """Invalid settings, or a context window that cannot be resolved."""
 
 
+class InstallError(PiCompactError):
+    """The extension's install would overwrite or remove something picompact did not write (exit 2)."""
+
+
 class NothingToCompactError(PiCompactError):
     """The leaf is already a compaction, or the cut keeps everything."""
 

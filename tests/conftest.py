@@ -67,21 +67,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # changes; a unit not named here keeps its place, after these, larger units (more tests) first.
 LONGEST_FIRST = [
     "tests/session/test_session_index.py",
-    "tests/pi/test_pi_e2e.py::TestIdle",  # real Pi sessions
-    "tests/test_hostile_corpus.py",
-    "tests/pi/test_pi_e2e.py::TestMidRun",
-    "tests/pi/test_pi_e2e.py",
+    "tests/extension/test_pi_e2e.py::TestIdle",  # real Pi sessions
+    "tests/acceptance/test_hostile_corpus.py",
+    "tests/extension/test_pi_e2e.py::TestMidRun",
+    "tests/extension/test_pi_e2e.py",
     "tests/session/test_write_concurrency.py",  # real processes killed at random moments
-    "tests/test_oracle_e2e.py",
-    "tests/test_audit.py",
-    "tests/summary/test_pi_resume.py",
+    "tests/acceptance/test_oracle_e2e.py",
+    "tests/ops/test_audit.py",
+    "tests/checkpoint/summary/test_pi_resume.py",
     "tests/lookup/test_agent.py",
     # Units of few tests that take a second or more: by size alone they would come last, one core's tail.
-    "tests/pi/test_extension_logic.py",  # node with hung fake processes
+    "tests/extension/test_extension_logic.py",  # node with hung fake processes
     "tests/test_packaging.py",  # a real editable install
-    "tests/test_coverage.py",
+    "tests/ops/test_coverage.py",
     "tests/archive/test_equivalence.py",
-    "tests/pi/test_one_copy.py",
+    "tests/extension/test_one_copy.py",
     "tests/session/test_index_prefix_hash.py",
     "tests/llm/test_key_commands.py",
     "tests/test_architecture.py",

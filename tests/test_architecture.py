@@ -16,20 +16,19 @@ import pi_compact
 
 PACKAGE = Path(pi_compact.__file__).parent
 
-# Layers in order; each entry names a part (a module, or a package when every module of it sits in one layer).
-# A module belongs to the longest part that prefixes its name.
+# Layers in order, each a package (the root's few leaf modules aside); a module belongs to the longest part that
+# prefixes its name.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("errors", ["errors"]),
-    ("leaf utilities", ["tokens", "settings", "catalog", "redact", "pi.config", "pi.install"]),
+    ("root", ["errors", "js", "redact"]),
     ("session", ["session"]),
-    ("the Pi model", ["messages", "projection", "plan", "forecast", "render"]),
+    ("pi", ["pi"]),
     ("llm", ["llm"]),
     ("checkpoint", ["checkpoint"]),
-    ("check / compact", ["check", "compact", "lint", "audit", "rules"]),
-    ("search", ["search", "coverage", "archive"]),
-    ("lookup agent", ["lookup"]),
-    ("library", ["session_file"]),
-    ("Pi extension", ["pi", "pi.hook"]),
+    ("search", ["search"]),
+    ("archive", ["archive"]),
+    ("lookup", ["lookup"]),
+    ("ops", ["ops"]),
+    ("extension", ["extension"]),
     ("cli", ["cli", "__main__"]),
 ]
 
@@ -97,7 +96,6 @@ def graph(*, runtime_only: bool = False) -> dict[str, set[str]]:
     return {
         module_name(path): imports(path, module_name(path), runtime_only=runtime_only)
         for path in sorted(PACKAGE.rglob("*.py"))
-        if "extension" not in path.relative_to(PACKAGE).parts
     }
 
 

@@ -38,9 +38,9 @@ FORBIDDEN = (
     "pi_compact.cli.search",
     "pi_compact.cli.sessions",
     "pi_compact.checkpoint.mode",  # only compact asks for a mode's context
-    "pi_compact.checkpoint.verbatim",  # check --json reads the previous checkpoint's details, not the builder
-    "pi_compact.checkpoint.cap",
-    "pi_compact.checkpoint.envelope",
+    "pi_compact.checkpoint.verbatim.build",  # check --json reads the previous checkpoint's details, not the builder
+    "pi_compact.checkpoint.verbatim.cap",
+    "pi_compact.checkpoint.verbatim.envelope",
 )
 
 # The dataclasses check may define. Python 3.11 compiles each method a dataclass generates on its own: about
@@ -82,7 +82,7 @@ def _modules_after(tmp_path: Path, *args: str) -> set[str]:
 def test_check_on_a_small_session_imports_nothing_heavy(tmp_path: Path, extra: tuple[str, ...]) -> None:
     path = simple_session(turns=3, size=100).write(tmp_path / "s.jsonl")
     modules = _modules_after(tmp_path, "check", str(path), "--context-window", "200000", *extra)
-    assert "pi_compact.check" in modules  # the probe ran the command
+    assert "pi_compact.ops.check" in modules  # the probe ran the command
     if "--keep-recent-tokens" in extra:  # a cut: the file evidence was computed
         assert "pi_compact.checkpoint.evidence" in modules
     loaded = sorted(m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
@@ -93,7 +93,7 @@ def test_check_on_a_small_session_imports_nothing_heavy(tmp_path: Path, extra: t
 def test_check_on_a_small_session_defines_almost_no_dataclasses(tmp_path: Path, extra: tuple[str, ...]) -> None:
     path = simple_session(turns=3, size=100).write(tmp_path / "s.jsonl")
     report = _report(tmp_path, "check", str(path), "--context-window", "200000", *extra)
-    assert "pi_compact.check" in report["modules"]  # the probe ran the command
+    assert "pi_compact.ops.check" in report["modules"]  # the probe ran the command
     extra_classes = sorted(set(report["dataclasses"]) - DATACLASSES_ALLOWED)
     assert not extra_classes, (
         f"check defined the dataclasses {extra_classes} at start-up: make them NamedTuples or classes with "

@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pi_compact.session.discovery import os_reason, search_locations
+from pi_compact.pi.sessions import os_reason, search_locations
 
 
 @dataclass(frozen=True)

@@ -328,7 +328,7 @@ class SearchPage:
 def _in_scope(scope: Scope, filters: Filters) -> dict[int, ScopeFile]:
     if filters.cwd is None:
         return scope.files
-    from pi_compact.settings import expand_path
+    from pi_compact.pi.settings import expand_path
 
     wanted = expand_path(filters.cwd)
     return {i: f for i, f in scope.files.items() if f.cwd and expand_path(f.cwd) == wanted}

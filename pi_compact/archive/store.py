@@ -372,7 +372,7 @@ class Store:
                         else:
                             done += self._index_file(path, report, writes)
                     except OSError as exc:
-                        from pi_compact.session.discovery import os_reason
+                        from pi_compact.pi.sessions import os_reason
 
                         scope.skipped.append((path, os_reason(exc)))
                     scope.indexed_files += 1

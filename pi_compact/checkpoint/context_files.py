@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pi_compact.messages import content_text, current_system_message, entry_messages
+from pi_compact.pi.messages import content_text, current_system_message, entry_messages
 from pi_compact.session.entries import Entry
 
 CONTEXT_FILE_NAMES = ("AGENTS.override.md", "AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
@@ -131,7 +131,7 @@ def context_files_for(
     ``agent_dir`` defaults to Pi's (``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``).
     """
     if agent_dir is None:
-        from pi_compact.settings import agent_dir as default_agent_dir
+        from pi_compact.pi.settings import agent_dir as default_agent_dir
 
         agent_dir = default_agent_dir()
     files: list[ContextFile] = []

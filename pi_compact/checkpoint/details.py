@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pi_compact.plan import CompactionPlan
+    from pi_compact.pi.plan import CompactionPlan
 
 FORMAT = "verbatim"
 FORMAT_VERSION = 1

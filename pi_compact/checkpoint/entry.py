@@ -14,11 +14,11 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pi_compact.messages import current_system_message
-from pi_compact.projection import Projection, build_projection
+from pi_compact.js import js_stringify
+from pi_compact.pi.messages import current_system_message
+from pi_compact.pi.projection import Projection, build_projection
 from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch
-from pi_compact.tokens import js_stringify
 
 Clock = Callable[[], datetime]
 IdGenerator = Callable[[Collection[str]], str]  # given the ids already taken, return a fresh 8-hex id
@@ -92,7 +92,7 @@ def serialize_entries(entries: list[JsonDict]) -> list[str]:
 
 def reorientation_type() -> str:
     """The customType of picompact's re-orientation message (owned by the verbatim checkpoint module)."""
-    from pi_compact.checkpoint.verbatim import REORIENTATION_CUSTOM_TYPE
+    from pi_compact.checkpoint.verbatim.build import REORIENTATION_CUSTOM_TYPE
 
     return REORIENTATION_CUSTOM_TYPE
 

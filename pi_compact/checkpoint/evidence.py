@@ -45,9 +45,9 @@ from pi_compact.checkpoint.readtool import (
     tool_call_blocks,
 )
 from pi_compact.checkpoint.startup_reads import RetainedRead
-from pi_compact.messages import entry_messages
-from pi_compact.plan import CompactionPlan
-from pi_compact.projection import ProjectedEntry
+from pi_compact.pi.messages import entry_messages
+from pi_compact.pi.plan import CompactionPlan
+from pi_compact.pi.projection import ProjectedEntry
 from pi_compact.session.entries import Entry, JsonDict
 from pi_compact.session.mutations import Facts, mutation_facts
 

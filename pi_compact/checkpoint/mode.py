@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pi_compact.errors import OptionError, UsageError
-from pi_compact.plan import CompactionPlan
+from pi_compact.pi.plan import CompactionPlan
 from pi_compact.session.entries import JsonDict, Session
 from pi_compact.session.tree import Branch
 
@@ -142,7 +142,7 @@ class RedactingMode:
 
 # name -> "module:class"; imported only when asked for, so ``check`` never loads a mode.
 _MODES: dict[str, str] = {
-    "verbatim": "pi_compact.checkpoint.verbatim_mode:VerbatimMode",
+    "verbatim": "pi_compact.checkpoint.verbatim.mode:VerbatimMode",
     "summary": "pi_compact.checkpoint.summary:SummaryMode",
 }
 MODE_NAMES = tuple(_MODES)

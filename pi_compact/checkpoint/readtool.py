@@ -88,7 +88,7 @@ def key_dirname(key: str) -> str:
 def display_path(path: str, cwd: str) -> str:
     """The path as checkpoints show it (the same rule as tool signatures): relative to the session cwd where it
     lies under it, else as written."""
-    from pi_compact.checkpoint.signatures import relative_path
+    from pi_compact.checkpoint.verbatim.signatures import relative_path
 
     return relative_path(path, cwd)
 

@@ -49,8 +49,8 @@ from pi_compact.checkpoint.readtool import (
 from pi_compact.checkpoint.readtool import (
     display_path as make_display_path,
 )
-from pi_compact.messages import entry_messages
-from pi_compact.plan import CompactionPlan
+from pi_compact.pi.messages import entry_messages
+from pi_compact.pi.plan import CompactionPlan
 from pi_compact.session.entries import Entry, JsonDict
 
 STATE_VERSION = 1

@@ -242,7 +242,7 @@ def audit(
     intervals where the estimate drifts most from the recorded usage name their entries. The leaf's figures are
     exactly check's. Exit 0, or 2 on bad input.
     """
-    from pi_compact.audit import audit_session as run_audit
+    from pi_compact.ops.audit import audit_session as run_audit
     from pi_compact.session.load import load_session
 
     env = env_of(ctx)

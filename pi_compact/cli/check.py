@@ -114,7 +114,7 @@ def check(
     no_cache: bool = NoCacheOpt,
 ) -> ExitCode:
     """Does the session need compacting, and where would Pi cut? Exit 1 when it should compact."""
-    from pi_compact.check import check_session
+    from pi_compact.ops.check import check_session
 
     env = env_of(ctx)
     if settings.context_window is not None and settings.model is not None:

@@ -19,11 +19,11 @@ def resolve_session_path(session: Path | None) -> Path:
         if str(session) == "-":
             raise UsageError("reading a session from stdin is not supported; give a file path")
         return session
-    from pi_compact.session.discovery import find_most_recent_session
+    from pi_compact.pi.sessions import find_most_recent_session
 
     found = find_most_recent_session(os.getcwd())
     if found is None:
-        from pi_compact.session.discovery import session_dir_for_cwd
+        from pi_compact.pi.sessions import session_dir_for_cwd
 
         where = session_dir_for_cwd(os.getcwd())
         raise NotFoundError(f"no SESSION given and no Pi session found for this directory (looked in {where})")

@@ -23,7 +23,7 @@ from pi_compact.errors import ExitCode, UsageError
 if TYPE_CHECKING:
     from pi_compact.checkpoint.mode import CheckpointMode
     from pi_compact.checkpoint.summary import SummaryOptions, SummaryPreview
-    from pi_compact.compact import CompactResult
+    from pi_compact.ops.compact import CompactResult
 
 LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
 TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
@@ -255,7 +255,7 @@ def compact(
     changing underneath or stayed locked, or the model failed or answered unusably (nothing written), 130
     interrupted (nothing written).
     """
-    from pi_compact.compact import CompactOptions, compact_session
+    from pi_compact.ops.compact import CompactOptions, compact_session
 
     env = env_of(ctx)
     _check_flags(mode=mode, output=output, json_output=json_output)
@@ -327,7 +327,7 @@ def compact(
 
 def _report(env: Environment, result: CompactResult, *, json_output: bool, dry_run: bool) -> None:
     if dry_run and result.entries and result.checkpoint is not None:
-        from pi_compact.coverage import drafted_coverage
+        from pi_compact.ops.coverage import drafted_coverage
 
         result.coverage = drafted_coverage(result.check, result.entries)
     data = result.to_json()

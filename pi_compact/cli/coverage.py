@@ -72,7 +72,7 @@ def coverage(
     checkpoint, LLM summary by picompact or Pi, an extension's), so the modes can be compared on your own sessions.
     Exit 0, or 2 on bad input (no compaction on the branch, an id that is not a compaction).
     """
-    from pi_compact.coverage import measure_coverage as measure
+    from pi_compact.ops.coverage import measure_coverage as measure
     from pi_compact.session.load import load_session
     from pi_compact.session.tree import get_branch
 

@@ -87,7 +87,7 @@ def lint(
     Pi session (or a usage error). --json: one document; with --all, JSON Lines (a "file" record per file, then a
     "summary" record).
     """
-    from pi_compact.lint import LintTotals, check_level, lint_file
+    from pi_compact.ops.lint import LintTotals, check_level, lint_file
 
     env = env_of(ctx)
     if json_output:
@@ -131,7 +131,7 @@ def lint(
 
 
 def _lint_all(env: Environment, roots: list[Path], *, level: str, jobs: int | None, json_output: bool) -> ExitCode:
-    from pi_compact.lint import LintTotals, iter_session_files, lint_paths
+    from pi_compact.ops.lint import LintTotals, iter_session_files, lint_paths
 
     if not roots:
         roots = [_sessions_root()]
@@ -174,8 +174,8 @@ def _sessions_root() -> Path:
     """Pi's sessions directory: a configured ``sessionDir``, else ``<agent dir>/sessions``."""
     import os
 
-    from pi_compact.session.discovery import configured_session_dir
-    from pi_compact.settings import _agent_dir
+    from pi_compact.pi.sessions import configured_session_dir
+    from pi_compact.pi.settings import _agent_dir
 
     configured = configured_session_dir(os.getcwd())
     return configured if configured is not None else _agent_dir(None) / "sessions"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import typer
 
 if TYPE_CHECKING:
-    from pi_compact.check import CheckOptions
+    from pi_compact.ops.check import CheckOptions
 
 from pi_compact.cli._jsonmode import json_mode_for
 
@@ -72,7 +72,7 @@ class SettingsFlags(NamedTuple):
 
     def check_options(self, **extra: Any) -> CheckOptions:
         """The library's ``CheckOptions`` for these flags (``extra``: its other fields, such as ``tokenizer``)."""
-        from pi_compact.check import CheckOptions
+        from pi_compact.ops.check import CheckOptions
 
         return CheckOptions(
             context_window=self.context_window,

@@ -16,7 +16,7 @@ from pi_compact.cli.options import JsonOpt
 from pi_compact.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from pi_compact.pi.install import InstallStatus
+    from pi_compact.extension.install import InstallStatus
 
 pi_app = typer.Typer(
     name="pi",
@@ -75,7 +75,7 @@ def install_command(
     beside it in a trusted project, install refuses (--replace removes that copy first). Exit 0 installed, 2
     refused or bad flags.
     """
-    from pi_compact.pi.install import install
+    from pi_compact.extension.install import install
 
     out = env_of(ctx)
     result = install("project" if project else "global", mode=mode, force=force, replace=replace)
@@ -92,7 +92,7 @@ def install_command(
     was = f"; was {result.previous_mode}" if result.previous_mode not in (None, result.mode) else ""
     out.text(f'  mode:  {result.mode}{was} (settings.json "picompact": {{"mode": …}} overrides it)')
     if project:
-        from pi_compact.pi.install import project_trust
+        from pi_compact.pi.extensions import project_trust
 
         out.text(f"  project: {project_trust()[1]}")
     out.text("Pi loads it when it next starts (or on /reload). `picompact pi status` checks it.")
@@ -111,7 +111,7 @@ def uninstall_command(
     A file changed since it was installed is kept (exit 1) unless --force. Settings under "picompact" in Pi's
     settings.json are left alone. Exit 0 removed or nothing was installed, 1 something was kept.
     """
-    from pi_compact.pi.install import uninstall
+    from pi_compact.extension.install import uninstall
 
     out = env_of(ctx)
     result = uninstall("project" if project else "global", force=force)
@@ -144,8 +144,9 @@ def status_command(ctx: typer.Context, json_output: bool = JsonOpt) -> ExitCode:
     Exit 0 when an install would work, 1 when nothing is installed or an install is broken.
     """
     from pi_compact import __version__
+    from pi_compact.extension.install import location_status, picompact_command
     from pi_compact.pi.config import load_config
-    from pi_compact.pi.install import location_status, picompact_command, project_trust
+    from pi_compact.pi.extensions import project_trust
 
     out = env_of(ctx)
     trusted, trust_text = project_trust()
@@ -247,7 +248,7 @@ def config_command(
     compact flags), "lookupAvailable", "tools" (the tools the extension registers: [{name, label, description,
     parameters, kind: search|lookup}])}.
     """
-    from pi_compact.pi.hook import effective_config
+    from pi_compact.extension.hook import effective_config
 
     out = env_of(ctx)
     data = effective_config(str(cwd or os.getcwd()), trusted, session_model)
@@ -286,7 +287,7 @@ def checkpoint_command(
     "reminder" (verbatim: the re-orientation message), "reminderCustomType", "leafId", "settings" ({enabled,
     reserveTokens, keepRecentTokens}), "contextWindow", "stats" (as compact --json), "trimmed", "warnings"}.
     """
-    from pi_compact.pi.hook import CheckpointRequest, build_checkpoint
+    from pi_compact.extension.hook import CheckpointRequest, build_checkpoint
 
     out = env_of(ctx)
     for name, value in (
@@ -349,7 +350,7 @@ def tool_command(
     The tools are `picompact list/grep/show` with the arguments, page sizes and result limits the lookup model
     uses. Bad arguments exit 2 with the reason, which the extension returns to the agent as the tool's error.
     """
-    from pi_compact.pi.hook import run_tool
+    from pi_compact.extension.hook import run_tool
 
     out = env_of(ctx)
     try:

@@ -44,7 +44,7 @@ def rules(
     and skipped. --write appends inside a '<!-- picompact rules: begin/end -->' block and never rewrites
     other text; without a terminal it needs --yes. Exit codes: 0 suggestions, 1 none, 2 usage error.
     """
-    from pi_compact.rules import find_rules
+    from pi_compact.ops.rules import find_rules
 
     env = env_of(ctx)
     if here and (cwd is not None or all_):
@@ -68,7 +68,7 @@ def rules(
     if write and report.suggestions and report.target is not None:
         chosen = [s.text for s in report.suggestions] if yes else _choose(env, report.suggestions, report.target)
         if chosen:
-            from pi_compact.rules import write_rules
+            from pi_compact.ops.rules import write_rules
 
             written = write_rules(report.target, chosen)
     if json_output:

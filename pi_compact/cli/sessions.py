@@ -24,7 +24,7 @@ def sessions(
     modification time, entries, size, path, and the name or first user message. The row marked * is the session
     picompact uses when SESSION is omitted (the most recently modified file, as ``pi --continue`` picks it).
     Exit 2 when a directory could not be read (it is named on stderr; the others are listed)."""
-    from pi_compact.session.discovery import search_locations, session_listing
+    from pi_compact.pi.sessions import search_locations, session_listing
     from pi_compact.session.jsonline import safe_text as safe
 
     env = env_of(ctx)

@@ -12,7 +12,6 @@ A tool-calling loop::
         messages += [Message.tool_result(call, run_tool(call)) for call in response.tool_calls]
 """
 
-from pi_compact.catalog import ModelInfo, estimate_cost, find_model, parse_model_ref
 from pi_compact.llm.choice import (
     choose_model,
     choose_model_and_key,
@@ -26,6 +25,7 @@ from pi_compact.llm.client import ProviderRequestError, complete, complete_many
 from pi_compact.llm.keys import Secret
 from pi_compact.llm.providers import MODEL_ENV_VAR, PROVIDERS, ModelRef, resolve_model, supported_providers
 from pi_compact.llm.types import Message, Request, Response, StopReason, Tool, ToolCall, Usage
+from pi_compact.pi.catalog import ModelInfo, estimate_cost, find_model, parse_model_ref
 
 __all__ = [
     "MODEL_ENV_VAR",

@@ -12,7 +12,6 @@ import os
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from pi_compact.catalog import models_json_path
 from pi_compact.errors import PiCompactError, UsageError
 from pi_compact.llm.keys import (
     Secret,
@@ -28,6 +27,7 @@ from pi_compact.llm.keys import (
     resolve_config_value,
 )
 from pi_compact.llm.providers import MODEL_ENV_VAR, ModelRef, resolve_model
+from pi_compact.pi.catalog import models_json_path
 
 
 class _Key(NamedTuple):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pi_compact.errors import SettingsError
-from pi_compact.settings import agent_dir
+from pi_compact.pi.settings import agent_dir
 
 if TYPE_CHECKING:
     import subprocess

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pi_compact.catalog import (
+from pi_compact.errors import UsageError
+from pi_compact.pi.catalog import (
     ModelInfo,
     find_model,
     models_json_path,
@@ -21,7 +22,6 @@ from pi_compact.catalog import (
     provider_config,
     provider_models,
 )
-from pi_compact.errors import UsageError
 
 # "openai" is Chat Completions, "openai-responses" the Responses API (OpenAI's own models, as Pi speaks to them).
 Protocol = Literal["openai", "openai-responses", "anthropic", "google"]
@@ -119,7 +119,7 @@ class ModelRef:
     key_env: tuple[str, ...] = ()
     key_required: bool = True
     max_tokens_field: str = "max_tokens"
-    info: ModelInfo | None = field(default=None, compare=False)  # from the model catalogue (pi_compact.catalog)
+    info: ModelInfo | None = field(default=None, compare=False)  # from the model catalogue (pi_compact.pi.catalog)
     # From the provider's models.json entry, in Pi's config syntax ("$VAR", "!command", literal), resolved when
     # used: its ``apiKey``, its ``headers`` and the model's, and ``authHeader`` (send the key as a Bearer token).
     config_key: str | None = None

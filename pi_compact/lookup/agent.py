@@ -188,7 +188,7 @@ class LookupResult:
 
 def session_model(transcript: Transcript) -> tuple[str, str] | None:
     """The model the session was last using on this branch (latest model change or assistant reply)."""
-    from pi_compact.projection import session_model as branch_model
+    from pi_compact.pi.projection import session_model as branch_model
 
     return branch_model(list(transcript.branch.entries))[0]
 
@@ -458,7 +458,7 @@ class _Lookup:
             self.answer = self.latest_text
 
     def result(self) -> LookupResult:
-        from pi_compact.catalog import estimate_cost
+        from pi_compact.pi.catalog import estimate_cost
 
         answer, cut = _truncate((self.answer or "").strip())
         truncated = self.truncated or cut

@@ -1,2 +1,2 @@
-"""picompact inside Pi: the extension Pi loads (``extension/index.ts``, package data), installing it, its
-settings, and what it asks of picompact (``hook``)."""
+"""Pi's own rules, restated: token estimates, settings, the model catalogue, how entries become messages, the
+projection of a branch into context, the compaction plan, where Pi keeps sessions and loads extensions."""

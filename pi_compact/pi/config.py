@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pi_compact.settings import load_settings
+from pi_compact.pi.settings import load_settings
 
 SETTINGS_KEY = "picompact"
 MODES = ("verbatim", "summary")
@@ -132,27 +132,3 @@ def load_config(cwd: str | os.PathLike[str], project_trusted: bool | None = None
     if loaded.warnings:
         config = replace(config, warnings=(*loaded.warnings, *config.warnings))
     return config
-
-
-def tools_installed(cwd: str | os.PathLike[str]) -> bool:
-    """Whether Pi sessions in ``cwd`` get the ``context_*`` recovery tools: the extension is installed (globally,
-    or in the project and the project is trusted) and not disabled in settings.
-
-    This one decision picks what a verbatim checkpoint advertises for recovery (the tools, or shell commands),
-    for ``picompact compact`` and for the extension alike."""
-    from pi_compact.pi.install import InstallError, extension_dir, project_trust, read_manifest
-
-    def installed(scope: Any) -> bool:
-        directory = extension_dir(scope, cwd)
-        try:
-            return directory.is_dir() and read_manifest(directory) is not None
-        except InstallError:
-            return False
-
-    found = installed("global") or (installed("project") and project_trust(cwd)[0] is True)
-    if not found:
-        return False
-    try:
-        return load_config(cwd).enabled
-    except Exception:  # unreadable settings: the extension would still load
-        return True

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pi_compact.projection import build_projection, context_tokens
+from pi_compact.pi.projection import build_projection, context_tokens
+from pi_compact.pi.tokens import estimate_tokens
 from pi_compact.search.render import entry_label, preview
 from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch, get_branch, no_leaf_context
-from pi_compact.tokens import estimate_tokens
 
 Segment = Literal["summary", "kept", "new", "history"]
 SEGMENT_TITLES: dict[str, str] = {

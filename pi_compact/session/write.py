@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pi_compact.errors import ConcurrentWriteError, ExternalError, OutputWriteError, SessionError, UsageError
+from pi_compact.js import js_stringify
 from pi_compact.session.entries import Session
 from pi_compact.session.load import parse_json_line
 from pi_compact.session.streams import write_fully
-from pi_compact.tokens import js_stringify
 
 DEFAULT_LOCK_TIMEOUT = 10.0
 HEADER_SCAN_BYTES = 1024 * 1024

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pi_compact.checkpoint.cap import user_stub
-from pi_compact.checkpoint.facts import error_line, facts_of_output
-from pi_compact.checkpoint.ledger import parse_call, resolutions, segment_lines
-from pi_compact.checkpoint.spans import Item
-from pi_compact.checkpoint.standing import classify, render_standing, standing_instructions
+from pi_compact.checkpoint.verbatim.cap import user_stub
+from pi_compact.checkpoint.verbatim.facts import error_line, facts_of_output
+from pi_compact.checkpoint.verbatim.ledger import parse_call, resolutions, segment_lines
+from pi_compact.checkpoint.verbatim.spans import Item
+from pi_compact.checkpoint.verbatim.standing import classify, render_standing, standing_instructions
 from tests.helpers.checkpoint import append_checkpoint, compact
 from tests.helpers.sessions import SessionBuilder
 

@@ -25,8 +25,8 @@ from pi_compact.checkpoint.evidence import (
     annotate_file_lists,
 )
 from pi_compact.checkpoint.startup_reads import RetainedRead
-from pi_compact.plan import CompactionPlan, plan_compaction
-from pi_compact.projection import build_projection
+from pi_compact.pi.plan import CompactionPlan, plan_compaction
+from pi_compact.pi.projection import build_projection
 from pi_compact.session import get_branch, load_session
 from tests.helpers.sessions import SessionBuilder
 

@@ -10,8 +10,8 @@ import pytest
 
 from pi_compact.checkpoint.context_files import ContextFile, context_files_for
 from pi_compact.checkpoint.startup_reads import RetainedRead, select_startup_reads
-from pi_compact.plan import CompactionPlan, plan_compaction
-from pi_compact.projection import build_projection
+from pi_compact.pi.plan import CompactionPlan, plan_compaction
+from pi_compact.pi.projection import build_projection
 from pi_compact.session import get_branch, load_session
 from tests.helpers.sessions import SessionBuilder
 

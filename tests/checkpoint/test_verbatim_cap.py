@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from pi_compact.checkpoint import VerbatimOptions, build_verbatim_checkpoint
-from pi_compact.checkpoint.cap import MIN_CONVERSATION_CHARS, fit_spans
 from pi_compact.checkpoint.context_files import ContextFile
-from pi_compact.checkpoint.spans import Item, Span
+from pi_compact.checkpoint.verbatim.cap import MIN_CONVERSATION_CHARS, fit_spans
+from pi_compact.checkpoint.verbatim.spans import Item, Span
 from pi_compact.errors import UsageError
-from pi_compact.tokens import js_len
+from pi_compact.js import js_len
 from tests.helpers.checkpoint import CWD, compact, plan_for, span_texts
 from tests.helpers.sessions import SessionBuilder
 

@@ -12,8 +12,8 @@ from pi_compact.checkpoint import (
     build_verbatim_checkpoint,
 )
 from pi_compact.checkpoint.context_files import ContextFile
-from pi_compact.checkpoint.envelope import TAIL_MARKER
-from pi_compact.compact import stale_reminders
+from pi_compact.checkpoint.verbatim.envelope import TAIL_MARKER
+from pi_compact.ops.compact import stale_reminders
 from tests.helpers.checkpoint import CWD, compact, plan_for
 from tests.helpers.sessions import SessionBuilder
 

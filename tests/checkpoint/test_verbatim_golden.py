@@ -19,7 +19,7 @@ import pytest
 
 from pi_compact.checkpoint import REORIENTATION_CUSTOM_TYPE, VerbatimOptions, build_verbatim_checkpoint
 from pi_compact.errors import NothingToCompactError
-from pi_compact.plan import plan_compaction
+from pi_compact.pi.plan import plan_compaction
 from pi_compact.session import get_branch, load_session
 from tests.helpers.checkpoint import CWD, append_checkpoint, plan_for
 from tests.helpers.fixtures import PI_FIXTURES

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pi_compact.checkpoint import VerbatimOptions, build_verbatim_checkpoint
-from pi_compact.checkpoint.cap import MIN_CONVERSATION_CHARS
-from pi_compact.plan import plan_compaction
+from pi_compact.checkpoint.verbatim.cap import MIN_CONVERSATION_CHARS
+from pi_compact.js import js_len
+from pi_compact.pi.plan import plan_compaction
 from pi_compact.session import get_branch, load_session_bytes
-from pi_compact.tokens import js_len
 from tests.helpers.checkpoint import CWD, span_texts
 from tests.helpers.sessions import SERIAL, SessionBuilder
 

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from pi_compact.checkpoint import REORIENTATION_CUSTOM_TYPE, VerbatimOptions, build_verbatim_checkpoint
-from pi_compact.checkpoint.signatures import abbreviate_cwd, json_cut, relative_path
+from pi_compact.checkpoint.verbatim.signatures import abbreviate_cwd, json_cut, relative_path
 from pi_compact.errors import NothingToCompactError
 from tests.helpers.checkpoint import CWD, compact, span_texts
 from tests.helpers.sessions import SessionBuilder

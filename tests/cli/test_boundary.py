@@ -121,12 +121,12 @@ def test_no_arguments_prints_the_help_and_exits_2() -> None:
 
 
 def _break_check(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
-    import pi_compact.check
+    import pi_compact.ops.check
 
     def broken(*args: object, **kwargs: object) -> None:
         raise exc
 
-    monkeypatch.setattr(pi_compact.check, "check_session", broken)
+    monkeypatch.setattr(pi_compact.ops.check, "check_session", broken)
 
 
 def test_an_unexpected_exception_is_an_internal_error_with_its_own_code(

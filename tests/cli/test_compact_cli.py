@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pi_compact.projection import build_projection, context_tokens
+from pi_compact.pi.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
 from tests.helpers.fixtures import PI_FIXTURES
@@ -417,7 +417,7 @@ def test_killed_inside_the_lock_leaves_the_file_loading_and_unlocked(tmp_path):
 
 
 def test_without_session_argument_the_most_recent_session_of_the_directory_is_compacted(tmp_path):
-    from pi_compact.session.discovery import session_dir_for_cwd
+    from pi_compact.pi.sessions import session_dir_for_cwd
 
     project = tmp_path / "project"
     project.mkdir()

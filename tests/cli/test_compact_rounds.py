@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from pi_compact.projection import build_projection
+from pi_compact.pi.projection import build_projection
 from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
 from tests.helpers.sessions import SessionBuilder

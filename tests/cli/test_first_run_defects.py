@@ -24,7 +24,7 @@ def test_the_internal_error_advice_runs_as_printed(tmp_path: Path, monkeypatch: 
     def boom(*args: object, **kwargs: object) -> object:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("pi_compact.check.check_session", boom)
+    monkeypatch.setattr("pi_compact.ops.check.check_session", boom)
     result = run("check", path)
     assert result.code == 70
     assert f"run `picompact --debug check {path}` for the traceback" in result.stderr

@@ -74,8 +74,8 @@ def test_every_document_has_the_declared_keys(session: Path, tmp_path: Path, iso
     printed["error"] = missing.json
     for name, doc in printed.items():
         assert list(doc) == keys(DOCUMENTS[name]), f"{name}: {HOW}"
-    # lookup needs a model; lint, audit, coverage and rules are checked in tests/test_lint.py, test_audit.py,
-    # test_coverage.py, test_rules.py, the pi documents in tests/pi/test_json_docs.py.
+    # lookup needs a model; lint, audit, coverage and rules are checked in tests/ops/test_lint.py, test_audit.py,
+    # test_coverage.py, test_rules.py, the pi documents in tests/extension/test_json_docs.py.
     pi = {name for name in DOCUMENTS if name.startswith("pi ")}
     # search's documents and records are checked in tests/archive/test_search_cli.py.
     assert set(DOCUMENTS) == {*printed, "lookup", "lint", "audit", "coverage", "rules", "search", "search --stats", *pi}
@@ -95,7 +95,7 @@ def test_grep_records_have_the_declared_keys(session: Path, tmp_path: Path) -> N
 
 
 def test_documents_are_the_library_results_to_json(session: Path) -> None:
-    from pi_compact.check import CheckOptions, check_session
+    from pi_compact.ops.check import CheckOptions, check_session
     from pi_compact.search import build_context_view, grep, list_entries
     from pi_compact.search.transcript import build_transcript
     from pi_compact.session.load import load_session
@@ -117,7 +117,7 @@ def test_documents_are_the_library_results_to_json(session: Path) -> None:
 
 
 def test_sessions_document_is_the_listing_to_json(tmp_path: Path, isolated_home: Path) -> None:
-    from pi_compact.session.discovery import session_listing
+    from pi_compact.pi.sessions import session_listing
 
     cwd = tmp_path / "proj"
     cwd.mkdir()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pi_compact.checkpoint import Checkpoint, VerbatimOptions, build_verbatim_checkpoint
-from pi_compact.plan import CompactionPlan, plan_compaction
+from pi_compact.pi.plan import CompactionPlan, plan_compaction
 from pi_compact.session import get_branch, load_session
 from tests.helpers.sessions import SERIAL, SessionBuilder
 

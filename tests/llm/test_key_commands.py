@@ -18,9 +18,9 @@ from pytest_httpserver import HTTPServer
 from pi_compact.llm import keys
 from pi_compact.llm.choice import find_api_key, has_api_key, model_available
 from pi_compact.llm.providers import resolve_model
+from tests.checkpoint.summary.conftest import GOOD_SUMMARY, OPENAI_PATH, openai_reply, settle
 from tests.helpers.cli import picompact_exe, run, run_process
 from tests.helpers.sessions import SessionBuilder
-from tests.summary.conftest import GOOD_SUMMARY, OPENAI_PATH, openai_reply, settle
 
 MODEL = ("local", "coder-7b")  # a provider that only models.json defines
 KEY = "sk-from-the-helper-0123456789"

@@ -95,7 +95,7 @@ def test_table_gives_output_limit_and_prices() -> None:
 
 def test_a_window_set_in_models_json_reaches_the_resolved_model(agent: Path) -> None:
     """lookup and summary mode size their requests by ``ModelRef.info``: the same catalogue check reads."""
-    from pi_compact.catalog import find_model
+    from pi_compact.pi.catalog import find_model
 
     (agent / "models.json").write_text(
         json.dumps({"providers": {"openai": {"modelOverrides": {"gpt-4.1-mini": {"contextWindow": 12345}}}}})

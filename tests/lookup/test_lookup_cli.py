@@ -210,7 +210,7 @@ def test_ctrl_c_while_the_model_thinks_exits_130(history: History, server: HTTPS
 def test_without_a_session_argument_the_directorys_latest_session_is_searched(
     tmp_path: Path, scripted: ScriptedModel
 ) -> None:
-    from pi_compact.session.discovery import session_dir_for_cwd
+    from pi_compact.pi.sessions import session_dir_for_cwd
     from tests.helpers.lookup_agent import build_history
 
     project = tmp_path / "project"

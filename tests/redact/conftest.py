@@ -1,3 +1,3 @@
 """Redaction tests share the summary tests' server helpers and fake keys."""
 
-from tests.summary.conftest import keys  # noqa: F401
+from tests.checkpoint.summary.conftest import keys  # noqa: F401

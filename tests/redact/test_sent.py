@@ -9,11 +9,7 @@ from typing import Any
 import orjson
 from pytest_httpserver import HTTPServer
 
-from tests.helpers.cli import run
-from tests.helpers.lookup_agent import ScriptedModel
-from tests.helpers.sessions import SessionBuilder
-from tests.redact.secrets_kit import CASES, LOOKALIKES, ORDINARY, PLANTED, case_leaks, corpus_session, secrets_session
-from tests.summary.conftest import (
+from tests.checkpoint.summary.conftest import (
     ANTHROPIC_KEY,
     GOOD_SUMMARY,
     OPENAI_KEY,
@@ -21,6 +17,10 @@ from tests.summary.conftest import (
     openai_reply,
     summary_args,
 )
+from tests.helpers.cli import run
+from tests.helpers.lookup_agent import ScriptedModel
+from tests.helpers.sessions import SessionBuilder
+from tests.redact.secrets_kit import CASES, LOOKALIKES, ORDINARY, PLANTED, case_leaks, corpus_session, secrets_session
 
 ENV = {
     "PICOMPACT_FIXED_TIME": "2026-05-06T07:08:09.010Z",
@@ -167,7 +167,7 @@ def test_lookup_no_redact(server: HTTPServer, tmp_path: Path, keys: dict[str, st
 
 def test_one_secret_has_one_placeholder_in_every_request_of_a_run(server: HTTPServer, tmp_path: Path) -> None:
     """A split turn sends two requests at once; a secret in both is masked alike, a second secret differently."""
-    from tests.summary.conftest import GOOD_PREFIX
+    from tests.checkpoint.summary.conftest import GOOD_PREFIX
 
     token, other = PLANTED["github-token"], "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9z0"
     sb = SessionBuilder()

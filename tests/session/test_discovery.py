@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pi_compact.session.discovery import (
+from pi_compact.pi.sessions import (
     FIRST_MESSAGE_CHARS,
     HEADER_SCAN_LIMIT,
     find_most_recent_session,

@@ -18,7 +18,7 @@ from pi_compact.checkpoint.entry import (
     serialize_entries,
     serialize_entry,
 )
-from pi_compact.checkpoint.verbatim import REORIENTATION_CUSTOM_TYPE
+from pi_compact.checkpoint.verbatim.build import REORIENTATION_CUSTOM_TYPE
 from pi_compact.session import get_branch, load_session_bytes
 from pi_compact.session.entries import Session
 from tests.helpers.fixtures import PI_COMPACTION_KEYS

@@ -12,9 +12,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_compact.check import CheckOptions, analyze
 from pi_compact.checkpoint import evidence as evidence_module
 from pi_compact.checkpoint.readtool import mutation_path, nested_calls, tool_call_blocks
+from pi_compact.ops.check import CheckOptions, analyze
 from pi_compact.session import index
 from pi_compact.session.load import load_session, load_session_bytes
 from pi_compact.session.mutations import mutation_facts

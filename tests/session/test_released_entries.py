@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pi_compact.check import CheckOptions, analyze
 from pi_compact.errors import SessionError
-from pi_compact.forecast import GROWTH_WINDOW
+from pi_compact.ops.check import CheckOptions, analyze
+from pi_compact.ops.forecast import GROWTH_WINDOW
 from pi_compact.session.load import load_session, load_session_bytes
 from tests.helpers.sessions import SessionBuilder, simple_session
 

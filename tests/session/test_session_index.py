@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from pi_compact.check import CheckOptions, analyze
 from pi_compact.errors import SessionError
+from pi_compact.ops.check import CheckOptions, analyze
 from pi_compact.session import index
 from pi_compact.session.load import load_session
 from pi_compact.session.tree import get_branch

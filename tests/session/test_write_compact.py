@@ -1,4 +1,4 @@
-"""Compaction orchestration (``pi_compact.compact``) with a stand-in mode: plan, build, write, retry, report."""
+"""Compaction orchestration (``pi_compact.ops.compact``) with a stand-in mode: plan, build, write, retry, report."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from typing import Any
 import orjson
 import pytest
 
-from pi_compact.check import CheckOptions
 from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
 from pi_compact.checkpoint.mode import CheckpointMode, CheckpointResult, ModeContext, get_mode
-from pi_compact.checkpoint.verbatim_mode import default_cap
-from pi_compact.compact import CompactOptions, compact_session
+from pi_compact.checkpoint.verbatim.mode import default_cap
 from pi_compact.errors import ConcurrentWriteError, ExitCode, NothingToCompactError, SessionError, UsageError
-from pi_compact.plan import CompactionPlan
-from pi_compact.projection import build_projection, context_tokens
+from pi_compact.ops.check import CheckOptions
+from pi_compact.ops.compact import CompactOptions, compact_session
+from pi_compact.pi.plan import CompactionPlan
+from pi_compact.pi.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
 from tests.helpers.fixtures import PI_FIXTURES
 from tests.helpers.sessions import side_branch_session, simple_session, written_long_ago
@@ -258,7 +258,7 @@ def test_low_gain_is_warned_with_the_reason(tmp_path):
 
 
 def test_verbatim_mode_default_cap_is_half_of_keep_recent_tokens(tmp_path, monkeypatch):
-    import pi_compact.checkpoint.verbatim as verbatim
+    import pi_compact.checkpoint.verbatim.build as verbatim
 
     seen = []
 
@@ -266,7 +266,7 @@ def test_verbatim_mode_default_cap_is_half_of_keep_recent_tokens(tmp_path, monke
         seen.append(options)
         return verbatim.Checkpoint("S", {}, "R", read_files=[], modified_files=[], tokens=1, trimmed=False)
 
-    import pi_compact.checkpoint.verbatim_mode as verbatim_mode
+    import pi_compact.checkpoint.verbatim.mode as verbatim_mode
 
     monkeypatch.setattr(verbatim_mode, "build_verbatim_checkpoint", fake_build)
     path = _big(tmp_path)

@@ -26,7 +26,7 @@ from pi_compact.checkpoint.summary.requests import (
     resolve_summary_model,
 )
 from pi_compact.errors import ProviderError, UsageError
-from pi_compact.plan import CompactionPlan, format_file_operations
+from pi_compact.pi.plan import CompactionPlan, format_file_operations
 from pi_compact.session.entries import JsonDict
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from pi_compact.checkpoint.summary.requests import (
     resolve_summary_model,
 )
 from pi_compact.errors import UsageError
-from pi_compact.plan import CompactionPlan
+from pi_compact.pi.plan import CompactionPlan
 
 if TYPE_CHECKING:
     from pi_compact.llm import ModelRef
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 def _cl100k(text: str) -> int | None:
     """cl100k_base tokens when the offline encoding is installed (never downloaded), else None."""
     try:
-        from pi_compact.tokens import count_cl100k
+        from pi_compact.pi.tokens import count_cl100k
 
         return count_cl100k({"role": "user", "content": text})
     except Exception:  # tiktoken or its bundled encoding missing: the count is an extra, not needed
@@ -74,7 +74,7 @@ class SummaryPreview:
     @property
     def cost_upper_bound(self) -> float | None:
         """Dollars for Pi's input estimate plus the full output limit of every request; None without prices."""
-        from pi_compact.catalog import estimate_cost
+        from pi_compact.pi.catalog import estimate_cost
 
         return estimate_cost(self.model.info, self.input_tokens, self.max_output_tokens)
 

@@ -10,8 +10,8 @@ from pi_compact.checkpoint.summary.requests import SummaryModel, SummaryRequest,
 from pi_compact.session.entries import JsonDict
 
 if TYPE_CHECKING:
-    from pi_compact.catalog import ModelInfo
     from pi_compact.llm import Response, Usage
+    from pi_compact.pi.catalog import ModelInfo
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from pi_compact.checkpoint.mode import ModeContext
 from pi_compact.checkpoint.summary.prompts import SYSTEM_PROMPT, RequestKind, history_prompt, turn_prefix_prompt
+from pi_compact.checkpoint.summary.serialize import serialize_messages
 from pi_compact.errors import OptionError, PiCompactError
-from pi_compact.plan import CompactionPlan, FileOps
-from pi_compact.render.serialize import serialize_messages
-from pi_compact.tokens import js_len
+from pi_compact.js import js_len
+from pi_compact.pi.plan import CompactionPlan, FileOps
 
 if TYPE_CHECKING:
-    from pi_compact.catalog import ModelInfo
     from pi_compact.llm import ModelRef, Request
     from pi_compact.llm.thinking import ThinkingChoice
+    from pi_compact.pi.catalog import ModelInfo
     from pi_compact.redact import Redactor
 
 
@@ -129,12 +129,12 @@ class SummaryRequest:
 
 
 def resolve_summary_model(ref: ModelRef, ctx: ModeContext | None = None) -> SummaryModel:
-    """Window and output limit of the summarising model, from the model catalogue (``pi_compact.catalog``).
+    """Window and output limit of the summarising model, from the model catalogue (``pi_compact.pi.catalog``).
 
     When it is the model the session is judged by and ``--context-window`` was given, that window applies. A model
     Pi does not know gets Pi's defaults for custom models (128,000-token window, 16,384 output tokens).
     """
-    from pi_compact.catalog import CUSTOM_CONTEXT_WINDOW, CUSTOM_MAX_TOKENS, find_model
+    from pi_compact.pi.catalog import CUSTOM_CONTEXT_WINDOW, CUSTOM_MAX_TOKENS, find_model
 
     info = ref.info if ref.info is not None else find_model(ref.provider, ref.model_id)
     warnings: list[str] = []
@@ -164,7 +164,7 @@ def file_lists(plan: CompactionPlan) -> tuple[list[str], list[str]]:
     details = previous.raw.get("details") if previous is not None else None
     if previous is None or not previous.raw.get("fromHook") or not isinstance(details, dict):
         return plan.read_files, plan.modified_files
-    from pi_compact.checkpoint.verbatim import is_verbatim_details
+    from pi_compact.checkpoint.verbatim.build import is_verbatim_details
 
     if not is_verbatim_details(details):
         return plan.read_files, plan.modified_files
@@ -182,7 +182,7 @@ def previous_summary_source(plan: CompactionPlan) -> str | None:
         return None
     if not previous.raw.get("fromHook"):
         return "pi"
-    from pi_compact.checkpoint.verbatim import is_verbatim_details
+    from pi_compact.checkpoint.verbatim.build import is_verbatim_details
 
     return "picompact-verbatim" if is_verbatim_details(previous.raw.get("details")) else "extension"
 
@@ -384,7 +384,7 @@ def choose_thinking(ctx: ModeContext, options: SummaryOptions) -> ThinkingChoice
         return ThinkingChoice(options.thinking, "--thinking")
     settings: dict[str, Any] = {}
     try:
-        from pi_compact.settings import load_settings
+        from pi_compact.pi.settings import load_settings
 
         settings = load_settings(ctx.session.cwd or ".").merged
     except PiCompactError:  # unreadable settings were already reported by check; Pi's default applies

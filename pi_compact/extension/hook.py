@@ -1,0 +1,291 @@
+"""What the Pi extension asks of picompact, as data: a checkpoint for Pi's ``session_before_compact``, one recovery
+tool call, and the effective configuration. No printing; ``pi_compact.cli.pi`` turns these into JSON.
+
+The checkpoint comes from ``draft_compaction``, the code path of ``picompact compact --dry-run`` (a verbatim
+mode's preview is its checkpoint), so for the same session prefix (``--leaf``), settings and environment the
+extension's verbatim checkpoint and the dry run's are the same bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pi_compact.errors import UsageError
+from pi_compact.extension.tools import SEARCH_MAX_COUNT, SEARCH_SESSIONS
+
+if TYPE_CHECKING:
+    from pi_compact.search.transcript import Transcript
+
+# The extension's tool names -> the search tools of ``picompact lookup`` they run.
+TOOLS = {
+    "context_list_entries": "list_entries",
+    "context_grep": "grep",
+    "context_show_entry": "show_entry",
+}
+# The one tool that reads other sessions (through ``picompact search``'s index), apart from the recovery tools above,
+# which stay on this session's branch.
+SEARCH_ARGUMENTS = frozenset(
+    {"query", "regex", "fixed", "ignore_case", "role", "tool", "errors", "since", "until", "max_count", "cursor"}
+)
+
+
+@dataclass(frozen=True)
+class CheckpointRequest:
+    """Everything Pi decided that picompact must not decide differently."""
+
+    session: Path
+    leaf: str
+    context_window: int
+    reserve_tokens: int
+    keep_recent_tokens: int
+    mode: str = "verbatim"
+    cap: int | None = None
+    no_cap: bool = False
+    model: str | None = None  # summary mode: PROVIDER/ID of the model that writes the summary
+    base_url: str | None = None  # summary mode: the model's server (a provider picompact does not know)
+    instructions: str | None = None  # summary mode: /compact's focus text
+    timeout: float | None = None  # summary mode: seconds per model answer
+
+
+def build_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
+    """The compaction Pi should append: ``summary``, ``firstKeptEntryId``, ``tokensBefore``, ``details``, plus the
+    re-orientation ``reminder`` (verbatim mode), the settings used and the figures for ``/picompact``."""
+    from pi_compact.checkpoint.mode import CheckpointMode, get_mode
+    from pi_compact.llm import model_available
+    from pi_compact.ops.check import CheckOptions
+    from pi_compact.ops.compact import CompactOptions, draft_compaction
+
+    mode: CheckpointMode
+    if request.mode == "verbatim":
+        mode = get_mode("verbatim", cap_tokens=request.cap, no_cap=request.no_cap, lookup_available=model_available)
+    elif request.mode == "summary":
+        from pi_compact.checkpoint.summary import SummaryOptions
+
+        options = SummaryOptions(
+            model=request.model,
+            base_url=request.base_url,
+            instructions=request.instructions or None,
+            timeout=request.timeout if request.timeout is not None else SummaryOptions.timeout,
+        )
+        mode = get_mode("summary", options=options)
+    else:
+        raise UsageError(f"--mode must be verbatim or summary (got {request.mode!r})")
+    result = draft_compaction(
+        request.session,
+        mode,
+        CompactOptions(
+            check=CheckOptions(
+                context_window=request.context_window,
+                model=request.model,
+                reserve_tokens=request.reserve_tokens,
+                keep_recent_tokens=request.keep_recent_tokens,
+                leaf_id=request.leaf,
+            ),
+        ),
+    )
+    compaction = result.entries[0]
+    reminder = next((e for e in result.entries if e["type"] == "custom_message"), None)
+    check = result.check
+    return {
+        "mode": request.mode,
+        "summary": compaction["summary"],
+        "firstKeptEntryId": compaction["firstKeptEntryId"],
+        "tokensBefore": compaction["tokensBefore"],
+        "details": compaction.get("details"),
+        "usage": compaction.get("usage"),
+        "reminder": reminder["content"] if reminder else None,
+        "reminderCustomType": reminder["customType"] if reminder else None,
+        "leafId": check.branch.leaf.id if check.branch.leaf else None,
+        "settings": {
+            "enabled": check.enabled,
+            "reserveTokens": check.reserve_tokens,
+            "keepRecentTokens": check.keep_recent_tokens,
+        },
+        "contextWindow": check.context_window,
+        "stats": result.stats.to_json() if result.stats else None,
+        "trimmed": bool(result.checkpoint.trimmed) if result.checkpoint else False,
+        # The checkpoint's own warnings (a cap it cannot keep, say); not compact's advice about flags, since Pi
+        # decided when and where to compact.
+        "warnings": [*check.warnings, *(result.checkpoint.warnings if result.checkpoint else ())],
+    }
+
+
+def run_tool(session: Path, leaf: str | None, tool: str, arguments: Mapping[str, Any]) -> str:
+    """One recovery tool call on the raw branch ending at ``leaf``: the text the agent reads."""
+    from pi_compact.search.transcript import build_transcript
+    from pi_compact.session.load import load_session
+
+    if tool == SEARCH_SESSIONS:
+        return search_sessions(session, arguments)
+    inner = TOOLS.get(tool)
+    if inner is None:
+        raise UsageError(f"unknown tool {tool!r}: one of {', '.join(sorted([*TOOLS, SEARCH_SESSIONS]))}")
+    if tool == "context_show_entry" and arguments.get("session") is not None:
+        other = other_session(session, arguments["session"])
+        rest = {k: v for k, v in arguments.items() if k != "session"}
+        return run_search_tool(build_transcript(load_session(other), all_branches=True), inner, rest, name=tool)
+    transcript = build_transcript(load_session(session), leaf_id=leaf)
+    return run_search_tool(transcript, inner, arguments, name=tool)
+
+
+def _search_scope(session: Path) -> str | None:
+    """The project directory the search is kept to (None: every session), from ``picompact.crossSession`` for the
+    session's project; UsageError when the setting turns the tool off."""
+    from pi_compact.pi.config import load_config
+    from pi_compact.pi.sessions import read_session_header
+
+    header = read_session_header(session) or {}
+    cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else None
+    setting = load_config(cwd or os.getcwd()).cross_session
+    if setting is None:
+        raise UsageError(f"{SEARCH_SESSIONS} is off: picompact.crossSession is false in Pi's settings")
+    return (cwd or os.getcwd()) if setting == "project" else None
+
+
+def _open_index() -> Any:
+    from pi_compact.archive.store import open_store, temporary_store
+    from pi_compact.errors import ExternalError
+
+    try:
+        return open_store()
+    except ExternalError:  # no usable cache directory: the same answers without keeping an index
+        return temporary_store()
+
+
+def search_sessions(session: Path, arguments: Mapping[str, Any]) -> str:
+    """``context_search_sessions``: ``picompact search`` over this project's sessions (or all of them), as text."""
+    from pi_compact.archive import Filters, Query, search, session_files
+    from pi_compact.search.pages import parse_time
+
+    unknown = sorted(set(arguments) - SEARCH_ARGUMENTS)
+    if unknown:
+        raise UsageError(
+            f"{SEARCH_SESSIONS}: unknown argument {unknown[0]!r}; it takes {', '.join(sorted(SEARCH_ARGUMENTS))}"
+        )
+    query = arguments.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise UsageError(f"{SEARCH_SESSIONS}: query must be a non-empty string")
+    flags = {k: arguments.get(k, False) for k in ("regex", "fixed", "ignore_case", "errors")}
+    if any(not isinstance(v, bool) for v in flags.values()):
+        raise UsageError(f"{SEARCH_SESSIONS}: regex, fixed, ignore_case and errors are true or false")
+    roles = arguments.get("role")
+    if roles is not None and (not isinstance(roles, list) or not all(isinstance(r, str) for r in roles)):
+        raise UsageError(f"{SEARCH_SESSIONS}: role must be a list of roles or entry types")
+    limit = arguments.get("max_count", 10)
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= SEARCH_MAX_COUNT:
+        raise UsageError(f"{SEARCH_SESSIONS}: max_count must be between 1 and {SEARCH_MAX_COUNT}")
+    times: dict[str, int | None] = {}
+    for key in ("since", "until"):
+        value = arguments.get(key)
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{SEARCH_SESSIONS}: {key} must be an ISO time or an age (2h, 7d)")
+        times[key] = int(parse_time(value).timestamp() * 1000) if value else None
+    tool = arguments.get("tool")
+    cursor = arguments.get("cursor")
+    if not isinstance(tool, str | None) or not isinstance(cursor, str | None):
+        raise UsageError(f"{SEARCH_SESSIONS}: tool and cursor are strings")
+    cwd = _search_scope(session)
+    parsed = Query.parse(query, regex=flags["regex"], fixed=flags["fixed"], ignore_case=flags["ignore_case"])
+    filters = Filters(
+        cwd=cwd,
+        since_ms=times["since"],
+        until_ms=times["until"],
+        roles=frozenset(roles) if roles else None,
+        tool=tool,
+        errors=flags["errors"],
+    )
+    with _open_index() as store:
+        scope = store.run(lambda: store.update(session_files().files))
+        page = search(store, scope, parsed, filters, limit=limit, cursor=cursor)
+    where = f"the sessions of {cwd}" if cwd is not None else "every Pi session"
+    current = os.path.abspath(session)
+    if not page.hits:
+        return f"No entry matches {query!r} in {where} ({page.sessions} sessions searched)."
+    lines = [f"{len(page.hits)} results in {where} ({page.sessions} sessions searched), best first:", ""]
+    for number, hit in enumerate(page.hits, 1):
+        this = " (this session)" if os.path.abspath(hit.session) == current else ""
+        lines.append(
+            f"{number}. session {hit.session_id}{this}, entry {hit.entry_id} ({hit.role}, {hit.timestamp or 'no time'})"
+        )
+        lines.append(f"   file: {hit.session}")
+        snippet, at = [], 0
+        for start, end in hit.highlights:
+            if start >= at:
+                snippet += [hit.snippet[at:start], "«", hit.snippet[start:end], "»"]
+                at = end
+        snippet.append(hit.snippet[at:])
+        lines.append("   " + "".join(snippet))
+    lines.append("")
+    lines.append(
+        'Read one in full with context_show_entry {"id": ENTRY_ID, "session": SESSION_ID}; these are other '
+        "sessions' records, not this session's context."
+    )
+    if page.next_cursor:
+        lines.append(f'More results: call {SEARCH_SESSIONS} again with "cursor": "{page.next_cursor}".')
+    for path, reason in page.skipped:
+        lines.append(f"(skipped {path}: {reason})")
+    return "\n".join(lines)
+
+
+def other_session(session: Path, wanted: Any) -> Path:
+    """The session file ``context_show_entry``'s ``session`` argument names: a session id (or file) that
+    ``context_search_sessions`` can return, within the same scope."""
+    from pi_compact.archive import session_files
+
+    if not isinstance(wanted, str) or not wanted:
+        raise UsageError("context_show_entry: session must be a session id from context_search_sessions")
+    cwd = _search_scope(session)
+    from pi_compact.pi.settings import expand_path
+
+    with _open_index() as store:
+        scope = store.run(lambda: store.update(session_files().files))
+    found = sorted(
+        f.path
+        for f in scope.files.values()
+        if (f.session_id == wanted or f.path == wanted)
+        and (cwd is None or (f.cwd is not None and expand_path(f.cwd) == expand_path(cwd)))
+    )
+    if not found:
+        raise UsageError(
+            f"context_show_entry: no session {wanted!r} among those context_search_sessions searches; "
+            "give a session id it returned"
+        )
+    return Path(found[0])
+
+
+def run_search_tool(transcript: Transcript, tool: str, arguments: Mapping[str, Any], *, name: str = "") -> str:
+    """One call of the lookup model's ``list_entries``, ``grep`` or ``show_entry``, with the same argument checks,
+    limits and result text; ``name`` is the tool's name as the agent knows it, for the "call … again" hint."""
+    from pi_compact.lookup.tools import call_tool
+
+    return call_tool(transcript, tool, arguments, name=name or None)
+
+
+def effective_config(
+    cwd: str, project_trusted: bool | None, session_model: str | None, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The configuration the extension runs with: settings, and whether ``context_lookup`` has a model."""
+    from pi_compact.llm import model_available
+    from pi_compact.pi.catalog import parse_model_ref
+    from pi_compact.pi.config import load_config
+
+    config = load_config(cwd, project_trusted)
+    model: tuple[str, str] | None = None
+    if session_model and "/" in session_model:
+        with contextlib.suppress(UsageError):
+            model = parse_model_ref(session_model)
+    from pi_compact.extension.tools import extension_tools
+
+    env = os.environ if env is None else env
+    lookup = model_available(model, config.lookup_model, env)
+    return {
+        **config.to_json(),
+        "capArgs": config.cap_args(),
+        "lookupAvailable": lookup,
+        "tools": extension_tools(config.cross_session, lookup),
+    }

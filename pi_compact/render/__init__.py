@@ -1,1 +1,0 @@
-"""Rendering messages as Pi serialises them for its summary requests (``serialize``)."""
