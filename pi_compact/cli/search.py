@@ -272,17 +272,7 @@ def grep(
     if color not in ("auto", "always", "never"):
         raise UsageError(f"--color must be auto, always or never (got {color!r})")
     env.color_choice = None if color == "auto" else color == "always"
-    positional = list(args or [])
-    if regexp or pattern_file:
-        if len(positional) > 1:
-            raise UsageError(f"with -e or -f, the only argument is SESSION; got {len(positional)} arguments")
-        session = Path(positional[0]) if positional else None
-        patterns = [*(regexp or []), *(_patterns_from_files(env, pattern_file, session) if pattern_file else [])]
-    else:
-        if not positional:
-            raise UsageError("missing PATTERN (give PATTERN, -e PATTERN or -f FILE)")
-        session, pattern = split_thing_session(env, positional, "PATTERN", "grep")
-        patterns = [pattern]
+    session, patterns = _grep_patterns(env, list(args or []), regexp, pattern_file)
     if count and ids_only:
         raise UsageError("-c and -l clash: -c counts matching lines per entry, -l lists the entries only")
     summary_only = "-c" if count else "-l" if ids_only else None
@@ -326,6 +316,22 @@ def grep(
             if page.next_cursor:
                 env.note(f"more matches ({page.stopped_by} reached); next page: {_next_command(env, page.next_cursor)}")
     return ExitCode.OK if page.count else ExitCode.NO
+
+
+def _grep_patterns(
+    env: Environment, positional: list[str], regexp: list[str] | None, pattern_file: list[str] | None
+) -> tuple[Path | None, list[str]]:
+    """The session and the patterns: ``PATTERN [SESSION]`` (either order, with a hint), or ``-e``/``-f`` and at
+    most ``SESSION``."""
+    if regexp or pattern_file:
+        if len(positional) > 1:
+            raise UsageError(f"with -e or -f, the only argument is SESSION; got {len(positional)} arguments")
+        session = Path(positional[0]) if positional else None
+        return session, [*(regexp or []), *(_patterns_from_files(env, pattern_file, session) if pattern_file else [])]
+    if not positional:
+        raise UsageError("missing PATTERN (give PATTERN, -e PATTERN or -f FILE)")
+    session, pattern = split_thing_session(env, positional, "PATTERN", "grep")
+    return session, [pattern]
 
 
 def _patterns_from_files(env: Environment, files: list[str], session: Path | None) -> list[str]:
