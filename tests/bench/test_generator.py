@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 SIZE = "200KB"
 
 
