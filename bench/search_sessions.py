@@ -120,7 +120,7 @@ def tokenizers(tree: Path, count: int) -> list[tuple[str, float, float, int]]:
     """(tokenizer, session MB/s, text MB/s, database bytes) building FTS5 from the same documents."""
     import orjson
 
-    from pi_compact.archive.store import document
+    from pi_compact.archive.document import document
     from pi_compact.session.entries import Entry
 
     files = sorted(tree.rglob("*.jsonl"))[:count]

@@ -1,5 +1,6 @@
 """Searching every session at once: a full-text index of all the sessions Pi can find, kept up to date on each
-search (``archive.store``), the files it covers (``archive.files``) and the queries it answers (``archive.query``).
+search (``archive.store``, the database; ``archive.indexer``, bringing it up to date), the files it covers
+(``archive.files``) and the queries it answers (``archive.query``).
 
 from pi_compact.archive import Filters, Query, open_store, search, session_files
 
@@ -18,7 +19,8 @@ from collections.abc import Sequence
 
 from pi_compact.archive.files import FoundFiles, session_files
 from pi_compact.archive.query import DEFAULT_LIMIT, Filters, Hit, Query, SearchPage, search
-from pi_compact.archive.store import Scope, Store, open_store, temporary_store
+from pi_compact.archive.scope import Scope
+from pi_compact.archive.store import Store, open_store, temporary_store
 
 
 def search_sessions(

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pi_compact.archive.store import Scope, ScopeFile, Store
+from pi_compact.archive.scope import Scope, ScopeFile
+from pi_compact.archive.store import Store
 from pi_compact.errors import PatternError, UsageError
 
 HIGHLIGHT_START, HIGHLIGHT_END = "\ue000", "\ue001"  # private-use characters marking FTS5's snippet highlights

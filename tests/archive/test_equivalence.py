@@ -10,8 +10,7 @@ from random import Random
 import orjson
 import pytest
 
-from pi_compact.archive import Filters, Query, search, session_files
-from pi_compact.archive import store as store_module
+from pi_compact.archive import Filters, Query, indexer, search, session_files
 from pi_compact.archive.store import open_store, temporary_store
 
 WORDS = [
@@ -131,7 +130,7 @@ class Tree:
 
 def _results(store, found, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> list:
     # 0: every file is parsed in the thread ahead (new ones) or beside the inserts (appends); else never
-    monkeypatch.setattr(store_module, "PARALLEL_BYTES", 0 if parallel else 1 << 60)
+    monkeypatch.setattr(indexer, "PARALLEL_BYTES", 0 if parallel else 1 << 60)
     scope = store.update(found.files)
     out = []
     for query in QUERIES:

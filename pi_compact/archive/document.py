@@ -1,0 +1,62 @@
+"""What the cross-session index keeps of an entry: the text ``picompact show`` renders of it, without the lines
+picompact writes itself (the ENTRY header, the ``[section]`` markers), and what the filters need (role or type,
+time, tool names, whether it is a failed tool result); all of it text SQLite can hold."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from pi_compact.session.entries import Entry
+
+
+def _epoch_ms(text: str | None) -> int | None:
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    try:
+        return math.floor(when.timestamp() * 1000)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def clean(text: str) -> str:
+    """Text SQLite can hold (UTF-8): a lone surrogate becomes U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+def document(entry: Entry) -> tuple[str, str, str | None, int | None, str, int]:
+    """What the index keeps of an entry: (text, role or type, timestamp, its epoch ms, tool names, failed)."""
+    from pi_compact.search.render import render_entry  # only when indexing: a search with nothing new skips it
+
+    rendered = render_entry(entry)
+    markers = rendered.markers
+    lines = rendered.lines
+    text = "\n".join(line for i, line in enumerate(lines) if i not in markers) if markers else "\n".join(lines)
+    kind = entry.role or entry.type
+    ts = entry.timestamp
+    tools: list[str] = []
+    failed = 0
+    msg = entry.message
+    if msg is not None:
+        if entry.role == "toolResult":
+            name = msg.get("toolName")
+            if isinstance(name, str):
+                tools.append(name)
+            failed = 1 if msg.get("isError") is True else 0
+        elif entry.role == "assistant" and isinstance(msg.get("content"), list):
+            for block in msg["content"]:
+                name = block.get("name") if isinstance(block, dict) and block.get("type") == "toolCall" else None
+                if isinstance(name, str) and name not in tools:
+                    tools.append(name)
+    tool_text = "\n" + "\n".join(tools) + "\n" if tools else ""
+    return clean(text), clean(kind), clean(ts) if ts else None, _epoch_ms(ts), clean(tool_text), failed

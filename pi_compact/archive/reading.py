@@ -1,0 +1,222 @@
+"""Reading session files for the cross-session index: the complete lines after an indexed prefix (a line without
+its newline is a write in progress, read once the newline arrives), parsed into ``entries`` rows and their text in
+batches, each with the file's state after it; the CRC-32 of a prefix; whether a file is of a format before v3.
+A long read is parsed in a thread of its own (``prefetch``), a bounded number of batches ahead.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from collections.abc import Generator, Iterator
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from pi_compact.archive.document import clean, document
+from pi_compact.archive.scope import FileState
+from pi_compact.session.entries import Entry
+
+READ_CHUNK = 1024 * 1024
+BATCH_TEXT = 1024 * 1024  # rows are inserted in batches of about this much text, or of READ_BATCH bytes of file
+READ_BATCH = 4 * 1024 * 1024
+
+T = TypeVar("T")
+
+
+def crc_of(fd: int, length: int) -> int | None:
+    from pi_compact.session.index import fingerprint
+
+    return fingerprint(fd, length)
+
+
+def read_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """(offset, line with its b"\\n") for each complete line of the file between ``start`` and ``end``."""
+    buf = bytearray()
+    buf_at = start  # the file offset of buf[0]
+    pos = start
+    while pos < end:
+        chunk = os.pread(fd, min(READ_CHUNK, end - pos), pos)
+        if not chunk:
+            break
+        pos += len(chunk)
+        scan = len(buf)
+        buf += chunk
+        at = 0
+        while True:
+            nl = buf.find(b"\n", scan)
+            if nl < 0:
+                break
+            yield buf_at + at, bytes(buf[at : nl + 1])
+            at = scan = nl + 1
+        if at:
+            del buf[:at]
+            buf_at += at
+
+
+def last_newline(fd: int, size: int) -> int:
+    """The offset just after the file's last b"\\n" (0 when it has none)."""
+    at = size
+    while at > 0:
+        start = max(0, at - READ_CHUNK)
+        chunk = os.pread(fd, at - start, start)
+        nl = chunk.rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        at = start
+    return 0
+
+
+def _value(line: bytes) -> Any:
+    """The JSON value of a session line; None for one Pi skips (blank, not JSON, or a falsy value)."""
+    from pi_compact.session.load import _is_falsy, parse_json_line
+
+    if not line.strip():
+        return None
+    try:
+        value = parse_json_line(line)
+    except ValueError:
+        return None
+    return None if _is_falsy(value) else value
+
+
+def is_legacy(fd: int) -> bool:
+    """Whether the file's header (its first parsed line) says a format before v3."""
+    from pi_compact.session.load import _header_version
+
+    for _, line in read_lines(fd, 0, min(os.fstat(fd).st_size, 1024 * 1024)):
+        value = _value(line)
+        if value is None:
+            continue
+        if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
+            return _header_version(value, [], 1)[0] < 3
+        return False
+    return False
+
+
+Batch = tuple[list[tuple[Any, ...]], list[str], FileState, int]  # entries rows (no id), texts, state after, bytes
+
+
+def parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
+    """The complete lines of the file after ``state.indexed_to`` as batches of rows, each with the state after it
+    (``state`` is advanced in place; a copy goes with each batch)."""
+    rows: list[tuple[Any, ...]] = []
+    texts: list[str] = []
+    size = read = 0
+    for offset, line in read_lines(fd, state.indexed_to, end):
+        if read >= READ_BATCH or size >= BATCH_TEXT:  # the state so far describes every line before this one
+            yield rows, texts, replace(state), read
+            rows, texts, size, read = [], [], 0, 0
+        state.crc = zlib.crc32(line, state.crc)
+        state.lines += 1
+        state.indexed_to = offset + len(line)
+        read += len(line)
+        if state.status == "not-session":
+            continue  # a file that is not a session: its bytes still count, so the next look checks that prefix
+        value = _value(line)
+        if value is None:
+            continue
+        if state.status == "pending":
+            if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
+                state.status = "session"
+                state.session_id = clean(value["id"])
+                cwd = value.get("cwd")
+                state.cwd = clean(cwd) if isinstance(cwd, str) else None
+            else:
+                state.status = "not-session"
+            continue
+        if not isinstance(value, dict):
+            state.leaf, state.no_leaf = None, 1
+            continue
+        entry = Entry(value, state.lines, state.entries, offset, len(line) - 1)
+        state.entries += 1
+        state.leaf = clean(entry.id) if entry.id else None
+        state.no_leaf = 0 if entry.id else 1
+        text, kind, ts, ts_ms, tools, failed = document(entry)
+        eid = clean(entry.id) if entry.id else None
+        parent = clean(entry.parent_id) if entry.parent_id else None
+        rows.append((entry.line, entry.offset, entry.length, eid, parent, kind, ts, ts_ms, tools, failed))
+        texts.append(text)
+        size += len(text)
+    yield rows, texts, replace(state), read
+
+
+END: Any = object()  # the last item of a file in ``parse_new``
+Ahead = tuple[str, "os.stat_result | OSError", Any]  # (path, its stat or why it cannot be read, a Batch or END)
+
+
+def parse_new(paths: list[str]) -> Iterator[Ahead]:
+    """Each file parsed from its first byte: (path, stat, batch) items, then (path, stat, END); (path, OSError,
+    None) for a file that cannot be read, (path, stat, None) for one of a format before v3."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            yield path, exc, None
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                yield path, OSError(21, "not a regular file"), None
+                continue
+            if is_legacy(fd):
+                yield path, st, None
+                continue
+            for batch in parse(fd, st.st_size, FileState(0)):
+                yield path, st, batch
+            yield path, st, END
+        except OSError as exc:
+            yield path, exc, None
+        finally:
+            os.close(fd)
+
+
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def prefetch(items: Iterator[T], depth: int = 4) -> Generator[T, None, None]:
+    """``items`` produced by a thread of their own, at most ``depth`` ahead (memory stays bounded)."""
+    import queue
+    import threading
+
+    box: queue.Queue[Any] = queue.Queue(depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                box.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(end)
+        except BaseException as exc:
+            put(_Failed(exc))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()  # a generator left behind closes its file now
+
+    worker = threading.Thread(target=work, name="picompact-index-parse", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = box.get()
+            if item is end:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        worker.join()
