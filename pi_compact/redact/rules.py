@@ -1,0 +1,168 @@
+"""The rules: one per issuer's format (the published ones, as gitleaks and detect-secrets use them), and the
+patterns of URLs with a password, Authorization headers and command-line flags; each an RE2 pattern and the checks on
+its match."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pi_compact.redact.literal import METAVAR, REFERENCE, literal_secret
+from pi_compact.redact.patterns import compile_pattern
+from pi_compact.redact.private_keys import NEWLINE, pem_body_prefixes
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One detector: ``pattern``'s first group named ``secret…`` that matched (or the whole match) is the secret.
+
+    ``accept`` may veto a match; ``boundary``: the match must not follow a letter, digit or underscore; ``after``:
+    characters that must not follow it (what a lookahead would say; RE2 has none); ``wrap``: the characters of the
+    secret, for a key a terminal wrapped onto the next line (that line is taken too)."""
+
+    kind: str
+    pattern: Any  # an RE2 pattern
+    accept: Callable[[Any], bool] | None = None
+    boundary: bool = True
+    after: str = ""
+    wrap: str = ""
+
+
+def _url_password_ok(match: Any) -> bool:
+    value = match.group("secret")
+    return not (REFERENCE.search(value) or value.lower() in ("password", "pass", "x-oauth-basic"))
+
+
+def _has_digit(match: Any) -> bool:
+    return any(c.isdigit() for c in match.group())
+
+
+def _flag_value_ok(match: Any) -> bool:
+    value = next(v for v in (match.group("secret"), match.group("secret_q"), match.group("secret_s")) if v is not None)
+    if METAVAR.search(value):
+        return False
+    return literal_secret(value, quoted=True, env_style=False, min_length=4)
+
+
+def _user_password_ok(match: Any) -> bool:
+    value = match.group("secret")
+    return not value.isdigit() and not REFERENCE.search(value) and value.lower() not in ("password", "pass")
+
+
+_TOKEN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+_WORD = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_FLAG_VALUE = (
+    r"(?:[ \t]+|=)(?:\"(?P<secret_q>[^\"\n]+)\"|'(?P<secret_s>[^'\n]+)'"
+    r"|(?P<secret>[^\s\"'()\[\]{}<>,;-][^\s\"'()\[\]{}<>,;]*))"
+)
+
+
+def _token(kind: str, pattern: str, **options: Any) -> Rule:
+    """A key with an issuer's prefix; it may be wrapped onto a second line."""
+    return Rule(kind, compile_pattern(pattern), wrap=options.pop("wrap", _TOKEN), **options)
+
+
+# Each pattern starts with a literal (the issuer's prefix) where it can; the word boundary before a token is
+# checked afterwards (``Rule.boundary``), like what a lookahead would check after it (``Rule.after``).
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "private-key",
+        compile_pattern(
+            rf"Private-Lines: *\d+[ \t]*{NEWLINE}(?P<secret>(?:[A-Za-z0-9+/=]+{NEWLINE})*[A-Za-z0-9+/=]+"
+            rf"(?:{NEWLINE}Private-(?:MAC|Hash): *[0-9a-fA-F]+)?)"
+        ),
+        boundary=False,
+    ),  # PuTTY: the private lines and their MAC
+    Rule(
+        "private-key",
+        compile_pattern(rf"(?:{pem_body_prefixes()})[A-Za-z0-9+/]*={{0,2}}(?:{NEWLINE}[A-Za-z0-9+/]+={{0,2}})*"),
+    ),  # a PEM body without its header
+    Rule("age-key", compile_pattern(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"), after=_WORD),
+    _token("anthropic-key", r"sk-ant-(?:api|admin|oat|sid)\d{2}-[A-Za-z0-9_-]{20,}"),
+    _token("openrouter-key", r"sk-or-v1-[A-Za-z0-9]{32,}", after=_WORD),
+    _token(
+        "openai-key",
+        r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,}|[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}"
+        r"|[A-Za-z0-9]{48}\b)",
+    ),
+    _token("deepseek-key", r"sk-[a-f0-9]{32}\b"),
+    _token("groq-key", r"gsk_[A-Za-z0-9]{48,}\b"),
+    _token("xai-key", r"xai-[A-Za-z0-9]{60,}\b"),
+    _token("cerebras-key", r"csk-[a-z0-9]{40,}\b"),
+    _token("fireworks-key", r"fw_[A-Za-z0-9]{20,}\b", accept=_has_digit),
+    _token("together-key", r"tgp_v1_[A-Za-z0-9_-]{30,}"),
+    _token("github-token", r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+    _token("gitlab-token", r"gl(?:pat|ptt|dt|rt|cbt|soat|ffct|imt|agent)-[A-Za-z0-9_-]{20,}"),
+    _token("slack-token", r"(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"),
+    Rule(
+        "slack-token", compile_pattern(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}")
+    ),
+    _token("stripe-key", r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"),
+    _token("stripe-key", r"whsec_[A-Za-z0-9]{24,}\b"),
+    Rule("aws-access-key", compile_pattern(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b")),
+    Rule(
+        "aws-secret-key",
+        compile_pattern(
+            r"(?:aws_secret_access_key|AWS_SECRET_ACCESS_KEY|aws_secret_key|AWS_SECRET_KEY|ecretAccessKey)"
+            r"[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})"  # ecretAccessKey: secretAccessKey, Secret…
+        ),
+        boundary=False,
+        after=_B64,
+    ),
+    Rule(
+        "azure-key",
+        compile_pattern(r"(?:AccountKey|SharedAccessKey|SharedSecret)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"),
+        after=_B64,
+    ),
+    _token("google-api-key", r"AIza[0-9A-Za-z_-]{35}", after=_TOKEN),
+    _token("google-oauth-secret", r"GOCSPX-[A-Za-z0-9_-]{28}", after=_TOKEN),
+    _token("huggingface-token", r"hf_[A-Za-z0-9]{34,}\b"),
+    _token("npm-token", r"npm_[A-Za-z0-9]{36}\b"),
+    Rule("npm-token", compile_pattern(r"_authToken=(?P<secret>[A-Za-z0-9._~+/=-]{16,})"), boundary=False),
+    _token("pypi-token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+    _token("sendgrid-key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
+    _token("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}", wrap=_TOKEN + "."),
+    Rule(
+        "url-password",
+        compile_pattern(r":(?:\\?/){2}[^\s:/@'\"<>\\]{0,256}:(?P<secret>[^\s@/'\"<>\\]{3,256})@"),
+        _url_password_ok,
+        boundary=False,
+    ),  # scheme://user:password@host, scheme://:password@host, and JSON's https:\/\/user:password@host
+    # The auth scheme is case-insensitive (RFC 9110): HTTP/2 tools print "authorization: bearer …".
+    Rule("bearer-token", compile_pattern(r"(?i:bearer)[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)")),
+    Rule(
+        "basic-auth",
+        compile_pattern(
+            r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})"
+        ),
+        after=_B64,
+    ),
+    Rule(
+        "password",
+        compile_pattern(r"(?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:\"'$]+:(?P<secret>[^\s\"']{3,})"),
+        _user_password_ok,
+    ),  # curl -u user:password
+    Rule(
+        "password",
+        compile_pattern(
+            r"(?:mysql|mysqldump|mysqladmin|mysqlsh|mysqlimport|mariadb)(?:[ \t][^\n]*?)?[ \t]-p"
+            r"(?P<secret>[^\s\"'-][^\s\"']*)"
+        ),
+        _user_password_ok,
+    ),  # mysql -pPASSWORD
+    Rule(
+        "password",
+        compile_pattern(rf"--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd|passphrase){_FLAG_VALUE}"),
+        _flag_value_ok,
+    ),  # --password PASSWORD, --db-password=PASSWORD
+    Rule(
+        "secret",
+        compile_pattern(
+            rf"--(?:[a-z0-9]+-)*(?:token|secret|api-key|apikey|access-key|secret-key|client-secret|auth-token)"
+            rf"{_FLAG_VALUE}"
+        ),
+        _flag_value_ok,
+    ),
+)

@@ -1,0 +1,127 @@
+"""Finding the secrets in a text: every rule (``rules.RULES``) and scanner (private-key blocks, secret-named
+assignments) run once over the text, and over it decoded when it holds JSON escapes; the matches made
+non-overlapping spans, those already masked left out."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+
+from pi_compact.redact.assignments import assignments
+from pi_compact.redact.finding import Finding
+from pi_compact.redact.patterns import PLACEHOLDER, compile_pattern
+from pi_compact.redact.private_keys import private_key_blocks
+from pi_compact.redact.rules import RULES
+
+SCANNERS: tuple[Callable[[str], Iterator[Finding]], ...] = (private_key_blocks, assignments)
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+_WRAP_LINE = 512  # characters of a wrapped key's next line looked at
+
+
+def _wrapped_end(text: str, end: int, alphabet: str) -> int:
+    """Where a key that ends at a line break ends, when a terminal wrapped it: its next line (or two) holds only
+    characters of the key (at least 8 of them, or a digit), or starts with at least 16 of them."""
+    for _ in range(3):
+        if text.startswith("\r\n", end):
+            start = end + 2
+        elif text.startswith("\n", end):
+            start = end + 1
+        else:
+            break
+        stop, limit = start, min(len(text), start + _WRAP_LINE)
+        while stop < limit and text[stop] in alphabet:
+            stop += 1
+        run = text[start:stop]
+        at_line_end = stop == len(text) or text[stop] in "\r\n"
+        if not run or not ((at_line_end and (len(run) >= 8 or any(c.isdigit() for c in run))) or len(run) >= 16):
+            break
+        end = stop
+        if not at_line_end:
+            break
+    return end
+
+
+def _rule_findings(text: str) -> Iterator[Finding]:
+    for rule in RULES:
+        groups = [i for name, i in rule.pattern.groupindex.items() if name.startswith("secret")]
+        for match in rule.pattern.finditer(text):
+            if rule.boundary and match.start() > 0 and _word_char(text[match.start() - 1]):
+                continue
+            if rule.after and match.end() < len(text) and text[match.end()] in rule.after:
+                continue
+            if rule.accept is not None and not rule.accept(match):
+                continue
+            start, end = match.span(next((i for i in groups if match.group(i)), 0))
+            if rule.wrap:
+                end = _wrapped_end(text, end, rule.wrap)
+            yield Finding(rule.kind, start, end)
+
+
+def _scanned(text: str) -> Iterator[Finding]:
+    for scanner in SCANNERS:
+        yield from scanner(text)
+
+
+_ESCAPE = compile_pattern(r"\\(?:u[0-9a-fA-F]{4}|[\"\\/bfnrt])")
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _decoded(text: str) -> tuple[str, Callable[[int], int]] | None:
+    """The text with its JSON escapes decoded, and a map from a position in it to one in the text; None when the
+    text has none."""
+    if "\\" not in text:
+        return None
+    parts: list[str] = []
+    at = 0
+    positions: list[int] = []  # where each decoded escape is in the decoded text
+    shifts: list[int] = []  # characters the escapes up to and including it took beyond one
+    shift = 0
+    for match in _ESCAPE.finditer(text):
+        start, end = match.start(), match.end()
+        parts.append(text[at:start])
+        code = match.group()
+        parts.append(chr(int(code[2:], 16)) if code[1] == "u" else _ESCAPED[code[1]])
+        positions.append(start - shift)
+        shift += end - start - 1
+        shifts.append(shift)
+        at = end
+    if not positions:
+        return None
+    parts.append(text[at:])
+
+    def to_text(position: int) -> int:
+        k = bisect_left(positions, position)  # escapes before this position
+        return position + (shifts[k - 1] if k else 0)
+
+    return "".join(parts), to_text
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """Every detected secret in text, as non-overlapping spans in order (the earlier, then longer, match wins)."""
+    decoded = _decoded(text)
+    found: list[Finding] = []
+    # An issuer's format names the secret better than the assignment it is in: on the same span, it comes first.
+    for find in (_rule_findings, _scanned):
+        found.extend(find(text))
+        if decoded is not None:
+            view, to_text = decoded
+            found.extend(Finding(f.kind, to_text(f.start), to_text(f.end)) for f in find(view))
+    if not found:
+        return []
+    found.sort(key=lambda f: (f.start, -(f.end - f.start)))
+    masked = [(m.start(), m.end()) for m in PLACEHOLDER.finditer(text)] if "[REDACTED:" in text else []
+    masked_starts = [start for start, _ in masked]
+    out: list[Finding] = []
+    for finding in found:
+        if out and finding.start < out[-1].end:
+            continue
+        k = bisect_right(masked_starts, finding.end) - 1
+        if k >= 0 and masked[k][1] > finding.start:  # already masked (text masked twice)
+            continue
+        out.append(finding)
+    return out
