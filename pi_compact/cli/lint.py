@@ -87,7 +87,8 @@ def lint(
     Pi session (or a usage error). --json: one document; with --all, JSON Lines (a "file" record per file, then a
     "summary" record).
     """
-    from pi_compact.ops.lint import LintTotals, check_level, lint_file
+    from pi_compact.ops.lint import lint_file
+    from pi_compact.ops.lint_report import LintTotals, check_level
 
     env = env_of(ctx)
     if json_output:
@@ -131,7 +132,8 @@ def lint(
 
 
 def _lint_all(env: Environment, roots: list[Path], *, level: str, jobs: int | None, json_output: bool) -> ExitCode:
-    from pi_compact.ops.lint import LintTotals, iter_session_files, lint_paths
+    from pi_compact.ops.lint import iter_session_files, lint_paths
+    from pi_compact.ops.lint_report import LintTotals
 
     if not roots:
         roots = [_sessions_root()]

@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from pi_compact.ops.lint import Finding, lint_file
+from pi_compact.ops.lint import lint_file
+from pi_compact.ops.lint_report import Finding
 from tests.acceptance.test_hostile_corpus import KINDS
 from tests.ops.test_lint import DAMAGES
 from tests.oracle import NOT_INSTALLED, ask_oracle, oracle_installed, run_pi_script
