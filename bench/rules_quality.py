@@ -25,7 +25,8 @@ from typing import Any
 import orjson
 import rules_trees
 
-from pi_compact.ops.rules import MATCH_THRESHOLD, find_rules
+from pi_compact.ops.instruction_text import MATCH_THRESHOLD
+from pi_compact.ops.rules import find_rules
 
 
 def _seeds(text: str) -> list[int]:

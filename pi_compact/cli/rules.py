@@ -68,7 +68,7 @@ def rules(
     if write and report.suggestions and report.target is not None:
         chosen = [s.text for s in report.suggestions] if yes else _choose(env, report.suggestions, report.target)
         if chosen:
-            from pi_compact.ops.rules import write_rules
+            from pi_compact.ops.rules_block import write_rules
 
             written = write_rules(report.target, chosen)
     if json_output:

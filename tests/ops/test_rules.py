@@ -12,7 +12,9 @@ from pi_compact.checkpoint.verbatim.standing import classify
 from pi_compact.cli import Environment, main
 from pi_compact.cli.env import SCHEMA_VERSION
 from pi_compact.cli.schema import DOCUMENTS, keys
-from pi_compact.ops.rules import BLOCK_BEGIN, BLOCK_END, find_rules, same_instruction, with_rules
+from pi_compact.ops.instruction_text import same_instruction
+from pi_compact.ops.rules import find_rules
+from pi_compact.ops.rules_block import BLOCK_BEGIN, BLOCK_END, with_rules
 from pi_compact.pi.sessions import session_dir_for_cwd
 from tests.helpers.cli import run
 from tests.helpers.sessions import Scheme, SessionBuilder
