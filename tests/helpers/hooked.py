@@ -1,12 +1,15 @@
 """``picompact`` with the tests' hooks, for tests that run it as a process: ``[*hooked_exe(), ARGS…]``.
 
-The shipped program reads no test switch. This launcher (``python tests/helpers/hooked.py ARGS…``) reads three
+The shipped program reads no test switch. This launcher (``python tests/helpers/hooked.py ARGS…``) reads four
 variables and injects them into ``main`` through the ``Environment``, as the in-process ``run`` does:
 
 - ``PICOMPACT_FIXED_TIME``: an ISO timestamp used as the time of the written entries;
 - ``PICOMPACT_ID_SEED``: any string; the written entries' ids are derived from it;
 - ``PICOMPACT_TEST_PAUSE_IN_LOCK``: seconds to sleep under the session's lock just before writing (the kill and
-  concurrency tests stop or race the process there).
+  concurrency tests stop or race the process there);
+- ``PICOMPACT_TEST_LOCK_HELD_FD``: a file descriptor (the write end of a pipe passed to the process) on which one
+  byte is written, and which is then closed, the first time the process holds the lock, before that pause: a test
+  waits on the pipe's other end instead of guessing how long the process takes to get there.
 """
 
 from __future__ import annotations
@@ -17,7 +20,12 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-HOOK_VARIABLES = ("PICOMPACT_FIXED_TIME", "PICOMPACT_ID_SEED", "PICOMPACT_TEST_PAUSE_IN_LOCK")
+HOOK_VARIABLES = (
+    "PICOMPACT_FIXED_TIME",
+    "PICOMPACT_ID_SEED",
+    "PICOMPACT_TEST_PAUSE_IN_LOCK",
+    "PICOMPACT_TEST_LOCK_HELD_FD",
+)
 SCRIPT = Path(__file__).resolve()
 
 
@@ -37,9 +45,22 @@ def apply_hooks(env: object, environ: Mapping[str, str]) -> None:
     if seed:
         env.new_id = seeded_ids(seed)  # type: ignore[attr-defined]
     pause = environ.get("PICOMPACT_TEST_PAUSE_IN_LOCK", "").strip()
-    if pause and float(pause) > 0:
-        seconds = float(pause)
-        env.in_lock = lambda: time.sleep(seconds)  # type: ignore[attr-defined]
+    seconds = float(pause) if pause else 0.0
+    held = environ.get("PICOMPACT_TEST_LOCK_HELD_FD", "").strip()
+    told = [int(held)] if held else []
+
+    def in_lock() -> None:
+        while told:  # only the first time: a retry takes the lock again
+            fd = told.pop()
+            try:
+                os.write(fd, b"L")
+            finally:
+                os.close(fd)
+        if seconds > 0:
+            time.sleep(seconds)
+
+    if told or seconds > 0:
+        env.in_lock = in_lock  # type: ignore[attr-defined]
 
 
 def _main() -> int:

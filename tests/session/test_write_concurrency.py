@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -48,13 +49,42 @@ while not os.path.exists(stop) and n < 5000:
 """
 
 
-def _picompact(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+def _picompact(*args: str, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
     return subprocess.Popen(
         [*hooked_exe(), *args],
         env={**os.environ, **SEEDS, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        pass_fds=pass_fds,
     )
+
+
+def _kill_at_a_random_moment_under_the_lock(path: Path, rng: random.Random) -> None:
+    """Run ``compact`` on ``path``, pausing under the lock for up to 50 ms before it writes, and SIGKILL it at a
+    random moment from taking the lock to a little after the pause: during the pause, the write, the rename or
+    after the process is done."""
+    pause = rng.uniform(0, 0.05)
+    held_r, held_w = os.pipe()
+    try:
+        proc = _picompact(
+            "compact", str(path), "--keep-recent-tokens", "2000", "--no-cap",
+            env={"PICOMPACT_TEST_PAUSE_IN_LOCK": f"{pause:.3f}", "PICOMPACT_TEST_LOCK_HELD_FD": str(held_w)},
+            pass_fds=(held_w,),
+        )  # fmt: skip
+        os.close(held_w)
+        held_w = -1
+        ready, _, _ = select.select([held_r], [], [], 120)
+        told = os.read(held_r, 1) if ready else b""
+    finally:
+        os.close(held_r)
+        if held_w >= 0:
+            os.close(held_w)
+    if told != b"L":  # the process ended (or hung) without taking the lock
+        proc.kill()
+        raise AssertionError(proc.communicate(timeout=60)[1].decode())
+    time.sleep(rng.uniform(0, pause + 0.02))
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
@@ -120,14 +150,7 @@ def test_sigkill_at_a_random_moment_of_an_append_loses_nothing(tmp_path, seed):
     original = (PI_FIXTURES / "gen-medium-101.jsonl").read_bytes()
     path.write_bytes(original)
     raws = _entry_raws(path)
-    rng = random.Random(seed)
-    proc = _picompact(
-        "compact", str(path), "--keep-recent-tokens", "2000", "--no-cap",
-        env={"PICOMPACT_TEST_PAUSE_IN_LOCK": f"{rng.uniform(0, 0.05):.3f}"},
-    )  # fmt: skip
-    time.sleep(rng.uniform(0.2, 1.2))
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=60)
+    _kill_at_a_random_moment_under_the_lock(path, random.Random(seed))
     _check_after_kill(path, original, raws, migrating=False)
     if path.read_bytes() == original:  # the lock died with the process: a new run goes through
         again = _picompact("compact", str(path), "--keep-recent-tokens", "2000", "--no-cap")
@@ -142,14 +165,7 @@ def test_sigkill_at_a_random_moment_of_a_migrating_rewrite_loses_nothing(tmp_pat
     path.write_bytes(original)
     session = load_session(path)
     migrated_raws = [orjson.loads(line) for line in migrated_lines(session)[1:]]
-    rng = random.Random(100 + seed)
-    proc = _picompact(
-        "compact", str(path), "--keep-recent-tokens", "2000", "--no-cap",
-        env={"PICOMPACT_TEST_PAUSE_IN_LOCK": f"{rng.uniform(0, 0.05):.3f}"},
-    )  # fmt: skip
-    time.sleep(rng.uniform(0.2, 1.4))
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=60)
+    _kill_at_a_random_moment_under_the_lock(path, random.Random(100 + seed))
     outcome = _check_after_kill(path, original, migrated_raws, migrating=True)
     if outcome == "written":
         assert load_session(path).original_version == 3
