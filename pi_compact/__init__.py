@@ -28,7 +28,6 @@ _EXPORTS = {
     "SessionSummary": "pi_compact.pi.sessions",
     "SummaryOptions": "pi_compact.checkpoint.summary",
     "VerbatimOptions": "pi_compact.checkpoint.verbatim.build",
-    "analyze": "pi_compact.ops.check",
     "audit_session": "pi_compact.ops.audit",
     "build_context_view": "pi_compact.search.context",
     "build_projection": "pi_compact.pi.projection",
@@ -91,7 +90,6 @@ __all__ = [
     "VerbatimMode",
     "VerbatimOptions",
     "__version__",
-    "analyze",
     "audit_session",
     "build_context_view",
     "build_projection",
@@ -144,7 +142,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.errors import ExitCode, PiCompactError
     from pi_compact.lookup.agent import LookupOptions, run_lookup
     from pi_compact.ops.audit import audit_session
-    from pi_compact.ops.check import CheckOptions, CheckResult, analyze, check_session
+    from pi_compact.ops.check import CheckOptions, CheckResult, check_session
     from pi_compact.ops.compact import CompactOptions, compact_session, draft_compaction
     from pi_compact.ops.coverage import measure_coverage
     from pi_compact.ops.forecast import context_growth

@@ -4,7 +4,7 @@
 # it compiling each string at start-up.
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ def _fmt(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
-def check_rows(data: dict[str, Any], shown: Callable[[str], str] = str) -> list[tuple[str, str, str]]:
+def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> list[tuple[str, str, str]]:
     """(label, value, style) rows of the human report: the numbers first, then the cut; ``shown``: how the session's
     path is printed (``Environment.shown``)."""
     rows: list[tuple[str, str, str]] = []

@@ -8,7 +8,7 @@ and the stale-usage rule of ``projection.context_tokens``). Compactions and cont
 Costs recorded in ``usage.cost`` are summed per model. The intervals between two trusted replies where the recorded
 growth differs most from the estimated growth name the entries that explain it (images, large tool outputs).
 
-The leaf's figures are ``check``'s own (``check.analyze``), so the two commands always agree.
+The leaf's figures are ``check``'s own (``check.check_session``), so the two commands always agree.
 The estimate is kept up to date entry by entry (rebuilt at each compaction), so a long branch costs one pass.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pi_compact.ops.check import CheckOptions, CheckResult, analyze
+from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import current_system_message, entry_messages
 from pi_compact.pi.projection import apply_edit, assistant_usage, build_projection, calculate_usage_tokens
 from pi_compact.pi.tokens import count_cl100k, count_images, estimate_tokens, message_chars
@@ -514,7 +514,7 @@ def audit_session(
     session: Session, options: CheckOptions | None = None, *, cl100k: bool = True, top: int = DEFAULT_TOP
 ) -> AuditResult:
     """Audit the branch ``options.leaf_id`` (default: Pi's leaf)."""
-    check = analyze(session, options or CheckOptions())
+    check = check_session(session, options)
     branch = check.branch
     path = branch.entries
     counter = _Counter(cl100k)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import gc
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pi_compact.errors import OptionError, SettingsError
 from pi_compact.pi.messages import current_system_message
@@ -59,8 +60,74 @@ class CheckOptions:
         return f"CheckOptions({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
-class CheckResult(NamedTuple):
-    """Everything ``check`` reports; ``to_json`` is the documented, stable document."""
+class CheckJSON(TypedDict):
+    """``CheckResult.to_json()``: the ``check --json`` document (docs/json.md)."""
+
+    session: dict[str, Any]
+    leaf_id: str | None
+    branch_length: int
+    model: dict[str, Any] | None
+    model_source: str
+    context_tokens: int
+    context_tokens_method: str
+    context_tokens_source: str
+    usage_entry_id: str | None
+    usage_tokens: int | None
+    trailing_tokens: int
+    context_window: int
+    context_window_source: str
+    reserve_tokens: int
+    keep_recent_tokens: int
+    settings_sources: dict[str, Any]
+    enabled: bool
+    threshold: int
+    should_compact: bool
+    tokens_before: int
+    can_compact: bool
+    nothing_to_compact_reason: str | None
+    first_kept_entry_id: str | None
+    first_kept_index: int | None
+    is_split_turn: bool
+    turn_start_index: int | None
+    turn_start_entry_id: str | None
+    previous_compaction_id: str | None
+    summarize: dict[str, Any]
+    turn_prefix: dict[str, Any]
+    kept: dict[str, Any]
+    read_files: list[str]
+    modified_files: list[str]
+    tokenizer: str
+    context_tokens_cl100k: int | None
+    file_evidence: dict[str, Any] | None
+    forecast: dict[str, Any] | None
+    diagnostics: list[dict[str, Any]]
+    warnings: list[str]
+
+
+class CheckResult:
+    """Everything ``check`` reports; ``to_json`` is the documented, stable document. Built by keyword and read by
+    name (immutable, neither a tuple nor a dataclass: check defines it at start-up, where a dataclass costs a
+    millisecond)."""
+
+    __slots__ = (
+        "branch",
+        "cl100k_tokens",
+        "context_window",
+        "context_window_source",
+        "enabled",
+        "forecast",
+        "keep_recent_tokens",
+        "model",
+        "model_source",
+        "plan",
+        "reserve_tokens",
+        "session",
+        "settings_sources",
+        "should_compact",
+        "threshold",
+        "tokenizer",
+        "warnings",
+    )
 
     session: Session
     branch: Branch
@@ -76,9 +143,50 @@ class CheckResult(NamedTuple):
     threshold: int
     should_compact: bool
     warnings: list[str]
-    forecast: Forecast | None = None  # turns left before the threshold
-    tokenizer: str = "pi"
-    cl100k_tokens: int | None = None
+    forecast: Forecast | None  # turns left before the threshold
+    tokenizer: str
+    cl100k_tokens: int | None
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        branch: Branch,
+        plan: CompactionPlan,
+        model: tuple[str, str] | None,
+        model_source: str,
+        context_window: int,
+        context_window_source: str,
+        reserve_tokens: int,
+        keep_recent_tokens: int,
+        enabled: bool,
+        settings_sources: dict[str, str],
+        threshold: int,
+        should_compact: bool,
+        warnings: list[str],
+        forecast: Forecast | None = None,
+        tokenizer: str = "pi",
+        cl100k_tokens: int | None = None,
+    ) -> None:
+        values = locals()
+        for name in self.__slots__:
+            object.__setattr__(self, name, values[name])
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"CheckResult is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"CheckResult is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CheckResult):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable fields (lists, dicts)
+
+    def __repr__(self) -> str:
+        return f"CheckResult({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -135,7 +243,7 @@ class CheckResult(NamedTuple):
         retained, _ = select_startup_reads(self.plan, state, files, cwd)
         return evidence_json(annotate_file_lists(self.plan, read_files, modified_files, cwd, retained), retained)
 
-    def to_json(self, *, evidence: bool = True) -> dict[str, Any]:
+    def to_json(self, *, evidence: bool = True) -> CheckJSON:
         plan = self.plan
         ctx = plan.context
         split = plan.cut.is_split_turn and plan.can_compact
@@ -209,8 +317,28 @@ def cl100k_context_tokens(plan: CompactionPlan) -> int:
     return total + sum(count_cl100k(m) for m in messages if m.get("role") != "system")
 
 
-def analyze(session: Session, options: CheckOptions) -> CheckResult:
-    """Resolve settings for the session's model and plan the compaction as Pi would."""
+def check_session(
+    session: Session | str | os.PathLike[str], options: CheckOptions | None = None, *, cache: bool = False
+) -> CheckResult:
+    """Resolve settings for the session's model and plan the compaction as Pi would. ``session`` is a loaded
+    ``Session`` or the path of a session file, which is loaded first (``cache`` then keeps an index of the file
+    between runs: ``session.index``).
+
+    The cyclic garbage collector is paused while a file loads and is analysed, as the loader pauses it
+    (``load.parse_session``): loading and analysing create no cycles, and the full collection that tens of
+    thousands of new entries set off would cost a fifth of a re-run that resumes from the index."""
+    if isinstance(session, Session):
+        return _check(session, options or CheckOptions())
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(load_session(session, cache=cache), options or CheckOptions())
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check(session: Session, options: CheckOptions) -> CheckResult:
     from pi_compact.pi.catalog import models_json_warnings, parse_model_ref, resolve_context_window
     from pi_compact.pi.settings import resolve_settings
 
@@ -270,18 +398,3 @@ def analyze(session: Session, options: CheckOptions) -> CheckResult:
         tokenizer=options.tokenizer,
         cl100k_tokens=cl100k_context_tokens(plan) if options.tokenizer == "cl100k" else None,
     )
-
-
-def check_session(path: str | Path, options: CheckOptions | None = None, *, cache: bool = False) -> CheckResult:
-    """Load a session file and analyse it; ``cache`` keeps an index of the file between runs (``session.index``).
-
-    The cyclic garbage collector is paused meanwhile, as the loader pauses it (``load.parse_session``): loading and
-    analysing create no cycles, and the full collection that tens of thousands of new entries set off would cost a
-    fifth of a re-run that resumes from the index."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return analyze(load_session(path, cache=cache), options or CheckOptions())
-    finally:
-        if enabled:
-            gc.enable()

@@ -40,7 +40,7 @@ from pi_compact.errors import (
     OptionError,
     SessionError,
 )
-from pi_compact.ops.check import CheckOptions, CheckResult, analyze
+from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import current_system_message
 from pi_compact.pi.plan import CompactionPlan
 from pi_compact.pi.projection import build_projection, context_tokens
@@ -291,7 +291,7 @@ def stale_reminders(plan: CompactionPlan) -> list[str]:
 def _prepare(p: Path, mode: CheckpointMode, opts: CompactOptions, attempts: int, *, preview: bool) -> CompactResult:
     """Read, check and plan; run the mode (its preview when ``preview``); the entries and their figures."""
     session = load_session(p, keep_bodies=True)  # the checkpoint reads every entry: parse each line once
-    check = analyze(session, opts.check)
+    check = check_session(session, opts.check)
     plan = check.plan
     name = mode.name
     if opts.if_needed and not check.should_compact:

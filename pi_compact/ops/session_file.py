@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from pi_compact.errors import UsageError
-from pi_compact.ops.check import CheckOptions, CheckResult, analyze
+from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.ops.compact import CompactOptions, CompactResult, compact_session
 from pi_compact.ops.coverage import CoverageResult, measure_coverage
 from pi_compact.search.grepping import GrepPage, grep
@@ -111,7 +111,7 @@ class SessionFile:
         """``picompact check``: context tokens, the threshold, Pi's cut and whether compaction is needed."""
         session = self.session
         if self._check is None:
-            self._check = analyze(session, self.options)
+            self._check = check_session(session, self.options)
         return self._check
 
     def grep(

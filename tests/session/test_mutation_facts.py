@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pi_compact.checkpoint import evidence as evidence_module
 from pi_compact.checkpoint.readtool import mutation_path, nested_calls, tool_call_blocks
-from pi_compact.ops.check import CheckOptions, analyze
+from pi_compact.ops.check import CheckOptions, check_session
 from pi_compact.session import index
 from pi_compact.session.load import load_session, load_session_bytes
 from pi_compact.session.mutations import mutation_facts
@@ -106,12 +106,12 @@ def test_evidence_from_kept_facts_is_a_full_parse_s_and_reads_no_released_modifi
     tmp_path: Path, monkeypatch: Any
 ) -> None:
     path = compacted_session().write(tmp_path / "s.jsonl")
-    full = analyze(load_session_bytes(path.read_bytes(), str(path)), OPTIONS).to_json()
+    full = check_session(load_session_bytes(path.read_bytes(), str(path)), OPTIONS).to_json()
     lazy_session = load_session(path)
     assert lazy_session.mutations and lazy_session.mutations_known > 0
     released = {e.index for e in lazy_session.entries if not e.loaded}
     assert set(lazy_session.mutations) <= released  # taken from the bodies dropped
-    result = analyze(lazy_session, OPTIONS)
+    result = check_session(lazy_session, OPTIONS)
     seen = _reads(monkeypatch)
     during: list[int] = []
     walk = evidence_module._collect_mutations
@@ -143,16 +143,16 @@ def test_the_index_keeps_the_facts(tmp_path: Path, monkeypatch: Any) -> None:
         for e in cold.entries
         if e.role in ("assistant", "toolResult") and (f := mutation_facts(e.raw["message"])) is not None
     }
-    expected = analyze(load_session_bytes(path.read_bytes(), str(path)), OPTIONS).to_json()["file_evidence"]
-    assert analyze(warm, OPTIONS).file_evidence() == expected
+    expected = check_session(load_session_bytes(path.read_bytes(), str(path)), OPTIONS).to_json()["file_evidence"]
+    assert check_session(warm, OPTIONS).file_evidence() == expected
     # Appended lines (an edit after the tail's read) are read from their bodies; the prefix from the index
     sb.assistant("again", tool_calls=[("late_9", "edit", {"path": "/repo/late0.py"})])
     sb.tool_result("late_9", "edit", "ok")
     sb.write(path)
     resumed = load_session(path, cache=True)
     assert 0 < resumed.mutations_known < len(resumed.entries)
-    expected = analyze(load_session_bytes(path.read_bytes(), str(path)), OPTIONS).to_json()["file_evidence"]
-    assert analyze(resumed, OPTIONS).file_evidence() == expected
+    expected = check_session(load_session_bytes(path.read_bytes(), str(path)), OPTIONS).to_json()["file_evidence"]
+    assert check_session(resumed, OPTIONS).file_evidence() == expected
 
 
 def test_an_index_with_bad_facts_is_ignored(tmp_path: Path, monkeypatch: Any) -> None:
@@ -202,4 +202,4 @@ def test_message_entries_without_a_message_object_are_dropped_alike(tmp_path: Pa
     session = load_session(path)
     assert session.mutations == {3: (None, ((0, "x"),))} and session.mutations_known == 4
     full = load_session_bytes(path.read_bytes(), str(path))
-    assert analyze(session, OPTIONS).to_json() == analyze(full, OPTIONS).to_json()
+    assert check_session(session, OPTIONS).to_json() == check_session(full, OPTIONS).to_json()

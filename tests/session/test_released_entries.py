@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pi_compact.errors import SessionError
-from pi_compact.ops.check import CheckOptions, analyze
+from pi_compact.ops.check import CheckOptions, check_session
 from pi_compact.ops.forecast import GROWTH_WINDOW
 from pi_compact.session.load import load_session, load_session_bytes
 from tests.helpers.sessions import SessionBuilder, simple_session
@@ -82,8 +82,8 @@ def test_old_messages_are_released_and_read_back(tmp_path: Path) -> None:
 def test_check_answers_the_same_as_a_full_parse(tmp_path: Path) -> None:
     path = compacted_session().write(tmp_path / "s.jsonl")
     options = CheckOptions(context_window=20000, keep_recent_tokens=50)
-    lazy = analyze(load_session(path), options).to_json()
-    full = analyze(load_session_bytes(path.read_bytes(), str(path)), options).to_json()
+    lazy = check_session(load_session(path), options).to_json()
+    full = check_session(load_session_bytes(path.read_bytes(), str(path)), options).to_json()
     assert lazy == full
     assert lazy["file_evidence"] is not None  # the evidence walk reads released entries
 
@@ -158,7 +158,7 @@ def test_check_leaves_old_bodies_on_disk(tmp_path: Path) -> None:
     session = load_session(sb.write(tmp_path / "s.jsonl"))
     released = [e for e in session.entries if not e.loaded]
     assert len(released) > 100
-    analyze(session, CheckOptions(context_window=200000)).to_json(evidence=False)
+    check_session(session, CheckOptions(context_window=200000)).to_json(evidence=False)
     read_back = [e for e in released if e.loaded]
     assert len(read_back) <= 3 * GROWTH_WINDOW
     assert all(e.role == "assistant" for e in read_back)

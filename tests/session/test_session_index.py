@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from pi_compact.errors import SessionError
-from pi_compact.ops.check import CheckOptions, analyze
+from pi_compact.ops.check import CheckOptions, check_session
 from pi_compact.session import index
 from pi_compact.session.load import load_session
 from pi_compact.session.tree import get_branch
@@ -46,7 +46,7 @@ def summary(session: Any) -> dict[str, Any]:
     """Everything a command reads from a loaded session, bodies included (read last, as commands do)."""
     out: dict[str, Any] = {}
     try:
-        out["check"] = analyze(session, CheckOptions(context_window=200_000)).to_json(evidence=True)
+        out["check"] = check_session(session, CheckOptions(context_window=200_000)).to_json(evidence=True)
     except SessionError as exc:
         out["check"] = ("error", str(exc))
     branch = get_branch(session)
