@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""A local OpenAI-compatible Chat Completions model for running the real Pi CLI in tests (stdlib only).
+"""A local model for running the real Pi CLI in tests (stdlib only): OpenAI Chat Completions
+(``…/chat/completions``) and the Gemini API (``…/models/ID:generateContent`` and ``:streamGenerateContent``, as
+Pi's ``google-generative-ai`` API and picompact send it; a Gemini request is read as the Chat Completions request
+it stands for, so both models below answer it).
 
 Two kinds of model, served on 127.0.0.1 at a free port:
 
-* ``PlainModel``: answers every request with one fixed text (``OK from fake model``), never a tool call.
+* ``PlainModel``: answers every request with one fixed text (``OK from fake model``), never a tool call; picompact's
+  own summary requests (summary mode) get a checkpoint in its format that says it was written here
+  (``PICOMPACT_SUMMARY_MARK``).
 * ``ScriptedModel``: plays a coding agent from a plan the driver gives it (``drive.py``). A request whose last
   message is a prompt of the plan gets that prompt's first step; a request that ends with tool results gets the next
   step of the call it answers. Tool-call ids carry the prompt and step (``pc<P>s<S>k<K>…``), so the model finds its
@@ -13,8 +18,11 @@ Two kinds of model, served on 127.0.0.1 at a free port:
   characters is therefore bigger for the model than Pi thinks, and a request over the context window is refused
   with OpenAI's ``context_length_exceeded`` error, which Pi answers by compacting and retrying.
 
-Every request is appended to a JSON Lines log: ``{"seq", "t", "method", "path", "status", "body", "reply"}``
-(credentials are not logged). Streaming (``stream: true``) answers are SSE chunks with a final usage chunk.
+Every request is appended to a JSON Lines log: ``{"seq", "t", "method", "path", "status", "body", "reply", "api",
+"auth"}``; ``api`` is ``openai`` or ``google`` (``body`` is the request as sent), ``auth`` where the request carried a
+credential and its SHA-256 (``{"via": "authorization" | "x-goog-api-key" | "x-api-key" | "key", "sha256"}``, None
+without one): the credential itself is not logged. Streaming answers (``stream: true``, ``:streamGenerateContent``)
+are SSE chunks ending with the usage.
 
 Run on its own (plain model): ``model.py --port-file FILE --log FILE [--lifetime SEC] [--text TEXT]``.
 """
@@ -31,11 +39,15 @@ import re
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SUMMARIZER = "You are a context summarization assistant"
+PICOMPACT_SUMMARIZER = "You write context checkpoints"  # picompact's summary mode (checkpoint/summary/prompts.py)
+PICOMPACT_SUMMARY_MARK = "Checkpoint written by the local test model for picompact"
+GOOGLE_PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
 CALL_ID = re.compile(r"^pc(\d+)s(\d+)k(\d+)x[0-9a-f]+$")
 ENTRY_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{8}(?![0-9a-f])")
 
@@ -71,6 +83,27 @@ def is_summarization(body: dict[str, Any]) -> bool:
     return any(
         m.get("role") in ("system", "developer") and SUMMARIZER in text_of(m.get("content"))
         for m in body.get("messages") or []
+    )
+
+
+def is_picompact_summary(body: dict[str, Any]) -> bool:
+    """A summary request of picompact's summary mode (its own system prompt, not Pi's)."""
+    return any(
+        m.get("role") in ("system", "developer") and PICOMPACT_SUMMARIZER in text_of(m.get("content"))
+        for m in body.get("messages") or []
+    )
+
+
+def picompact_summary(body: dict[str, Any]) -> str:
+    """A checkpoint in the format picompact asks for: the history sections, or those of a turn prefix."""
+    asked = "\n".join(text_of(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "user")
+    if "## Original Request" in asked:
+        sections = ["## Original Request", f"- {PICOMPACT_SUMMARY_MARK}", "", "## Early Progress", "- (none)"]
+        return "\n".join([*sections, "", "## Context for Suffix", "- (none)"])
+    lines = ["## Goal", f"- {PICOMPACT_SUMMARY_MARK}", "", "## Constraints & Preferences", "- (none)", ""]
+    lines += ["## Progress", "### Done", "- [x] Discussed the request", "", "## Key Decisions", "- (none)", ""]
+    return "\n".join(
+        [*lines, "## Next Steps", "1. Continue with the latest request", "", "## Critical Context", "- (none)"]
     )
 
 
@@ -156,6 +189,8 @@ class PlainModel:
         self.text = text
 
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        if is_picompact_summary(body):
+            return {"kind": "picompact-summary", "text": picompact_summary(body), "calls": []}
         return {"kind": "summary" if is_summarization(body) else "plain", "text": self.text, "calls": []}
 
 
@@ -302,7 +337,8 @@ def _handler(server: ModelServer) -> Callable[..., BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def do_GET(self) -> None:
-            server.record(method="GET", path=self.path, status=200, body=None)
+            auth = credential(self.headers, self.path)
+            server.record(method="GET", path=self.path, status=200, body=None, auth=auth)
             self._send_json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
 
         def do_POST(self) -> None:
@@ -311,36 +347,65 @@ def _handler(server: ModelServer) -> Callable[..., BaseHTTPRequestHandler]:
                 body = json.loads(self.rfile.read(length) or b"{}")
             except ValueError:
                 body = None
-            if not isinstance(body, dict) or not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
-                server.record(method="POST", path=self.path, status=404, body=body)
+            route = self.path.split("?")[0].rstrip("/")
+            auth = credential(self.headers, self.path)
+            google = GOOGLE_PATH.search(route)
+            if not isinstance(body, dict) or not (google or route.endswith("/chat/completions")):
+                server.record(method="POST", path=self.path, status=404, body=body, auth=auth)
                 self._send_json(404, {"error": {"message": f"not here: {self.path}", "type": "not_found"}})
                 return
+            api = "google" if google else "openai"
+            chat = google_as_chat(body, google["model"]) if google else body
             model = server.model
-            tokens = prompt_tokens(body)
-            refusal = model.refuse(body, tokens) if isinstance(model, ScriptedModel) else None
-            if refusal:
-                server.record(method="POST", path=self.path, status=400, body=body, reply={"kind": "overflow"})
+            tokens = prompt_tokens(chat)
+            refusal = model.refuse(chat, tokens) if isinstance(model, ScriptedModel) else None
+            if refusal and isinstance(model, ScriptedModel):
+                overflow = {"kind": "overflow"}
+                server.record(method="POST", path=self.path, status=400, body=body, reply=overflow, api=api, auth=auth)
+                if google:
+                    message = (
+                        f"The input token count ({tokens}) exceeds the maximum number of tokens allowed "
+                        f"({model.window})."
+                    )
+                    self._send_json(400, {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}})
+                    return
                 error = {"message": refusal, "type": "invalid_request_error", "code": "context_length_exceeded"}
                 self._send_json(400, {"error": error})
                 return
-            reply = model.answer(body)
+            reply = model.answer(chat)
             written = len(reply["text"]) + sum(len(c["name"]) + len(json.dumps(c["arguments"])) for c in reply["calls"])
             completion = max(1, math.ceil(written / 4))
             usage = {"prompt_tokens": tokens, "completion_tokens": completion, "total_tokens": tokens + completion}
             logged = {k: v for k, v in reply.items() if k != "text"}
             logged["calls"] = [c["name"] for c in reply["calls"]]
-            server.record(method="POST", path=self.path, status=200, body=body, reply={**logged, "usage": usage})
-            if body.get("stream"):
+            logged = {**logged, "usage": usage}
+            server.record(method="POST", path=self.path, status=200, body=body, reply=logged, api=api, auth=auth)
+            if google:
+                documents = _gemini(google["model"], reply, usage)
+                if google["method"] == "streamGenerateContent":
+                    self._send_events(documents, done=False)
+                else:
+                    self._send_json(200, _gemini_merged(documents))
+            elif body.get("stream"):
                 self._stream(body, reply, usage)
             else:
                 self._send_json(200, _completion(body, reply, usage))
 
-        def _stream(self, body: dict[str, Any], reply: dict[str, Any], usage: dict[str, int]) -> None:
+        def _send_events(self, events: list[dict[str, Any]], *, done: bool) -> None:
+            """``events`` as Server-Sent Events (``data: …``), then ``data: [DONE]`` when ``done``."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
+            data = b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events)
+            try:
+                self.wfile.write(data + (b"data: [DONE]\n\n" if done else b""))
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def _stream(self, body: dict[str, Any], reply: dict[str, Any], usage: dict[str, int]) -> None:
             base = {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": int(time.time())}
             base["model"] = body.get("model") or "fake-model"
             chunks: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
@@ -355,14 +420,130 @@ def _handler(server: ModelServer) -> Callable[..., BaseHTTPRequestHandler]:
             finish = "tool_calls" if reply["calls"] else "stop"
             events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
             events.append({**base, "choices": [], "usage": usage})
-            data = b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events)
-            try:
-                self.wfile.write(data + b"data: [DONE]\n\n")
-                self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+            self._send_events(events, done=True)
 
     return Handler
+
+
+def credential(headers: Any, path: str) -> dict[str, str] | None:
+    """Where a request carried its credential and the credential's SHA-256 (never the credential): a Bearer token
+    (``bearer``), another ``Authorization`` value (``authorization``, the whole value), ``x-goog-api-key``,
+    ``x-api-key``, or the ``key`` query parameter; None without one."""
+    found: tuple[str, str] | None = None
+    authorization = headers.get("Authorization") or ""
+    scheme, _, token = authorization.partition(" ")
+    if authorization and scheme.lower() == "bearer" and token.strip():
+        found = ("bearer", token.strip())
+    elif authorization:
+        found = ("authorization", authorization)
+    else:
+        for name in ("x-goog-api-key", "x-api-key"):
+            if headers.get(name):
+                found = (name, headers.get(name))
+                break
+    if found is None:
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
+        if query.get("key"):
+            found = ("key", query["key"][0])
+    if found is None:
+        return None
+    return {"via": found[0], "sha256": hashlib.sha256(found[1].encode()).hexdigest()}
+
+
+def google_as_chat(body: dict[str, Any], model: str) -> dict[str, Any]:
+    """The Chat Completions request a Gemini ``generateContent`` request stands for: the system instruction, the
+    contents (``model`` turns as assistant messages, function calls as tool calls, function responses as tool
+    results) and the function declarations as tools."""
+
+    def texts(parts: list[Any]) -> str:
+        return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+
+    messages: list[dict[str, Any]] = []
+    system = (body.get("systemInstruction") or {}).get("parts") or []
+    if texts(system):
+        messages.append({"role": "system", "content": texts(system)})
+    for content in body.get("contents") or []:
+        parts = [p for p in content.get("parts") or [] if isinstance(p, dict) and p.get("thought") is not True]
+        if content.get("role") == "model":
+            calls = [
+                {
+                    "id": p["functionCall"].get("id") or p["functionCall"].get("name"),
+                    "type": "function",
+                    "function": {
+                        "name": p["functionCall"].get("name"),
+                        "arguments": json.dumps(p["functionCall"].get("args") or {}),
+                    },
+                }
+                for p in parts
+                if isinstance(p.get("functionCall"), dict)
+            ]
+            message: dict[str, Any] = {"role": "assistant", "content": texts(parts)}
+            if calls:
+                message["tool_calls"] = calls
+            messages.append(message)
+            continue
+        for part in parts:
+            response = part.get("functionResponse")
+            if isinstance(response, dict):
+                result = response.get("response") or {}
+                text = result.get("output", result.get("error")) if isinstance(result, dict) else result
+                call_id = response.get("id") or response.get("name")
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": str(text)})
+        if texts(parts):
+            messages.append({"role": "user", "content": texts(parts)})
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": declaration.get("name"),
+                "description": declaration.get("description", ""),
+                "parameters": declaration.get("parametersJsonSchema") or declaration.get("parameters") or {},
+            },
+        }
+        for tool in body.get("tools") or []
+        for declaration in (tool.get("functionDeclarations") or [] if isinstance(tool, dict) else [])
+    ]
+    chat: dict[str, Any] = {"model": model, "messages": messages}
+    if tools:
+        chat["tools"] = tools
+    return chat
+
+
+def _gemini(model: str, reply: dict[str, Any], usage: dict[str, int]) -> list[dict[str, Any]]:
+    """The reply as the chunks of a Gemini stream: the text in pieces, then the calls, the finish and the usage."""
+    text = reply["text"]
+    pieces: list[list[dict[str, Any]]] = [[{"text": text[i : i + 400]}] for i in range(0, len(text), 400)]
+    calls: list[dict[str, Any]] = [
+        {"functionCall": {"id": c["id"], "name": c["name"], "args": c["arguments"]}} for c in reply["calls"]
+    ]
+    if calls or not pieces:
+        pieces.append(calls or [{"text": ""}])
+    metadata = {
+        "promptTokenCount": usage["prompt_tokens"],
+        "candidatesTokenCount": usage["completion_tokens"],
+        "totalTokenCount": usage["total_tokens"],
+    }
+    out: list[dict[str, Any]] = [
+        {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}], "modelVersion": model}
+        for parts in pieces
+    ]
+    out[-1]["candidates"][0]["finishReason"] = "STOP"
+    out[-1]["usageMetadata"] = metadata
+    return out
+
+
+def _gemini_merged(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The chunks of a Gemini stream as the one ``generateContent`` answer."""
+    parts = [p for chunk in chunks for p in chunk["candidates"][0]["content"]["parts"]]
+    merged: list[dict[str, Any]] = []
+    for part in parts:
+        if "text" in part and merged and "text" in merged[-1]:
+            merged[-1] = {"text": str(merged[-1]["text"]) + str(part["text"])}
+        else:
+            merged.append(part)
+    last = chunks[-1]
+    candidate = {"content": {"role": "model", "parts": merged}, "finishReason": "STOP", "index": 0}
+    return {"candidates": [candidate], "usageMetadata": last["usageMetadata"], "modelVersion": last["modelVersion"]}
 
 
 def _completion(body: dict[str, Any], reply: dict[str, Any], usage: dict[str, int]) -> dict[str, Any]:
