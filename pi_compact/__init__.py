@@ -59,7 +59,8 @@ _EXPORTS = {
     "CheckpointResult": "pi_compact.checkpoint.mode",
     "SummaryMode": "pi_compact.checkpoint.summary",
     "VerbatimMode": "pi_compact.checkpoint.verbatim.mode",
-    "draft_compaction": "pi_compact.ops.compact",
+    "build_compaction": "pi_compact.ops.compact",
+    "CheckpointRequest": "pi_compact.ops.compact",
     "get_mode": "pi_compact.checkpoint.mode",
     "SessionFile": "pi_compact.ops.session_file",
     "search_sessions": "pi_compact.archive",
@@ -71,6 +72,7 @@ __all__ = [
     "CheckOptions",
     "CheckResult",
     "CheckpointMode",
+    "CheckpointRequest",
     "CheckpointResult",
     "CompactOptions",
     "CompactionPlan",
@@ -91,6 +93,7 @@ __all__ = [
     "VerbatimOptions",
     "__version__",
     "audit_session",
+    "build_compaction",
     "build_context_view",
     "build_projection",
     "build_transcript",
@@ -99,7 +102,6 @@ __all__ = [
     "compact_session",
     "context_growth",
     "context_tokens",
-    "draft_compaction",
     "estimate_tokens",
     "find_model",
     "find_most_recent_session",
@@ -143,7 +145,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.lookup.agent import LookupOptions, run_lookup
     from pi_compact.ops.audit import audit_session
     from pi_compact.ops.check import CheckOptions, CheckResult, check_session
-    from pi_compact.ops.compact import CompactOptions, compact_session, draft_compaction
+    from pi_compact.ops.compact import CheckpointRequest, CompactOptions, build_compaction, compact_session
     from pi_compact.ops.coverage import measure_coverage
     from pi_compact.ops.forecast import context_growth
     from pi_compact.ops.lint import lint_file, lint_paths

@@ -15,39 +15,17 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import check_nonneg, report_diagnostics, resolve_session_path
+from pi_compact.cli.common import report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
-from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, check_mode_flags, with_settings
+from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from pi_compact.checkpoint.mode import CheckpointMode
-    from pi_compact.checkpoint.summary import SummaryOptions, SummaryPreview
+    from pi_compact.checkpoint.summary import SummaryPreview
     from pi_compact.ops.compact import CompactResult
 
 LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
 TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
-
-
-def _mode(name: str, params: dict[str, Any], environ: Mapping[str, str]) -> CheckpointMode:
-    """The mode --mode names, built from the parsed flags."""
-    from pi_compact.checkpoint.mode import get_mode
-
-    if name == "summary":
-        return get_mode("summary", options=_summary_options(params), waiting=params.get("waiting"))
-    from functools import partial
-
-    from pi_compact.llm.choice import model_available
-
-    return get_mode(
-        name,
-        cap_tokens=params["cap"],
-        no_cap=params["no_cap"],
-        context_files=tuple(params["context_files"]),
-        # Advertise `picompact lookup` in the checkpoint only when that command would find a model and a key.
-        lookup_available=partial(model_available, env=environ),
-        redact=bool(params.get("redact")),
-    )
 
 
 def _fmt(n: int) -> str:
@@ -139,13 +117,9 @@ def _lock_timeout(environ: Mapping[str, str]) -> float:
     return seconds
 
 
-def _check_flags(*, mode: str, output: str | None, json_output: bool) -> None:
-    """Flag combinations that make no sense are usage errors naming the flags (the options dataclasses check the
-    rest, and main() names the flags in their messages)."""
-    from pi_compact.checkpoint.mode import MODE_NAMES
-
-    if mode not in MODE_NAMES:
-        raise UsageError(f"--mode must be one of {', '.join(sorted(MODE_NAMES))} (got {mode!r})")
+def _check_output(output: str | None, *, json_output: bool) -> None:
+    """Flag combinations of the output that make no sense are usage errors naming the flags (``CheckpointRequest``
+    and the options dataclasses check the rest, and main() names the flags in their messages)."""
     if json_output and output == "-":
         raise UsageError("--json and --output - clash: both would write to stdout")
     if output is not None and output != "-" and not output.strip():
@@ -158,6 +132,27 @@ COMPACT_MODEL_OPT = typer.Option(
     metavar="PROVIDER/ID",
     help="The model whose window and settings overrides apply; with --mode summary also the model that writes "
     "the summary (default: the session's model if it has an API key, else PICOMPACT_MODEL).",
+)
+BASE_URL_OPT = typer.Option(
+    None,
+    "--base-url",
+    metavar="URL",
+    help="--mode summary: the server to send requests to (OpenAI-compatible; Anthropic-style for anthropic/...).",
+)
+THINKING_OPT = typer.Option(
+    None,
+    "--thinking",
+    metavar="LEVEL",
+    help="--mode summary: the model's reasoning for the summary request: off, minimal, low, medium, high, "
+    "xhigh or max (default: as Pi does, the session's thinking level, else defaultThinkingLevel from Pi's "
+    "settings, else medium; clamped to what the model supports). --thinking off turns it off.",
+)
+REDACT_OPT = typer.Option(
+    None,
+    "--redact/--no-redact",
+    help="Mask detected secrets (API keys, tokens, private keys, passwords) as [REDACTED:kind:N]: before "
+    "anything is sent to a model with --mode summary (on by default), in the checkpoint text with --mode "
+    "verbatim (off by default). The raw session is never changed.",
 )
 
 
@@ -209,12 +204,7 @@ def compact(
     repair: bool = typer.Option(
         False, "--repair", help="Write even after a torn last line (it stays in place, a line Pi skips)."
     ),
-    base_url: str | None = typer.Option(
-        None,
-        "--base-url",
-        metavar="URL",
-        help="--mode summary: the server to send requests to (OpenAI-compatible; Anthropic-style for anthropic/...).",
-    ),
+    base_url: str | None = BASE_URL_OPT,
     instructions: str | None = typer.Option(
         None, "--instructions", metavar="TEXT", help="--mode summary: what the summary should focus on."
     ),
@@ -224,21 +214,8 @@ def compact(
     timeout: float | None = typer.Option(
         None, "--timeout", metavar="S", help="--mode summary: seconds to wait for each answer (default 120)."
     ),
-    thinking: str | None = typer.Option(
-        None,
-        "--thinking",
-        metavar="LEVEL",
-        help="--mode summary: the model's reasoning for the summary request: off, minimal, low, medium, high, "
-        "xhigh or max (default: as Pi does, the session's thinking level, else defaultThinkingLevel from Pi's "
-        "settings, else medium; clamped to what the model supports). --thinking off turns it off.",
-    ),
-    redact: bool | None = typer.Option(
-        None,
-        "--redact/--no-redact",
-        help="Mask detected secrets (API keys, tokens, private keys, passwords) as [REDACTED:kind:N]: before "
-        "anything is sent to a model with --mode summary (on by default), in the checkpoint text with --mode "
-        "verbatim (off by default). The raw session is never changed.",
-    ),
+    thinking: str | None = THINKING_OPT,
+    redact: bool | None = REDACT_OPT,
     json_output: bool = JsonOpt,
 ) -> ExitCode:
     """Compact the session: append a checkpoint Pi loads on resume, plus a re-orientation message.
@@ -255,44 +232,33 @@ def compact(
     changing underneath or stayed locked, or the model failed or answered unusably (nothing written), 130
     interrupted (nothing written).
     """
-    from pi_compact.ops.compact import CompactOptions, compact_session
+    from functools import partial
+
+    from pi_compact.llm.choice import model_available
+    from pi_compact.ops.compact import CheckpointRequest, CompactOptions, compact_session
 
     env = env_of(ctx)
-    _check_flags(mode=mode, output=output, json_output=json_output)
-    check_nonneg("--cap", cap)
-    _check_summary_flags(
-        mode,
+    request = CheckpointRequest(
+        mode=mode,
         cap=cap,
         no_cap=no_cap,
-        context_file=bool(context_file),
+        context_files=tuple(str(f) for f in context_file or ()),
+        # Advertise `picompact lookup` in the checkpoint only when that command would find a model and a key.
+        lookup_available=partial(model_available, env=env.environ),
+        model=settings.model if mode == "summary" else None,  # else --model only selects the settings overrides
         base_url=base_url,
         instructions=instructions,
         include_thinking=include_thinking,
-        timeout=timeout,
         thinking=thinking,
+        timeout=timeout,
+        redact=redact,
     )
-    model = settings.model
-    if settings.context_window is not None and model is not None and mode != "summary":
+    _check_output(output, json_output=json_output)
+    if settings.context_window is not None and settings.model is not None and mode != "summary":
         env.warn("--context-window given: --model then only selects per-model settings overrides")
     for f in context_file or []:
         _check_context_file(f)
-    from pi_compact.checkpoint.entry import random_id, system_clock
-
-    clock, new_id = env.clock or system_clock, env.new_id or random_id
-    params = {
-        "cap": cap,
-        "no_cap": no_cap,
-        "context_files": [str(f) for f in context_file or []],
-        "model": model,
-        "base_url": base_url,
-        "instructions": instructions,
-        "include_thinking": include_thinking,
-        "thinking": thinking,
-        "timeout": timeout,
-        "redact": redact,
-        "waiting": _waiting(env),
-    }
-    chosen = _mode(mode, params, env.environ)
+    chosen = request.checkpoint_mode(waiting=_waiting(env))
     options = CompactOptions(
         check=settings.check_options(),
         dry_run=dry_run,
@@ -301,31 +267,45 @@ def compact(
         backup=not no_backup,
         repair=repair,
         force=force,
-        clock=clock,
-        new_id=new_id,
-        lock_timeout=_lock_timeout(env.environ),
-        stdout=env.stdout.buffer if output == "-" else None,
-        in_lock=env.in_lock,
-        torn_quiet=_torn_quiet(env.environ),
+        **_from_environment(env, output),
     )
-    path = resolve_session_path(session)
-    result = compact_session(path, chosen, options)
+    result = compact_session(resolve_session_path(session), chosen, options)
     if result.written or result.status == "copied":
         env.interrupted_note = "interrupted after the compaction was written"
+    _report(env, result, json_output=json_output, dry_run=dry_run)
+    return ExitCode.OK
+
+
+def _from_environment(env: Environment, output: str | None) -> dict[str, Any]:
+    """The ``CompactOptions`` the Environment sets: the clock and ids of the new entries, the lock's wait and the
+    call under it, how long a torn line must stay quiet, and stdout for ``--output -``."""
+    from pi_compact.checkpoint.entry import random_id, system_clock
+
+    return {
+        "clock": env.clock or system_clock,
+        "new_id": env.new_id or random_id,
+        "lock_timeout": _lock_timeout(env.environ),
+        "stdout": env.stdout.buffer if output == "-" else None,
+        "in_lock": env.in_lock,
+        "torn_quiet": _torn_quiet(env.environ),
+    }
+
+
+def _report(env: Environment, result: CompactResult, *, json_output: bool, dry_run: bool) -> None:
+    """What was done (or would be): a summary dry run's requests, else the compaction, on stdout and stderr."""
     if result.preview is not None:
         _report_preview(env, result, json_output=json_output)
-        return ExitCode.OK
-    _report(env, result, json_output=json_output, dry_run=dry_run)
+        return
+    _report_compaction(env, result, json_output=json_output, dry_run=dry_run)
     _summary_note(env, result)
     checkpoint = result.checkpoint
     if result.mode == "verbatim" and checkpoint is not None and checkpoint.redacted is not None:
         from pi_compact.redact import describe_counts
 
         env.note(f"redaction: masked {describe_counts(checkpoint.redacted)} in the checkpoint text")
-    return ExitCode.OK
 
 
-def _report(env: Environment, result: CompactResult, *, json_output: bool, dry_run: bool) -> None:
+def _report_compaction(env: Environment, result: CompactResult, *, json_output: bool, dry_run: bool) -> None:
     if dry_run and result.entries and result.checkpoint is not None:
         from pi_compact.ops.coverage import drafted_coverage
 
@@ -378,46 +358,6 @@ def _report(env: Environment, result: CompactResult, *, json_output: bool, dry_r
 
 # ---------------------------------------------------------------------------------------------------------------
 # --mode summary
-
-
-def _check_summary_flags(
-    mode: str,
-    *,
-    cap: int | None,
-    no_cap: bool,
-    context_file: bool,
-    base_url: str | None,
-    instructions: str | None,
-    include_thinking: bool,
-    timeout: float | None,
-    thinking: str | None = None,
-) -> None:
-    """Flags of one mode given with the other are usage errors naming them."""
-    check_mode_flags(
-        mode,
-        {"--cap": cap is not None, "--no-cap": no_cap, "--context-file": context_file},
-        {
-            "--base-url": base_url is not None,
-            "--instructions": instructions is not None,
-            "--include-thinking": include_thinking,
-            "--timeout": timeout is not None,
-            "--thinking": thinking is not None,
-        },
-    )
-
-
-def _summary_options(params: dict[str, Any]) -> SummaryOptions:
-    from pi_compact.checkpoint.summary import SummaryOptions
-
-    return SummaryOptions(
-        model=params["model"],
-        base_url=params["base_url"],
-        instructions=params["instructions"],
-        include_thinking=params["include_thinking"],
-        timeout=params["timeout"] if params["timeout"] is not None else SummaryOptions.timeout,
-        redact=params.get("redact") is not False,
-        thinking=params.get("thinking"),
-    )
 
 
 def _waiting(env: Environment) -> Callable[[str], Any]:

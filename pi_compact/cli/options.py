@@ -16,7 +16,12 @@ if TYPE_CHECKING:
 from pi_compact.cli._jsonmode import json_mode_for
 
 # Option fields of the library's dataclasses whose flag is not the field name in kebab case.
-_FLAG_OF_FIELD = {"cap_tokens": "--cap", "leaf_id": "--leaf", "tokenizer": "--tokenizer"}
+_FLAG_OF_FIELD = {
+    "cap_tokens": "--cap",
+    "context_files": "--context-file",
+    "leaf_id": "--leaf",
+    "tokenizer": "--tokenizer",
+}
 
 
 def flag_for(field: str) -> str:
@@ -84,20 +89,6 @@ class SettingsFlags(NamedTuple):
         )
 
 
-def check_mode_flags(mode: str, verbatim: dict[str, bool], summary: dict[str, bool]) -> None:
-    """One mode's flags given with the other mode are a usage error naming them: ``verbatim`` and ``summary``
-    map each mode's flags to whether they were given (``compact`` and ``pi checkpoint`` share this check)."""
-    from pi_compact.errors import UsageError
-
-    wrong = [flag for flag, given in (summary if mode != "summary" else verbatim).items() if given]
-    if not wrong:
-        return
-    verb = "applies" if len(wrong) == 1 else "apply"
-    if mode == "summary":
-        raise UsageError(f"{', '.join(wrong)} {verb} only to --mode verbatim, not --mode summary")
-    raise UsageError(f"{', '.join(wrong)} {verb} only to --mode summary")
-
-
 _SETTINGS = (
     ("context_window", int | None, ContextWindowOpt),
     ("model", str | None, ModelOpt),
@@ -147,7 +138,6 @@ __all__ = [
     "ReserveOpt",
     "SessionArg",
     "SettingsFlags",
-    "check_mode_flags",
     "json_option",
     "with_settings",
 ]

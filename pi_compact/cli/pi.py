@@ -287,46 +287,38 @@ def checkpoint_command(
     "reminder" (verbatim: the re-orientation message), "reminderCustomType", "leafId", "settings" ({enabled,
     reserveTokens, keepRecentTokens}), "contextWindow", "stats" (as compact --json), "trimmed", "warnings"}.
     """
-    from pi_compact.extension.hook import CheckpointRequest, build_checkpoint
+    from functools import partial
+
+    from pi_compact.extension.hook import build_checkpoint
+    from pi_compact.llm.choice import model_available
+    from pi_compact.ops.check import CheckOptions
+    from pi_compact.ops.compact import CheckpointRequest
 
     out = env_of(ctx)
     for name, value in (
         ("--context-window", context_window),
         ("--reserve-tokens", reserve_tokens),
         ("--keep-recent-tokens", keep_recent_tokens),
-        ("--cap", cap),
     ):
         check_nonneg(name, value)
-    if cap is not None and no_cap:
-        raise UsageError("--cap and --no-cap clash: give one of them")
-    from pi_compact.cli.options import check_mode_flags
-
-    check_mode_flags(
-        mode,
-        {"--cap": cap is not None, "--no-cap": no_cap},
-        {
-            "--model": model is not None,
-            "--base-url": base_url is not None,
-            "--instructions": instructions is not None,
-            "--timeout": timeout is not None,
-        },
+    request = CheckpointRequest(
+        mode=mode,
+        cap=cap,
+        no_cap=no_cap,
+        lookup_available=partial(model_available, env=out.environ),
+        model=model,
+        base_url=base_url,
+        instructions=instructions,
+        timeout=timeout,
     )
-    data = build_checkpoint(
-        CheckpointRequest(
-            session=session,
-            leaf=leaf,
-            context_window=context_window,
-            reserve_tokens=reserve_tokens,
-            keep_recent_tokens=keep_recent_tokens,
-            mode=mode,
-            cap=cap,
-            no_cap=no_cap,
-            model=model,
-            base_url=base_url,
-            instructions=instructions,
-            timeout=timeout,
-        )
+    settings = CheckOptions(
+        context_window=context_window,
+        model=model,
+        reserve_tokens=reserve_tokens,
+        keep_recent_tokens=keep_recent_tokens,
+        leaf_id=leaf,
     )
+    data = build_checkpoint(session, settings, request)
     out.emit(data)
     return ExitCode.OK
 

@@ -1,9 +1,9 @@
 """What the Pi extension asks of picompact, as data: a checkpoint for Pi's ``session_before_compact``, one recovery
 tool call, and the effective configuration. No printing; ``pi_compact.cli.pi`` turns these into JSON.
 
-The checkpoint comes from ``draft_compaction``, the code path of ``picompact compact --dry-run`` (a verbatim
-mode's preview is its checkpoint), so for the same session prefix (``--leaf``), settings and environment the
-extension's verbatim checkpoint and the dry run's are the same bytes.
+The checkpoint comes from ``build_compaction``, the code path of ``picompact compact --dry-run`` with the mode
+built in full (a verbatim mode's preview is its checkpoint), so for the same session prefix (``--leaf``), settings
+and environment the extension's verbatim checkpoint and the dry run's are the same bytes.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,8 @@ from pi_compact.errors import UsageError
 from pi_compact.extension.tools import SEARCH_MAX_COUNT, SEARCH_SESSIONS
 
 if TYPE_CHECKING:
+    from pi_compact.ops.check import CheckOptions
+    from pi_compact.ops.compact import CheckpointRequest
     from pi_compact.search.transcript import Transcript
 
 # The extension's tool names -> the search tools of ``picompact lookup`` they run.
@@ -34,60 +35,14 @@ SEARCH_ARGUMENTS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class CheckpointRequest:
-    """Everything Pi decided that picompact must not decide differently."""
+def build_checkpoint(session: Path, settings: CheckOptions, request: CheckpointRequest) -> dict[str, Any]:
+    """The compaction Pi should append to ``session``: ``summary``, ``firstKeptEntryId``, ``tokensBefore``,
+    ``details``, plus the re-orientation ``reminder`` (verbatim mode), the settings used and the figures for
+    ``/picompact``. ``settings``: what Pi decided that picompact must not decide differently (the leaf, the
+    context window, reserveTokens, keepRecentTokens); ``request``: the checkpoint asked for."""
+    from pi_compact.ops.compact import CompactOptions, build_compaction
 
-    session: Path
-    leaf: str
-    context_window: int
-    reserve_tokens: int
-    keep_recent_tokens: int
-    mode: str = "verbatim"
-    cap: int | None = None
-    no_cap: bool = False
-    model: str | None = None  # summary mode: PROVIDER/ID of the model that writes the summary
-    base_url: str | None = None  # summary mode: the model's server (a provider picompact does not know)
-    instructions: str | None = None  # summary mode: /compact's focus text
-    timeout: float | None = None  # summary mode: seconds per model answer
-
-
-def build_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
-    """The compaction Pi should append: ``summary``, ``firstKeptEntryId``, ``tokensBefore``, ``details``, plus the
-    re-orientation ``reminder`` (verbatim mode), the settings used and the figures for ``/picompact``."""
-    from pi_compact.checkpoint.mode import CheckpointMode, get_mode
-    from pi_compact.llm import model_available
-    from pi_compact.ops.check import CheckOptions
-    from pi_compact.ops.compact import CompactOptions, draft_compaction
-
-    mode: CheckpointMode
-    if request.mode == "verbatim":
-        mode = get_mode("verbatim", cap_tokens=request.cap, no_cap=request.no_cap, lookup_available=model_available)
-    elif request.mode == "summary":
-        from pi_compact.checkpoint.summary import SummaryOptions
-
-        options = SummaryOptions(
-            model=request.model,
-            base_url=request.base_url,
-            instructions=request.instructions or None,
-            timeout=request.timeout if request.timeout is not None else SummaryOptions.timeout,
-        )
-        mode = get_mode("summary", options=options)
-    else:
-        raise UsageError(f"--mode must be verbatim or summary (got {request.mode!r})")
-    result = draft_compaction(
-        request.session,
-        mode,
-        CompactOptions(
-            check=CheckOptions(
-                context_window=request.context_window,
-                model=request.model,
-                reserve_tokens=request.reserve_tokens,
-                keep_recent_tokens=request.keep_recent_tokens,
-                leaf_id=request.leaf,
-            ),
-        ),
-    )
+    result = build_compaction(session, request.checkpoint_mode(), CompactOptions(check=settings))
     compaction = result.entries[0]
     reminder = next((e for e in result.entries if e["type"] == "custom_message"), None)
     check = result.check

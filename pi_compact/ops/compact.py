@@ -5,9 +5,14 @@ Whatever the mode, the entries come from the one builder (``checkpoint.entry``) 
 writer (``session.write``), so every mode writes exactly the same shape, the same safe way. Earlier
 re-orientation messages still in the kept tail are omitted with context edits: a new checkpoint replaces them.
 
-A dry run asks the mode for its ``preview``: the checkpoint itself when it costs nothing to build (verbatim), else
-what building it would send (summary: the requests, never sent). ``draft_compaction`` builds the checkpoint and
-its entries without writing them (what the Pi extension appends itself).
+Two ways to get a compaction without writing it, which differ in what they run. ``compact_session`` with
+``CompactOptions(dry_run=True)`` asks the mode for its ``preview``: the checkpoint itself when it costs nothing to
+build (verbatim), else what building it would send (summary: the requests, never sent; no model is called).
+``build_compaction`` asks the mode to ``build`` it in full (a summary mode calls its model) and returns the entries,
+written nowhere: what the Pi extension hands to Pi, which appends them itself.
+
+The checkpoint asked for by name, as the command line and the extension ask for it, is a ``CheckpointRequest``:
+the mode and every mode's options, checked together once when it is made; ``checkpoint_mode()`` builds the mode.
 
 If someone appends to the session between reading and writing (Pi, say), nothing is written: the file is read
 again, the compaction planned again and the mode run again, once. A mode that is expensive to run (an LLM call)
@@ -32,7 +37,15 @@ from pi_compact.checkpoint.entry import (
     serialize_entries,
     system_clock,
 )
-from pi_compact.checkpoint.mode import CheckpointMode, CheckpointResult, ModePreview
+from pi_compact.checkpoint.mode import (
+    MODE_NAMES,
+    CheckpointMode,
+    CheckpointResult,
+    LookupProbe,
+    ModeContext,
+    ModePreview,
+    get_mode,
+)
 from pi_compact.errors import (
     CompactionRefusedError,
     ConcurrentWriteError,
@@ -40,7 +53,7 @@ from pi_compact.errors import (
     OptionError,
     SessionError,
 )
-from pi_compact.ops.check import CheckOptions, CheckResult, check_session
+from pi_compact.ops.check import MAX_TOKENS_SETTING, CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import current_system_message
 from pi_compact.pi.plan import CompactionPlan
 from pi_compact.pi.projection import build_projection, context_tokens
@@ -101,6 +114,110 @@ class CompactOptions:
             raise OptionError(("retries",), "must not be negative")
         if not 0 <= self.torn_quiet <= 3600:
             raise OptionError(("torn_quiet",), f"must be between 0 and 3600 seconds (got {self.torn_quiet!r})")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The checkpoint asked for
+
+# Each mode's own fields of ``CheckpointRequest``, in the order a message names them.
+_MODE_FIELDS = {
+    "verbatim": ("cap", "no_cap", "context_files"),
+    "summary": ("model", "base_url", "instructions", "include_thinking", "timeout", "thinking"),
+}
+
+
+class ModeOptionError(OptionError):
+    """Options of one mode given with the other mode: ``"base_url applies only to mode summary"``, and with the
+    command line's names, ``"--base-url applies only to --mode summary"``."""
+
+    def __init__(self, fields: tuple[str, ...], mode: str) -> None:
+        self.mode = mode  # the mode asked for
+        self.fields = fields
+        super().__init__(fields, self._only_to("mode"))
+        self.message = self.message_for(str)  # the fields listed with commas, not "and"
+        self.args = (self.message,)
+
+    def _only_to(self, mode: str) -> str:
+        verb = "applies" if len(self.fields) == 1 else "apply"
+        if self.mode == "summary":
+            return f"{verb} only to {mode} verbatim, not {mode} summary"
+        return f"{verb} only to {mode} summary"
+
+    def message_for(self, flag: Callable[[str], str]) -> str:
+        return f"{', '.join(flag(f) for f in self.fields)} {self._only_to(flag('mode'))}"
+
+
+def _given(value: object) -> bool:
+    """Whether an option of ``CheckpointRequest`` was given: not None, False or empty (``cap=0`` is given)."""
+    return value is not None and value is not False and value != ()
+
+
+@dataclass(frozen=True)
+class CheckpointRequest:
+    """The checkpoint asked for: the mode by name and each mode's options (None, False or empty: not given), as
+    ``picompact compact``, ``picompact pi checkpoint`` and the Pi extension's hook ask for it.
+
+    Checked when made, once for all of them: an unknown mode, a negative or absurd ``cap``, ``cap`` with
+    ``no_cap``, and one mode's options given with the other mode raise ``OptionError`` naming the fields (the CLI
+    names its flags). The values of the chosen mode's options are checked by its own dataclass (``VerbatimMode``,
+    ``SummaryOptions``) when ``checkpoint_mode()`` builds it.
+    """
+
+    mode: str = "verbatim"
+    # verbatim mode
+    cap: int | None = None  # the checkpoint's budget in tokens (None: picompact.cap, else keepRecentTokens / 2)
+    no_cap: bool = False  # no budget: every compacted span kept whole
+    context_files: tuple[str | os.PathLike[str], ...] = ()  # extra AGENTS.md-like files
+    lookup_available: bool | LookupProbe = False  # advertise `picompact lookup` (the caller decides; see VerbatimMode)
+    # summary mode
+    model: str | None = None  # PROVIDER/ID of the model that writes the summary
+    base_url: str | None = None  # its server
+    instructions: str | None = None  # what the summary should focus on
+    include_thinking: bool = False  # the model reads the assistant's thinking too
+    thinking: str | None = None  # the reasoning level of the summary requests
+    timeout: float | None = None  # seconds per answer (None: SummaryOptions' default)
+    # both
+    redact: bool | None = None  # mask secrets (None: the mode's default, off for verbatim, on for summary)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "context_files", tuple(self.context_files))
+        if self.mode not in MODE_NAMES:
+            raise OptionError(("mode",), f"must be one of {', '.join(sorted(MODE_NAMES))} (got {self.mode!r})")
+        if self.cap is not None and self.cap < 0:
+            raise OptionError(("cap",), f"must not be negative (got {self.cap})")
+        if self.cap is not None and self.cap > MAX_TOKENS_SETTING:
+            raise OptionError(("cap",), f"is absurdly large (got {self.cap}; at most {MAX_TOKENS_SETTING})")
+        if self.cap is not None and self.no_cap:
+            raise OptionError(("cap", "no_cap"), "clash: give one of them")
+        other = "summary" if self.mode == "verbatim" else "verbatim"
+        given = tuple(name for name in _MODE_FIELDS[other] if _given(getattr(self, name)))
+        if given:
+            raise ModeOptionError(given, self.mode)
+
+    def checkpoint_mode(self, *, waiting: Callable[[str], Any] | None = None) -> CheckpointMode:
+        """The mode asked for, built with its options (``get_mode``). ``waiting(label)`` wraps each wait for a
+        summary mode's model (a spinner)."""
+        if self.mode == "verbatim":
+            return get_mode(
+                "verbatim",
+                cap_tokens=self.cap,
+                no_cap=self.no_cap,
+                context_files=self.context_files,
+                lookup_available=self.lookup_available,
+                redact=bool(self.redact),
+            )
+        from pi_compact.checkpoint.summary import SummaryOptions
+
+        options = SummaryOptions(
+            model=self.model,
+            base_url=self.base_url,
+            instructions=self.instructions,
+            include_thinking=self.include_thinking,
+            timeout=self.timeout if self.timeout is not None else SummaryOptions.timeout,
+            redact=self.redact is not False,
+            thinking=self.thinking,
+        )
+        return get_mode("summary", options=options, waiting=waiting)
 
 
 @dataclass(frozen=True)
@@ -288,18 +405,21 @@ def stale_reminders(plan: CompactionPlan) -> list[str]:
     ]
 
 
-def _prepare(p: Path, mode: CheckpointMode, opts: CompactOptions, attempts: int, *, preview: bool) -> CompactResult:
-    """Read, check and plan; run the mode (its preview when ``preview``); the entries and their figures."""
+# How the mode is run: its ``build``, or its ``preview`` for a dry run.
+RunMode = Callable[[CompactionPlan, ModeContext], CheckpointResult | ModePreview]
+
+
+def _prepare(p: Path, name: str, run: RunMode, opts: CompactOptions, attempts: int) -> CompactResult:
+    """Read, check and plan; ``run`` the mode called ``name``; the entries and their figures."""
     session = load_session(p, keep_bodies=True)  # the checkpoint reads every entry: parse each line once
     check = check_session(session, opts.check)
     plan = check.plan
-    name = mode.name
     if opts.if_needed and not check.should_compact:
         return CompactResult("not-needed", p, check, attempts=attempts, output=opts.output, mode=name)
     if not plan.can_compact:
         raise NothingToCompactError(f"nothing to compact: {plan.nothing_reason}", path=str(p))
     ctx = check.mode_context()
-    built = mode.preview(plan, ctx) if preview else mode.build(plan, ctx)
+    built = run(plan, ctx)
     if not isinstance(built, CheckpointResult):
         result = CompactResult("dry-run", p, check, attempts=attempts, output=opts.output, mode=name, preview=built)
         if session.torn_last_line and not opts.repair:
@@ -360,13 +480,15 @@ def _prepare(p: Path, mode: CheckpointMode, opts: CompactOptions, attempts: int,
     return result
 
 
-def draft_compaction(
+def build_compaction(
     path: str | os.PathLike[str], mode: CheckpointMode, options: CompactOptions | None = None
 ) -> CompactResult:
-    """The compaction ``compact_session`` would write, built in full (a summary mode asks its model) and not
-    written: what the Pi extension appends itself. ``options.dry_run`` is implied."""
+    """The compaction ``compact_session`` would write, built in full (``mode.build``: a summary mode calls its
+    model) and written nowhere: what the Pi extension hands to Pi, which appends it itself. A dry run, by contrast,
+    shows the mode's ``preview`` and calls no model. Reported as a dry run (status "dry-run", warnings and no
+    refusal); ``options.output`` is ignored."""
     opts = replace(options or CompactOptions(), dry_run=True, output=None)
-    return _prepare(Path(path), mode, opts, 1, preview=False)
+    return _prepare(Path(path), mode.name, mode.build, opts, 1)
 
 
 def compact_session(
@@ -374,8 +496,9 @@ def compact_session(
     mode: CheckpointMode,
     options: CompactOptions | None = None,
 ) -> CompactResult:
-    """Compact the session at ``path`` with ``mode``: append (v3), rewrite (v1/v2), copy (``output``) or preview
-    (``dry_run``: the mode's preview; a summary mode then sends nothing).
+    """Compact the session at ``path`` with ``mode``: append (v3), rewrite (v1/v2), copy (``output``) or, with
+    ``dry_run``, write nothing and return the mode's preview (a summary mode then sends nothing; ``build_compaction``
+    builds it in full).
 
     Raises NothingToCompactError (exit 2) when Pi would not compact, ConcurrentWriteError (exit 3) when the file
     keeps changing underneath or stays locked; nothing is written in either case.
@@ -385,7 +508,7 @@ def compact_session(
     attempts = 0
     while True:
         attempts += 1
-        result = _prepare(p, mode, opts, attempts, preview=opts.dry_run)
+        result = _prepare(p, mode.name, mode.preview if opts.dry_run else mode.build, opts, attempts)
         if opts.dry_run or result.status == "not-needed":
             return result
         session = result.check.session

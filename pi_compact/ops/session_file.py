@@ -161,8 +161,9 @@ class SessionFile:
         **mode_options: Any,
     ) -> CompactResult:
         """``picompact compact``: build the checkpoint (``mode`` "verbatim" or "summary", with that mode's
-        options, or a ``CheckpointMode``) and append it, or write a copy to ``output``, or with ``dry_run`` only
-        return what would be written. The file's settings flags are this object's ``CheckOptions``."""
+        options, or a ``CheckpointMode``) and append it, or write a copy to ``output``, or with ``dry_run`` write
+        nothing and return the mode's preview (a summary mode calls no model; ``build_compaction`` builds it in
+        full). The file's settings flags are this object's ``CheckOptions``."""
         from pi_compact.checkpoint.mode import get_mode
 
         if isinstance(mode, str):
