@@ -52,26 +52,27 @@ def _is_busy(exc: BaseException) -> bool:
 
 
 def _cache_directory() -> Path:
-    """The cache directory, made (0700) and checked as ``session.index`` does; ExternalError when unusable."""
-    from pi_compact.session import index
+    """The cache directory, made (0700) and checked as ``session.cachedir`` does; ExternalError when unusable."""
+    from pi_compact.session import cachedir
 
     try:
-        fd = index._open_cache(create=True)
+        fd = cachedir.open_cache(create=True)
     except (OSError, RuntimeError) as exc:
         raise ExternalError(f"cannot make the cache directory for the search index: {exc}") from None
     if fd is None:
         raise ExternalError(
-            f"{index.cache_dir()}: not a directory owned by you: the search index cannot be kept there (use --no-index)"
+            f"{cachedir.cache_dir()}: not a directory owned by you: the search index cannot be kept there "
+            "(use --no-index)"
         )
     os.close(fd)
-    return index.cache_dir()
+    return cachedir.cache_dir()
 
 
 def database_path() -> Path:
     """Where the index lives: ``$XDG_CACHE_HOME/picompact/sessions.sqlite3`` (or ``~/.cache/picompact/``)."""
-    from pi_compact.session import index
+    from pi_compact.session import cachedir
 
-    return index.cache_dir() / DB_NAME
+    return cachedir.cache_dir() / DB_NAME
 
 
 def _remove_database(path: Path) -> None:

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from pi_compact.errors import FileChangedError
-from pi_compact.session import index
+from pi_compact.session import cachedir, index
 from pi_compact.session.load import load_session
 from pi_compact.session.source import read_lines
 from tests.helpers.cli import run
@@ -143,7 +143,7 @@ def test_a_load_that_meets_a_stale_index_drops_it(big: Path, monkeypatch: pytest
         for entry in session.entries:
             entry.raw  # noqa: B018 - read back every body
     assert raised.value.index_used and raised.value.code == "changed-on-disk"
-    assert not index.index_path(big).exists()  # dropped at once: the next load is a cold one
+    assert not cachedir.index_path(big).exists()  # dropped at once: the next load is a cold one
     assert outcome(big, cache=True) == outcome(big, cache=False)
 
 

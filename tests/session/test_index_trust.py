@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
-from pi_compact.session import index
+from pi_compact.session import cachedir, index, index_format
 from pi_compact.session.load import load_session
 from tests.helpers.cli import picompact_exe, run
 from tests.helpers.fixtures import PI_FIXTURES
@@ -38,7 +38,7 @@ def session(tmp_path: Path) -> Path:
 
 
 def _cache() -> Path:
-    directory = index.cache_dir()
+    directory = cachedir.cache_dir()
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     return directory
 
@@ -57,7 +57,7 @@ def test_a_fifo_at_the_index_path_does_not_block_check_or_grep(session: Path) ->
     cold_grep = _process("grep", session, GREP_DECORATED, "--no-cache")
     _cache()
     for decorated in (False, True):
-        os.mkfifo(index.index_path(session, decorated), 0o600)
+        os.mkfifo(cachedir.index_path(session, decorated), 0o600)
     warm_check = _process(CHECK[0], session, *CHECK[1:])  # opened blocking, this would wait for a writer forever
     warm_grep = _process("grep", session, GREP_DECORATED)
     assert (warm_check.returncode, warm_check.stdout, warm_check.stderr) == (
@@ -67,7 +67,7 @@ def test_a_fifo_at_the_index_path_does_not_block_check_or_grep(session: Path) ->
     )
     assert (warm_grep.returncode, warm_grep.stdout) == (cold_grep.returncode, cold_grep.stdout)
     for decorated in (False, True):  # the write that followed replaced each FIFO with a real index
-        assert stat.S_ISREG(os.lstat(index.index_path(session, decorated)).st_mode)
+        assert stat.S_ISREG(os.lstat(cachedir.index_path(session, decorated)).st_mode)
     assert index_usable(session) and index_usable(session, decorated=True)
 
 
@@ -78,12 +78,12 @@ def test_a_symlink_at_the_index_path_is_not_followed(target: str, session: Path,
     if target == "elsewhere":  # a good index of this very session, but behind a symlink
         load_session(session, cache=True)
         real = tmp_path / "planted.idx"
-        shutil.move(index.index_path(session), real)
+        shutil.move(cachedir.index_path(session), real)
         target = str(real)
-    os.symlink(target, index.index_path(session))
+    os.symlink(target, cachedir.index_path(session))
     assert not index_usable(session)
     assert outcome(session, cache=True) == expected
-    assert not index.index_path(session).is_symlink()  # replaced by an index of its own
+    assert not cachedir.index_path(session).is_symlink()  # replaced by an index of its own
     assert index_usable(session)
 
 
@@ -92,7 +92,7 @@ def test_an_index_owned_by_another_user_is_not_read(session: Path) -> None:
     expected = outcome(session, cache=False)
     load_session(session, cache=True)
     assert index_usable(session)
-    os.chown(index.index_path(session), 65534, 65534)
+    os.chown(cachedir.index_path(session), 65534, 65534)
     assert not index_usable(session)
     assert outcome(session, cache=True) == expected
 
@@ -109,15 +109,15 @@ def test_a_cache_directory_of_another_user_is_neither_read_nor_written(session: 
 def test_a_symlinked_cache_directory_is_neither_read_nor_written(session: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "planted"
     elsewhere.mkdir()
-    index.cache_dir().parent.mkdir(parents=True, exist_ok=True)
-    os.symlink(elsewhere, index.cache_dir())
+    cachedir.cache_dir().parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(elsewhere, cachedir.cache_dir())
     assert outcome(session, cache=True) == outcome(session, cache=False)
     assert list(elsewhere.iterdir()) == []
 
 
 def test_an_index_larger_than_its_bound_is_not_read(session: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     load_session(session, cache=True)
-    size = index.index_path(session).stat().st_size
+    size = cachedir.index_path(session).stat().st_size
     assert size <= index.size_limit(session.stat().st_size)
     monkeypatch.setattr(index, "size_limit", lambda session_size: size - 1)
     assert not index_usable(session)
@@ -130,14 +130,14 @@ def test_an_index_larger_than_its_bound_is_not_read(session: Path, monkeypatch: 
 
 def _forge(data: bytes, change: Callable[[dict[str, Any], dict[str, Any]], None]) -> bytes:
     """The index with ``change`` made to its document and columns, its checksums made to match."""
-    parts = index.split(data)
+    parts = index_format.split(data)
     assert parts is not None
-    doc, arrays = index.unpack(parts[1])
+    doc, arrays = index_format.unpack(parts[1])
     columns = {name: list(values) for name, values in arrays.items()}
     change(doc, columns)
     for name in ("columns", "byteorder"):
         doc.pop(name)
-    return index.seal(index.pack(doc, columns), parts[0])
+    return index_format.seal(index_format.pack(doc, columns), parts[0])
 
 
 def _set(column: str, at: int, value: int) -> Callable[[dict[str, Any], dict[str, Any]], None]:
@@ -155,19 +155,19 @@ def _doc(key: str, value: Any) -> Callable[[dict[str, Any], dict[str, Any]], Non
 
 
 def _huge_head_length(data: bytes) -> bytes:
-    parts = index.split(data)
+    parts = index_format.split(data)
     assert parts is not None
-    return index.seal(b"\xff\xff\xff\xff" + parts[1][4:], parts[0])
+    return index_format.seal(b"\xff\xff\xff\xff" + parts[1][4:], parts[0])
 
 
 def _huge_column_count(data: bytes) -> bytes:
-    parts = index.split(data)
+    parts = index_format.split(data)
     assert parts is not None
     size = int.from_bytes(parts[1][:4], "big")
     head = orjson.loads(parts[1][4 : 4 + size])
     head["columns"][0][3] = 2**62
     new = orjson.dumps(head)
-    return index.seal(len(new).to_bytes(4, "big") + new + parts[1][4 + size :], parts[0])
+    return index_format.seal(len(new).to_bytes(4, "big") + new + parts[1][4 + size :], parts[0])
 
 
 FORGERIES: dict[str, Callable[[bytes], bytes]] = {
@@ -189,7 +189,7 @@ def test_a_forged_index_with_huge_numbers_is_ignored_not_a_crash(
 ) -> None:
     cold = run(CHECK[0], session, *CHECK[1:], "--no-cache")
     load_session(session, cache=True)
-    idx = index.index_path(session)
+    idx = cachedir.index_path(session)
     idx.write_bytes(forge(idx.read_bytes()))
     assert not index_usable(session)
     warm = run(CHECK[0], session, *CHECK[1:])
@@ -216,8 +216,8 @@ def test_the_cache_directory_is_made_0700_whatever_the_umask(
     umask(mask)
     load_session(session, cache=True)
     umask(0o022)
-    assert stat.S_IMODE(index.cache_dir().stat().st_mode) == 0o700
-    assert stat.S_IMODE(index.index_path(session).stat().st_mode) == 0o600
+    assert stat.S_IMODE(cachedir.cache_dir().stat().st_mode) == 0o700
+    assert stat.S_IMODE(cachedir.index_path(session).stat().st_mode) == 0o600
     assert index_usable(session)
 
 
@@ -243,7 +243,7 @@ def test_a_write_deletes_abandoned_temporaries_and_keeps_live_ones(session: Path
     other = directory / "notes.txt"  # not a name picompact writes
     for path in (dead, old, live, mine, other):
         path.write_bytes(b"partial")
-    an_hour_ago = time.time() - index.STALE_TEMPORARY_SECONDS - 60
+    an_hour_ago = time.time() - cachedir.STALE_TEMPORARY_SECONDS - 60
     os.utime(old, (an_hour_ago, an_hour_ago))
     load_session(session, cache=True)
     assert not dead.exists() and not old.exists()
@@ -254,9 +254,9 @@ def test_a_killed_write_leaves_a_temporary_that_the_next_write_deletes(session: 
     """A process killed between creating its temporary file and renaming it (``os._exit`` in its place)."""
     directory = _cache()
     code = (
-        "import os; from pi_compact.session import index\n"
-        "fd = index._open_cache(create=True)\n"
-        "name, out = index._create_temporary(fd)\n"
+        "import os; from pi_compact.session import cachedir\n"
+        "fd = cachedir.open_cache(create=True)\n"
+        "name, out = cachedir._create_temporary(fd)\n"
         "os.write(out, b'half an index')\n"
         "os._exit(9)\n"
     )
@@ -264,7 +264,7 @@ def test_a_killed_write_leaves_a_temporary_that_the_next_write_deletes(session: 
     (left,) = directory.glob(".tmp-*")
     load_session(session, cache=True)
     assert not left.exists()
-    assert [p.name for p in directory.iterdir()] == [index.index_name(session)]
+    assert [p.name for p in directory.iterdir()] == [cachedir.index_name(session)]
 
 
 def test_indexes_of_sessions_that_are_gone_are_deleted_at_the_next_write(session: Path, tmp_path: Path) -> None:
@@ -273,20 +273,20 @@ def test_indexes_of_sessions_that_are_gone_are_deleted_at_the_next_write(session
         shutil.copyfile(PI_FIXTURES / "gen-small-101.jsonl", path)
         assert run("grep", path, GREP_DECORATED).code in (0, 1)  # grep's index, with text of the session
         load_session(path, cache=True)  # and check's
-        assert index.index_path(path).exists() and index.index_path(path, decorated=True).exists()
+        assert cachedir.index_path(path).exists() and cachedir.index_path(path, decorated=True).exists()
     deleted.unlink()
     replaced.unlink()
     shutil.copyfile(PI_FIXTURES / "gen-cut-points-101.jsonl", replaced)  # another file (inode) at the same path
     load_session(session, cache=True)  # any write tidies the directory
     for path in (deleted, replaced):
-        assert not index.index_path(path).exists() and not index.index_path(path, decorated=True).exists()
+        assert not cachedir.index_path(path).exists() and not cachedir.index_path(path, decorated=True).exists()
     assert index_usable(session)
 
 
 def test_indexes_of_another_format_and_strays_at_index_names_are_deleted(session: Path) -> None:
     directory = _cache()
     old = directory / ("0" * 16 + ".idx")
-    old.write_bytes(index.MAGIC + (3).to_bytes(2, "big") + b"\x00" * 64)  # an older picompact's
+    old.write_bytes(index_format.MAGIC + (3).to_bytes(2, "big") + b"\x00" * 64)  # an older picompact's
     fifo = directory / ("1" * 16 + ".grep.idx")
     os.mkfifo(fifo)
     link = directory / ("2" * 16 + ".idx")
@@ -308,7 +308,7 @@ def test_a_missing_cache_home_is_made_0700_too(
     umask(mask)
     load_session(session, cache=True)
     umask(0o022)
-    assert index.cache_dir() == home / ".cache" / "picompact"
+    assert cachedir.cache_dir() == home / ".cache" / "picompact"
     assert stat.S_IMODE((home / ".cache").stat().st_mode) == 0o700
-    assert stat.S_IMODE(index.cache_dir().stat().st_mode) == 0o700
+    assert stat.S_IMODE(cachedir.cache_dir().stat().st_mode) == 0o700
     assert index_usable(session)

@@ -16,7 +16,7 @@ import pytest
 
 from pi_compact.errors import SessionError
 from pi_compact.ops.check import CheckOptions, check_session
-from pi_compact.session import index
+from pi_compact.session import cachedir, index, index_format
 from pi_compact.session.load import load_session
 from pi_compact.session.tree import get_branch
 from tests.helpers.cli import picompact_exe, run
@@ -181,7 +181,7 @@ def _process(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
 
 
 def _index_files() -> list[Path]:
-    return sorted(index.cache_dir().glob("*.idx")) if index.cache_dir().is_dir() else []
+    return sorted(cachedir.cache_dir().glob("*.idx")) if cachedir.cache_dir().is_dir() else []
 
 
 def test_warm_run_reports_what_a_cold_run_reports(tmp_path: Path) -> None:
@@ -218,9 +218,9 @@ def _corrupt_flip(data: bytes) -> bytes:
 
 def _parts(data: bytes) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
     """The owner record, document and columns of an index file."""
-    parts = index.split(data)
+    parts = index_format.split(data)
     assert parts is not None
-    doc, columns = index.unpack(parts[1])
+    doc, columns = index_format.unpack(parts[1])
     return parts[0], doc, columns
 
 
@@ -228,26 +228,26 @@ def _foreign_but_well_formed(data: bytes) -> bytes:
     """A valid index whose body claims other entries (its hash made to match): still never trusted blindly."""
     owner, doc, columns = _parts(data)
     columns["offset"] = [o + 1 for o in columns["offset"]]
-    return index.seal(index.pack(doc, columns), owner)
+    return index_format.seal(index_format.pack(doc, columns), owner)
 
 
 def _column_cut_short(data: bytes) -> bytes:
     """A valid index one of whose columns lacks its last entry (its hash made to match)."""
     owner, doc, columns = _parts(data)
     columns["role"] = columns["role"][:-1]
-    return index.seal(index.pack(doc, columns), owner)
+    return index_format.seal(index_format.pack(doc, columns), owner)
 
 
 def _other_byte_order(data: bytes) -> bytes:
     owner, doc, columns = _parts(data)
-    body = index.pack(doc, columns)
+    body = index_format.pack(doc, columns)
     other = b'"big"' if b'"byteorder":"little"' in body else b'"little"'
     body = body.replace(b'"byteorder":"little"', b'"byteorder":' + other).replace(
         b'"byteorder":"big"', b'"byteorder":' + other
     )
-    size = len(body) - len(index.pack(doc, columns))  # the document grew or shrank by a byte
+    size = len(body) - len(index_format.pack(doc, columns))  # the document grew or shrank by a byte
     head_len = int.from_bytes(body[:4], "big") + size
-    return index.seal(head_len.to_bytes(4, "big") + body[4:], owner)
+    return index_format.seal(head_len.to_bytes(4, "big") + body[4:], owner)
 
 
 @pytest.mark.parametrize(
@@ -259,7 +259,9 @@ def _other_byte_order(data: bytes) -> bytes:
         pytest.param(lambda d: b"", id="empty"),
         pytest.param(lambda d: orjson.dumps({"entries": []}), id="foreign-json"),
         pytest.param(
-            lambda d: d.replace(index.MAGIC + index.FORMAT.to_bytes(2, "big"), index.MAGIC + b"\x00\x09", 1),
+            lambda d: d.replace(
+                index_format.MAGIC + index_format.FORMAT.to_bytes(2, "big"), index_format.MAGIC + b"\x00\x09", 1
+            ),
             id="other-version",
         ),
         pytest.param(_column_cut_short, id="column-cut-short"),
@@ -285,7 +287,7 @@ def test_index_of_another_file_is_not_used(tmp_path: Path) -> None:
     shutil.copyfile(PI_FIXTURES / "gen-multi-compaction-101.jsonl", one)
     shutil.copyfile(PI_FIXTURES / "gen-branchy-101.jsonl", two)
     load_session(one, cache=True)
-    shutil.copyfile(index.index_path(one), index.index_path(two))
+    shutil.copyfile(cachedir.index_path(one), cachedir.index_path(two))
     assert not index_usable(two)
     assert outcome(two, cache=True) == outcome(two, cache=False)
 
@@ -296,7 +298,7 @@ def test_well_formed_index_with_wrong_offsets_is_refused(tmp_path: Path) -> None
     path = tmp_path / "s.jsonl"
     shutil.copyfile(PI_FIXTURES / "gen-multi-compaction-101.jsonl", path)
     load_session(path, cache=True)
-    idx = index.index_path(path)
+    idx = cachedir.index_path(path)
     idx.write_bytes(_foreign_but_well_formed(idx.read_bytes()))
     assert not index_usable(path)
     assert outcome(path, cache=True) == outcome(path, cache=False)
@@ -319,7 +321,7 @@ def test_two_processes_at_once(tmp_path: Path) -> None:
             out, err = proc.communicate(timeout=60)
             assert (proc.returncode, out, err) == (expected.returncode, expected.stdout, expected.stderr)
     assert index_usable(path)
-    assert not list(index.cache_dir().glob(".tmp-*"))
+    assert not list(cachedir.cache_dir().glob(".tmp-*"))
 
 
 @pytest.mark.parametrize(
@@ -353,7 +355,7 @@ def test_unwritable_cache_is_only_slower(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_relative_xdg_cache_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
-    assert index.cache_dir() == Path.home() / ".cache" / "picompact"
+    assert cachedir.cache_dir() == Path.home() / ".cache" / "picompact"
 
 
 GREP_PATTERNS = [["e", "-m", "100000"], ["-F", "ENOENT"], ["-i", "error|fail|the"], ["-c", "a"]]
@@ -404,18 +406,18 @@ def test_small_appends_resume_from_the_index_without_writing_it_again(tmp_path: 
     path = tmp_path / "s.jsonl"
     shutil.copyfile(PI_FIXTURES / "gen-multi-compaction-101.jsonl", path)
     load_session(path, cache=True)
-    written = index.index_path(path).read_bytes()
+    written = cachedir.index_path(path).read_bytes()
     for line in POOL[:3]:
         with open(path, "ab") as f:
             f.write(line)
         assert summary(load_session(path, cache=True)) == summary(load_session(path))
-        assert index.index_path(path).read_bytes() == written  # not written again, and still used:
+        assert cachedir.index_path(path).read_bytes() == written  # not written again, and still used:
         assert index_usable(path)
     with open(path, "ab") as f:
         while path.stat().st_size - len(PI_FIXTURES.joinpath("gen-multi-compaction-101.jsonl").read_bytes()) < 70_000:
             f.write(POOL[-1])
     assert summary(load_session(path, cache=True)) == summary(load_session(path))
-    assert index.index_path(path).read_bytes() != written
+    assert cachedir.index_path(path).read_bytes() != written
     fd = os.open(path, os.O_RDONLY)
     try:
         state = index.read(path, fd, os.fstat(fd))
