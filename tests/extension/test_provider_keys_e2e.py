@@ -149,6 +149,11 @@ def _picompacts(run: Run) -> list[dict[str, Any]]:
     return [r for r in run.requests if _system(r) == SYSTEM_PROMPT]
 
 
+def _notices(run: Run) -> list[str]:
+    """What the extension told the user (RPC mode: extension UI notifications)."""
+    return [str(e.get("message", "")) for e in run.events if e.get("method") == "notify"]
+
+
 def _digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
@@ -188,7 +193,7 @@ def test_the_key_helper_ran_once(run: Run) -> None:
 def test_picompacts_summary_request_carries_the_key_pi_resolved(run: Run) -> None:
     key = _pis_key(run)
     summaries = _picompacts(run)
-    assert len(summaries) == 1, ([r["path"] for r in run.requests], run.stderr[-2000:])
+    assert len(summaries) == 1, ([r["path"] for r in run.requests], _notices(run), run.stderr[-2000:])
     (summary,) = summaries
     assert summary["path"] == run.case.summary_path
     assert summary["status"] == 200 and summary["reply"]["kind"] == "picompact-summary"
@@ -205,12 +210,11 @@ def test_the_compaction_pi_wrote_is_picompacts_summary(run: Run) -> None:
     compactions = [e for e in run.entries if e["type"] == "compaction"]
     assert len(compactions) == 1
     (compaction,) = compactions
-    assert compaction["fromHook"] is True
+    assert compaction["fromHook"] is True, _notices(run)
     assert compaction["summary"] == response["data"]["summary"]
     assert compaction["summary"].startswith("## Goal\n- " + MARK)
     assert "Pi compacts its own way" not in run.stderr
-    notices = [e.get("message", "") for e in run.events if e.get("method") == "notify"]
-    assert not [n for n in notices if "picompact" in n], notices
+    assert not [n for n in _notices(run) if "picompact" in n], _notices(run)
 
 
 def test_the_key_is_not_written_anywhere(run: Run) -> None:

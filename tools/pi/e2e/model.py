@@ -12,7 +12,8 @@ Two kinds of model, served on 127.0.0.1 at a free port:
 * ``ScriptedModel``: plays a coding agent from a plan the driver gives it (``drive.py``). A request whose last
   message is a prompt of the plan gets that prompt's first step; a request that ends with tool results gets the next
   step of the call it answers. Tool-call ids carry the prompt and step (``pc<P>s<S>k<K>…``), so the model finds its
-  place from the request alone, whatever Pi compacted before it. Pi's summarization requests get a short structured
+  place from the request alone, whatever Pi compacted before it (over the Gemini API Pi sends them back only for
+  Gemini 3 and later). Pi's summarization requests get a short structured
   summary. It counts a request's tokens the way a real tokenizer roughly would (ASCII characters / 4, every other
   character 1, 4 per message, the tool schemas too) while Pi estimates characters / 4 for all text: a file of CJK
   characters is therefore bigger for the model than Pi thinks, and a request over the context window is refused
@@ -20,9 +21,9 @@ Two kinds of model, served on 127.0.0.1 at a free port:
 
 Every request is appended to a JSON Lines log: ``{"seq", "t", "method", "path", "status", "body", "reply", "api",
 "auth"}``; ``api`` is ``openai`` or ``google`` (``body`` is the request as sent), ``auth`` where the request carried a
-credential and its SHA-256 (``{"via": "authorization" | "x-goog-api-key" | "x-api-key" | "key", "sha256"}``, None
-without one): the credential itself is not logged. Streaming answers (``stream: true``, ``:streamGenerateContent``)
-are SSE chunks ending with the usage.
+credential and its SHA-256 (``{"via": "bearer" | "authorization" | "x-goog-api-key" | "x-api-key" | "key",
+"sha256"}``, None without one): the credential itself is not logged. Streaming answers (``stream: true``,
+``:streamGenerateContent``) are SSE chunks ending with the usage.
 
 Run on its own (plain model): ``model.py --port-file FILE --log FILE [--lifetime SEC] [--text TEXT]``.
 """
