@@ -55,6 +55,23 @@ def test_cap_settings_and_flags(tmp_path: Path) -> None:
     assert missing.code == 2
 
 
+def test_the_checks_of_compact_with_the_same_messages(tmp_path: Path) -> None:
+    """`pi checkpoint` and `compact` check their mode flags in one place (``CheckpointRequest``)."""
+    path, leaf = _session(tmp_path)
+    base = ["--leaf", leaf, "--context-window", "32000", "--reserve-tokens", "4096", "--keep-recent-tokens", "400"]
+    for extra, message in [
+        (("--model", "openai/gpt-4.1-mini"), "--model applies only to --mode summary"),
+        (("--mode", "summary", "--no-cap"), "--no-cap applies only to --mode verbatim, not --mode summary"),
+        (("--cap", "-1"), "--cap must not be negative (got -1)"),
+        (("--mode", "telepathy"), "--mode must be one of summary, verbatim (got 'telepathy')"),
+    ]:
+        result = run("pi", "checkpoint", path, *base, *extra)
+        assert result.code == 2 and message in result.stderr, (extra, result.stderr)
+        if extra[0] != "--model":  # compact's --model also selects the settings overrides: not summary-only
+            same = run("compact", path, *extra)
+            assert same.code == 2 and message in same.stderr, (extra, same.stderr)
+
+
 def test_summary_checkpoint_uses_the_sessions_model_on_its_server(
     server: HTTPServer, tmp_path: Path, agent: Path
 ) -> None:

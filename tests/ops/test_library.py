@@ -76,7 +76,16 @@ def test_bad_settings_and_bad_files_raise_typed_errors(tmp_path: Path) -> None:
 
 
 def test_every_type_a_public_signature_uses_is_exported() -> None:
-    for name in ("SessionFile", "open_session", "CheckOptions", "CompactOptions", "CheckResult", "LookupOptions"):
+    for name in (
+        "SessionFile",
+        "open_session",
+        "CheckOptions",
+        "CompactOptions",
+        "CheckResult",
+        "LookupOptions",
+        "CheckpointRequest",
+        "build_compaction",
+    ):
         assert name in pi_compact.__all__ and getattr(pi_compact, name) is not None
 
 

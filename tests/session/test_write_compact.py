@@ -15,7 +15,7 @@ from pi_compact.checkpoint.mode import CheckpointMode, CheckpointResult, ModeCon
 from pi_compact.checkpoint.verbatim.mode import default_cap
 from pi_compact.errors import ConcurrentWriteError, ExitCode, NothingToCompactError, SessionError, UsageError
 from pi_compact.ops.check import CheckOptions
-from pi_compact.ops.compact import CompactOptions, compact_session
+from pi_compact.ops.compact import CompactOptions, build_compaction, compact_session
 from pi_compact.pi.plan import CompactionPlan
 from pi_compact.pi.projection import build_projection, context_tokens
 from pi_compact.session import get_branch, load_session
@@ -341,3 +341,47 @@ def test_the_verbatim_mode_reads_no_api_key_to_decide_its_text(tmp_path, monkeyp
     advertised = compact_session(path, get_mode("verbatim", lookup_available=probe), _options(dry_run=True))
     assert "picompact lookup" in advertised.checkpoint.summary
     assert asked and asked[0][0] == advertised.check.plan.projection.model
+
+
+@dataclass(frozen=True)
+class _Requests:
+    """What a costly mode's preview shows: what building it would send."""
+
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": "dry-run", "requests": 1}
+
+
+@dataclass
+class CostlyMode:
+    """A mode whose checkpoint costs something to build (a model call), so its preview is not the checkpoint."""
+
+    calls: list[str] = field(default_factory=list)
+    name: str = "costly"
+
+    def build(self, plan: CompactionPlan, ctx: ModeContext) -> CheckpointResult:
+        self.calls.append("build")
+        return FunctionMode(stand_in).build(plan, ctx)
+
+    def preview(self, plan: CompactionPlan, ctx: ModeContext) -> _Requests:
+        self.calls.append("preview")
+        return _Requests()
+
+
+def test_a_dry_run_previews_and_build_compaction_builds_in_full_and_neither_writes(tmp_path):
+    path = _big(tmp_path)
+    before = path.read_bytes()
+    mode = CostlyMode()
+    dry = compact_session(path, mode, _options(dry_run=True))
+    assert mode.calls == ["preview"]
+    assert dry.status == "dry-run" and dry.preview is not None and dry.entries == []
+    built = build_compaction(path, mode, _options())
+    assert mode.calls == ["preview", "build"]
+    assert built.status == "dry-run" and built.preview is None and built.write is None
+    assert [e["type"] for e in built.entries] == ["compaction", "custom_message"]
+    assert built.entries[0]["summary"].startswith("CHECKPOINT of ")
+    assert path.read_bytes() == before
+    # what it builds is what compact_session writes
+    written = compact_session(path, CostlyMode(), _options())
+    assert written.entries[0]["summary"] == built.entries[0]["summary"]
