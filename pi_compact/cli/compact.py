@@ -103,7 +103,7 @@ def _torn_quiet(environ: Mapping[str, str]) -> float:
 
 
 def _lock_timeout(environ: Mapping[str, str]) -> float:
-    from pi_compact.session.write import DEFAULT_LOCK_TIMEOUT
+    from pi_compact.session.lock import DEFAULT_LOCK_TIMEOUT
 
     value = environ.get(LOCK_TIMEOUT_ENV, "").strip()
     if not value:

@@ -60,10 +60,9 @@ from pi_compact.pi.projection import build_projection, context_tokens
 from pi_compact.pi.tokens import estimate_tokens
 from pi_compact.session import Session, get_branch, load_session
 from pi_compact.session.entries import JsonDict
+from pi_compact.session.lock import DEFAULT_LOCK_TIMEOUT, SessionChangedError
 from pi_compact.session.write import (
-    DEFAULT_LOCK_TIMEOUT,
     DEFAULT_TORN_QUIET,
-    SessionChangedError,
     WriteResult,
     append_entries,
     migrated_lines,

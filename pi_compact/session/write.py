@@ -12,41 +12,37 @@ Three ways, one rule each:
 
 ``append_entries`` and ``rewrite_session`` take an ``in_lock`` callback, called after taking the lock and checking
 the file, just before writing (a test pauses there to kill the process at that point). Nothing here writes to
-stdout: ``write_copy`` to ``-`` writes to the stream it is given.
+stdout: ``write_copy`` to ``-`` writes to the stream it is given. The lock and the checks made under it are
+``session.lock``'s; the temporary file renamed over a file, and the backup, ``session.atomic``'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import os
-import signal
 import stat
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from pi_compact.errors import ConcurrentWriteError, ExternalError, OutputWriteError, SessionError, UsageError
+from pi_compact.errors import ExternalError, OutputWriteError, SessionError, UsageError
 from pi_compact.js import js_stringify
+from pi_compact.session.atomic import discarded_on_failure, fsync_dir, make_backup, os_error, write_temp
 from pi_compact.session.entries import Session
-from pi_compact.session.load import parse_json_line
+from pi_compact.session.lock import (
+    DEFAULT_LOCK_TIMEOUT,
+    SessionChangedError,
+    check_header,
+    check_unchanged,
+    locked,
+    open_session,
+    signals_deferred,
+)
 from pi_compact.session.streams import write_fully
 
-DEFAULT_LOCK_TIMEOUT = 10.0
-HEADER_SCAN_BYTES = 1024 * 1024
 DEFAULT_TORN_QUIET = 2.0  # seconds an incomplete last line must stay unchanged to count as torn
-
-
-class SessionChangedError(ConcurrentWriteError):
-    """The file is not what was read any more (someone appended or rewrote it): re-read and re-plan."""
-
-
-class LockTimeoutError(ConcurrentWriteError):
-    """Another process held the lock on the session for longer than the wait allowed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,130 +58,7 @@ class WriteResult:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Helpers
-
-
-@contextlib.contextmanager
-def _locked(fd: int, path: Path, timeout: float) -> Iterator[None]:
-    """An exclusive flock on ``fd``, waiting at most ``timeout`` seconds (released by the kernel if we die)."""
-    deadline = time.monotonic() + max(timeout, 0.0)
-    delay = 0.005
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise ExternalError(f"cannot lock the session file: {exc.strerror}", path=str(path)) from None
-            if time.monotonic() >= deadline:
-                raise LockTimeoutError(
-                    f"another process has held the lock on this session for over {timeout:g}s; nothing was written "
-                    "(is another picompact running?)",
-                    path=str(path),
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM while the bytes go out, so a write is never abandoned half way by our own handler.
-
-    A Ctrl-C that arrives during the write is consumed: the write it came too late to stop has succeeded.
-    SIGTERM stays pending and takes effect afterwards. (SIGKILL cannot be held; one write() keeps that safe too.)
-    """
-    blockable = hasattr(signal, "pthread_sigmask")
-    mask = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, mask) if blockable else None
-    try:
-        yield
-    finally:
-        if blockable:
-            if signal.SIGINT in signal.sigpending():
-                with contextlib.suppress(OSError, ValueError):
-                    signal.sigtimedwait({signal.SIGINT}, 0)
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)  # type: ignore[arg-type]
-
-
-def _read_at(fd: int, size: int, offset: int) -> bytes:
-    chunks = []
-    while size > 0:
-        chunk = os.pread(fd, size, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size -= len(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)
-
-
-def _header_is_valid(fd: int) -> bool:
-    """The first parsed line is still a session header (blank and malformed lines skipped, as Pi skips them)."""
-    offset = 0
-    pending = b""
-    while offset < HEADER_SCAN_BYTES:
-        chunk = os.pread(fd, 65536, offset)
-        if not chunk:
-            break
-        offset += len(chunk)
-        pending += chunk
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            verdict = _header_verdict(line)
-            if verdict is not None:
-                return verdict
-    return _header_verdict(pending) is True
-
-
-def _header_verdict(line: bytes) -> bool | None:
-    """True/False once a line parses; None to keep scanning (blank, malformed or falsy line)."""
-    if not line.strip():
-        return None
-    try:
-        value = parse_json_line(line)
-    except ValueError:  # UnicodeDecodeError included
-        return None
-    if not value:
-        return None
-    return isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    """The path still names the file we opened (not renamed over by a rewrite meanwhile)."""
-    try:
-        a, b = os.fstat(fd), os.stat(path)
-    except FileNotFoundError:
-        return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-def _check_unchanged(fd: int, path: Path, expected: Session) -> None:
-    """Raise SessionChangedError unless the open file is exactly as big as read and ends in the same bytes."""
-    where = str(path)
-    if not _same_file(fd, path):
-        raise SessionChangedError("the session file was replaced while picompact was working on it", path=where)
-    size = os.fstat(fd).st_size
-    if size != expected.size:
-        raise SessionChangedError(
-            f"the session file changed while picompact was working on it ({expected.size} bytes read, now {size})",
-            path=where,
-        )
-    tail_len = min(len(expected.tail), size)
-    if tail_len and _read_at(fd, tail_len, size - tail_len) != expected.tail[-tail_len:]:
-        raise SessionChangedError("the session file changed while picompact was working on it", path=where)
-
-
-def _check_header(fd: int, path: Path, expected: Session) -> None:
-    header = expected.header
-    if not (isinstance(header, dict) and header.get("type") == "session" and isinstance(header.get("id"), str)):
-        raise SessionError("no valid session header: refusing to write", path=str(path), line=1)
-    if not _header_is_valid(fd):
-        raise SessionChangedError("the session header is no longer valid: refusing to write", path=str(path), line=1)
+# A torn last line
 
 
 def torn_line_number(session: Session) -> int | None:
@@ -245,45 +118,6 @@ def _separator(expected: Session, path: Path, repair: bool) -> tuple[bytes, bool
     return b"\n", True, True
 
 
-def _write_all_once(fd: int, data: bytes, path: Path, size_before: int) -> None:
-    """One write(); a short or failed write is undone (truncated back) when nobody else has appended since."""
-    try:
-        written = os.write(fd, data)
-    except OSError as exc:
-        _undo(fd, size_before, size_before)
-        raise ExternalError(f"write failed: {exc.strerror}; nothing was written", path=str(path)) from None
-    if written != len(data):
-        undone = _undo(fd, size_before, size_before + written)
-        raise ExternalError(
-            f"short write ({written} of {len(data)} bytes, disk full?)"
-            + ("; the partial line was removed" if undone else "; the file now ends in a partial line Pi will skip"),
-            path=str(path),
-        )
-
-
-def _undo(fd: int, size_before: int, size_expected: int) -> bool:
-    """Take back a write that was not whole, if the file still ends where that write ended; False otherwise."""
-    try:
-        if os.fstat(fd).st_size != size_expected:
-            return False
-        os.ftruncate(fd, size_before)
-    except OSError:
-        return False
-    return True
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):  # some filesystems cannot sync a directory; the rename stands
-            os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Append
 
@@ -310,27 +144,49 @@ def append_entries(
         raise ValueError("each line must be one complete JSONL line ending in a newline")
     if expected.needs_migration:
         raise UsageError(f"a v{expected.original_version} session must be rewritten, not appended to", path=str(p))
+    fd = open_session(p, os.O_RDWR | os.O_APPEND, "write")
     try:
-        fd = os.open(p, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise SessionChangedError("the session file disappeared", path=str(p)) from None
-    except PermissionError:
-        raise SessionError("permission denied: cannot write the session file", path=str(p)) from None
-    try:
-        with _locked(fd, p, lock_timeout):
-            _check_unchanged(fd, p, expected)
-            _check_header(fd, p, expected)
+        with locked(fd, p, lock_timeout):
+            check_unchanged(fd, p, expected)
+            check_header(fd, p, expected)
             prefix, added, repaired = _separator(expected, p, repair)
             data = prefix + "".join(lines).encode("utf-8", "surrogatepass")
             if in_lock is not None:
                 in_lock()
-            with _signals_deferred():
-                _check_unchanged(fd, p, expected)
+            with signals_deferred():
+                check_unchanged(fd, p, expected)
                 _write_all_once(fd, data, p, expected.size)
             os.fsync(fd)
     finally:
         os.close(fd)
     return WriteResult(p, len(data), added_newline=added and not repaired, repaired_torn_line=repaired)
+
+
+def _write_all_once(fd: int, data: bytes, path: Path, size_before: int) -> None:
+    """One write(); a short or failed write is undone (truncated back) when nobody else has appended since."""
+    try:
+        written = os.write(fd, data)
+    except OSError as exc:
+        _undo(fd, size_before, size_before)
+        raise ExternalError(f"write failed: {exc.strerror}; nothing was written", path=str(path)) from None
+    if written != len(data):
+        undone = _undo(fd, size_before, size_before + written)
+        raise ExternalError(
+            f"short write ({written} of {len(data)} bytes, disk full?)"
+            + ("; the partial line was removed" if undone else "; the file now ends in a partial line Pi will skip"),
+            path=str(path),
+        )
+
+
+def _undo(fd: int, size_before: int, size_expected: int) -> bool:
+    """Take back a write that was not whole, if the file still ends where that write ended; False otherwise."""
+    try:
+        if os.fstat(fd).st_size != size_expected:
+            return False
+        os.ftruncate(fd, size_before)
+    except OSError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -382,82 +238,6 @@ def _line(value: dict[str, object]) -> str:
     return text + "\n"
 
 
-def _temp_beside(target: Path) -> tuple[int, Path]:
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".picompact-tmp", dir=target.parent)
-    return fd, Path(name)
-
-
-def _os_error(exc: OSError, target: Path) -> Exception:
-    """A failed write as a typed error: permissions are the user's to fix (exit 2), the rest external (exit 3)."""
-    if isinstance(exc, PermissionError):
-        return SessionError("permission denied: cannot write here", path=str(target))
-    if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR):  # the name itself is unusable
-        return UsageError(f"cannot write: {exc.strerror or exc}", path=str(target))
-    return ExternalError(f"cannot write: {exc.strerror or exc}", path=str(target))
-
-
-def _write_special(target: Path, data: bytes) -> WriteResult:
-    """``--output`` naming a device or a FIFO (``/dev/stdout``, a named pipe): write to it as a shell redirection
-    would, never rename a file over it; a failed or short write is OutputWriteError."""
-    try:
-        with open(target, "wb") as stream:
-            stream.write(data)
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise OutputWriteError(f"write error: {exc.strerror or exc}", path=str(target)) from None
-    return WriteResult(target, len(data))
-
-
-def _write_temp(target: Path, data: bytes, mode: int | None, owner: tuple[int, int] | None) -> Path:
-    """A fully written, synced temp file next to ``target`` with the given permissions."""
-    try:
-        fd, tmp = _temp_beside(target)
-    except OSError as exc:
-        raise _os_error(exc, target) from None
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if mode is not None:
-            os.fchmod(fd, mode)
-        if owner is not None:
-            with contextlib.suppress(OSError):
-                os.fchown(fd, *owner)
-        os.fsync(fd)
-    except BaseException as exc:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        if isinstance(exc, OSError):
-            raise _os_error(exc, target) from None
-        raise
-    os.close(fd)
-    return tmp
-
-
-def backup_path(path: Path) -> Path:
-    """``SESSION.bak``, or ``SESSION.bak.2``, ``.3``… when earlier backups exist (never overwrite one)."""
-    candidate = path.with_name(path.name + ".bak")
-    n = 2
-    while candidate.exists() or candidate.is_symlink():
-        candidate = path.with_name(f"{path.name}.bak.{n}")
-        n += 1
-    return candidate
-
-
-def _make_backup(path: Path) -> Path:
-    target = backup_path(path)
-    try:
-        os.link(path, target)
-    except OSError:
-        import shutil
-
-        shutil.copy2(path, target)
-    return target
-
-
 def rewrite_session(
     path: str | os.PathLike[str],
     lines: list[str],
@@ -474,34 +254,29 @@ def rewrite_session(
     """
     p = Path(os.path.realpath(path))  # replace the real file, never a symlink pointing at it
     data = "".join(lines).encode("utf-8", "surrogatepass")
-    try:
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise SessionChangedError("the session file disappeared", path=str(p)) from None
-    except PermissionError:
-        raise SessionError("permission denied: cannot read the session file", path=str(p)) from None
+    fd = open_session(p, os.O_RDONLY, "read")
     tmp: Path | None = None
     saved: Path | None = None
     try:
-        with _locked(fd, p, lock_timeout):
+        with locked(fd, p, lock_timeout):
             if expected is not None:
-                _check_unchanged(fd, p, expected)
-                _check_header(fd, p, expected)
+                check_unchanged(fd, p, expected)
+                check_header(fd, p, expected)
             st = os.fstat(fd)
-            tmp = _write_temp(p, data, st.st_mode & 0o7777, (st.st_uid, st.st_gid))
+            tmp = write_temp(p, data, st.st_mode & 0o7777, (st.st_uid, st.st_gid))
             if in_lock is not None:
                 in_lock()
-            with _signals_deferred():
+            with signals_deferred():
                 if expected is not None:
-                    _check_unchanged(fd, p, expected)
+                    check_unchanged(fd, p, expected)
                 try:
                     if backup:
-                        saved = _make_backup(p)
+                        saved = make_backup(p)
                     os.replace(tmp, p)
                 except OSError as exc:
-                    raise _os_error(exc, p) from None
+                    raise os_error(exc, p) from None
                 tmp = None
-            _fsync_dir(p.parent)
+            fsync_dir(p.parent)
     finally:
         os.close(fd)
         if tmp is not None:
@@ -552,6 +327,19 @@ def write_all(stream: BinaryIO, data: bytes) -> None:
         os.fsync(fd)
 
 
+def _write_special(target: Path, data: bytes) -> WriteResult:
+    """``--output`` naming a device or a FIFO (``/dev/stdout``, a named pipe): write to it as a shell redirection
+    would, never rename a file over it; a failed or short write is OutputWriteError."""
+    try:
+        with open(target, "wb") as stream:
+            stream.write(data)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputWriteError(f"write error: {exc.strerror or exc}", path=str(target)) from None
+    return WriteResult(target, len(data))
+
+
 def write_copy(
     dest: str | os.PathLike[str],
     session: Session,
@@ -579,7 +367,7 @@ def write_copy(
     except FileNotFoundError:
         found = None
     except OSError as exc:
-        raise _os_error(exc, Path(dest)) from None
+        raise os_error(exc, Path(dest)) from None
     if found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode):
         return _write_special(Path(dest), data)
     if found is not None and stat.S_ISREG(found.st_mode) and os.path.islink(dest):
@@ -607,15 +395,8 @@ def write_copy(
     elif source is not None:  # a new file: the session's (it holds the same text)
         with contextlib.suppress(OSError):
             mode = os.stat(source).st_mode & 0o777
-    tmp = _write_temp(target, data, mode, None)
-    try:
-        with _signals_deferred():
-            os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        if isinstance(exc, OSError):
-            raise _os_error(exc, target) from None
-        raise
-    _fsync_dir(target.parent)
+    tmp = write_temp(target, data, mode, None)
+    with discarded_on_failure(tmp, target), signals_deferred():
+        os.replace(tmp, target)
+    fsync_dir(target.parent)
     return WriteResult(target, len(data), migrated_from=session.original_version if session.needs_migration else None)

@@ -12,15 +12,9 @@ import pytest
 
 from pi_compact.errors import ConcurrentWriteError, ExitCode, ExternalError, SessionError, UsageError
 from pi_compact.session import load_session
-from pi_compact.session.write import (
-    LockTimeoutError,
-    SessionChangedError,
-    append_entries,
-    backup_path,
-    migrated_lines,
-    rewrite_session,
-    write_copy,
-)
+from pi_compact.session.atomic import backup_path
+from pi_compact.session.lock import LockTimeoutError, SessionChangedError
+from pi_compact.session.write import append_entries, migrated_lines, rewrite_session, write_copy
 from tests.helpers.fixtures import PI_FIXTURES
 from tests.helpers.sessions import simple_session
 
@@ -74,7 +68,7 @@ def test_same_size_but_different_last_bytes_is_detected(tmp_path):
 
 def test_a_file_renamed_over_while_waiting_for_the_lock_is_detected(tmp_path, monkeypatch):
     """Another picompact migrating the file renames a new one over it: our open file is no longer the session."""
-    import pi_compact.session.write as write
+    import pi_compact.session.lock as lock
 
     path = _session_file(tmp_path)
     session = load_session(path)
@@ -90,7 +84,7 @@ def test_a_file_renamed_over_while_waiting_for_the_lock_is_detected(tmp_path, mo
         calls.append(op)
         return real_flock(fd, op)
 
-    monkeypatch.setattr(write.fcntl, "flock", flock_after_rename)
+    monkeypatch.setattr(lock.fcntl, "flock", flock_after_rename)
     with pytest.raises(SessionChangedError, match="replaced"):
         append_entries(path, session, NEW)
     assert path.read_bytes() == original
