@@ -87,7 +87,7 @@ def main() -> int:
     started = time.monotonic()
     trees = []
     for seed in _seeds(args.seeds):
-        root = args.data_dir / f"seed-{seed}"
+        root = args.data_dir.resolve() / f"seed-{seed}"  # the truth names sessions by absolute path
         trees.append((seed, root, rules_trees.generate(root, seed, args.projects, args.sessions)))
     for threshold in thresholds:
         total = Counter()
