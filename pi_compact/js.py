@@ -1,5 +1,6 @@
 """The JavaScript semantics Pi relies on, restated once: string lengths in UTF-16 code units, ``JSON.stringify``
-and ``JSON.parse``, ``String(value)``, ``Number(value)`` and ``Number.prototype.toString``.
+and ``JSON.parse``, ``String(value)`` and ``Array.prototype.join``, ``Number(value)`` and
+``Number.prototype.toString``, an integer as the double JavaScript holds, truthiness, ``new Date(value)``.
 
 Pi is written in TypeScript; where its answers depend on how JavaScript measures, prints or converts a value,
 picompact calls one of these, so that its numbers and bytes agree with Pi's.
@@ -8,13 +9,24 @@ picompact calls one of these, so that its numbers and bytes agree with Pi's.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 _FLOAT_REPR = r"^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$"  # compiled on first use (re caches it)
+_EXACT = 2**53  # every integer up to this magnitude is a double, and prints as itself
+# What String.prototype.trim and ToNumber strip: WhiteSpace and LineTerminator
+JS_WHITESPACE = (
+    " \t\n\r\v\f\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_JS_DECIMAL = r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+_JS_RADIX = r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)"  # compiled when used (re caches them): not on every start
 
 
 def js_len(text: str) -> int:
@@ -30,7 +42,7 @@ def js_number_text(value: float) -> str:
         return "null"  # JSON.stringify writes null for NaN and Infinity
     if value == 0:
         return "0"
-    if value.is_integer() and abs(value) < 1e21:
+    if value.is_integer() and abs(value) <= _EXACT:  # past it the shortest digits end in zeros (2**60 …847000)
         return str(int(value))
     match = re.match(_FLOAT_REPR, repr(value))
     if match is None:  # pragma: no cover - repr always matches for finite floats
@@ -117,3 +129,119 @@ def js_stringify(value: Any) -> str | None:
         with contextlib.suppress(TypeError):
             return orjson.dumps(value).decode("utf-8")
     return _js_stringify_slow(value)
+
+
+def json_parse(text: str) -> Any:
+    """Parse JSON text as JavaScript's ``JSON.parse`` would (no NaN/Infinity, no BOM, any number size)."""
+    return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"unexpected token {name}")
+
+
+def _parse_int(text: str) -> int | float:
+    # JSON.parse turns any integer literal into a double; very long literals would trip Python's digit limit.
+    return int(text) if len(text) <= 300 else float(text)
+
+
+def js_double(value: int) -> float:
+    """An integer as JavaScript holds it: the nearest double (``JSON.parse`` reads the literal 10^30 as 1e+30),
+    Infinity past the largest."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def js_string(value: Any) -> str:
+    """JavaScript's ``String(value)`` for a parsed JSON value: ``String([1, [2, 3]])`` is "1,2,3", ``String(1e21)``
+    "1e+21", ``String(null)`` "null", an object "[object Object]"."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        if -_EXACT <= value <= _EXACT:
+            return str(value)
+        value = js_double(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return js_number_text(value)
+    if isinstance(value, list):
+        return js_join(value)
+    return "[object Object]"
+
+
+def js_join(items: Iterable[Any], separator: str = ",") -> str:
+    """``Array.prototype.join``: each item as ``String(item)``, null and undefined (None) as ""."""
+    return separator.join("" if item is None else js_string(item) for item in items)
+
+
+def js_to_number(value: Any) -> float:
+    """JavaScript's ToNumber for a parsed JSON value (what ``value >= 3`` compares): true is 1, null 0, " 0x1F "
+    31, "" 0, [5] 5, a string that is no number NaN, an object NaN."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int):
+        return js_double(value)
+    if isinstance(value, float):
+        return value
+    if value is None:
+        return 0.0
+    text = js_string(value).strip(JS_WHITESPACE)
+    if not text:
+        return 0.0
+    if re.fullmatch(_JS_DECIMAL, text):
+        return float(text.replace("Infinity", "inf"))
+    if re.fullmatch(_JS_RADIX, text):
+        return float(int(text, 0))
+    return math.nan
+
+
+def js_truthy(value: Any) -> bool:
+    """JavaScript truthiness of a parsed JSON value: null, false, 0, NaN and "" are falsy, the rest truthy."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, (int, float)):
+        return value != 0 and not (isinstance(value, float) and math.isnan(value))
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def js_date(value: Any) -> datetime | None:
+    """``new Date(value)`` for the values sessions hold: epoch milliseconds or an ISO 8601 string; None for an
+    invalid date (and for what Python's datetime cannot hold, past the year 9999)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return _from_ms(js_double(value))
+    if isinstance(value, float):
+        return _from_ms(value)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        # JavaScript reads a date-only string as UTC and a date-time without offset as local time.
+        parsed = parsed.replace(tzinfo=UTC) if len(value) <= 10 else parsed.astimezone()
+    return parsed.astimezone(UTC)
+
+
+def _from_ms(ms: float) -> datetime | None:
+    if not math.isfinite(ms):
+        return None
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ from typing import Any, Literal, TextIO
 import orjson
 
 from pi_compact.errors import ExitCode, OutputWriteError
+from pi_compact.js import js_double
 from pi_compact.session.streams import write_fully
 
 # The version of every JSON document and JSON Lines record picompact prints (docs/json.md, "JSON output").
@@ -79,23 +81,16 @@ def json_text(text: str) -> str:
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
-def js_number(value: int) -> float | None:
-    """An integer past 64 bits as JavaScript holds it: the nearest double (``JSON.parse`` reads the integer
-    literal 10^30 as 1e+30, and a usage total of 1e308 tokens stays 1e+308), or None past the largest double
-    (JavaScript's Infinity, which ``JSON.stringify`` writes as null)."""
-    try:
-        return float(value)
-    except OverflowError:
-        return None
-
-
 def _json_safe(value: Any) -> Any:
     """``value`` with every string (keys too) passed through ``json_text``, and every integer orjson cannot write
-    (past 64 bits: a number of a session that was a double in JSON, made an integer) through ``js_number``."""
+    (past 64 bits: a number of a session that was a double in JSON, made an integer) as JavaScript holds it: the
+    nearest double (``JSON.parse`` reads the literal 10^30 as 1e+30, and a usage total of 1e308 tokens stays
+    1e+308), or None past the largest (JavaScript's Infinity, which ``JSON.stringify`` writes as null)."""
     if isinstance(value, str):
         return json_text(value)
     if isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _INT_MAX:
-        return js_number(value)
+        number = js_double(value)
+        return number if math.isfinite(number) else None
     if isinstance(value, Mapping):
         return {json_text(k) if isinstance(k, str) else k: _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -105,7 +100,7 @@ def _json_safe(value: Any) -> Any:
 
 def dumps(value: Any, option: int = 0) -> bytes:
     """orjson's JSON, also for what it refuses: a file name that is not UTF-8 (see ``json_text``), an integer past
-    64 bits (see ``js_number``)."""
+    64 bits (see ``_json_safe``)."""
     try:
         return orjson.dumps(value, option=option)
     except TypeError:  # only then is the document walked: "surrogates not allowed", "Integer exceeds 64-bit range"

@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 import orjson
 
 from pi_compact.errors import SettingsError, UsageError
-from pi_compact.pi.settings import _agent_dir, loads_js, read_text
+from pi_compact.js import json_parse
+from pi_compact.pi.settings import _agent_dir, read_text
 
 CUSTOM_CONTEXT_WINDOW = 128000
 CUSTOM_MAX_TOKENS = 16384
@@ -293,7 +294,7 @@ def load_models_json(agent_dir: str | os.PathLike[str] | None = None) -> ModelsJ
     if text is None:
         return ModelsJson(path, {})
     try:
-        parsed = loads_js(strip_json_comments(text))
+        parsed = json_parse(strip_json_comments(text))
     except ValueError as exc:
         return ModelsJson(path, {}, f"{path} is not valid JSON ({exc}); Pi ignores it")
     problems = _validate(parsed)
@@ -433,7 +434,7 @@ def _stored_catalogs(path: Path) -> dict[str, tuple[list[ModelInfo], bool]]:
     """Per provider: the models Pi restores from ``models-store.json`` and whether they replace the built-ins."""
     try:
         text = read_text(path)
-        data = loads_js(text) if text else {}
+        data = json_parse(text) if text else {}
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):

@@ -9,7 +9,6 @@ before it are skipped, and a leading UTF-8 BOM makes the first line malformed, a
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pi_compact.js import js_date
 from pi_compact.pi.settings import _agent_dir, expand_path, load_settings
 from pi_compact.session.jsonline import parse_line, safe_text
 
@@ -248,33 +248,6 @@ def find_most_recent_session(
 # --------------------------------------------------------------------------- listing
 
 
-def _js_date(value: Any) -> datetime | None:
-    """``new Date(value)`` for the values sessions hold: epoch milliseconds or an ISO 8601 string."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return _from_ms(value)
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        # JavaScript reads a date-only string as UTC and a date-time without offset as local time.
-        parsed = parsed.replace(tzinfo=UTC) if len(value) <= 10 else parsed.astimezone()
-    return parsed.astimezone(UTC)
-
-
-def _from_ms(ms: float) -> datetime | None:
-    if not math.isfinite(ms):
-        return None
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
 def _message_text(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
@@ -293,7 +266,7 @@ def _activity_ms(entry: dict[str, Any], message: dict[str, Any]) -> float | None
     stamp = message.get("timestamp")
     if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
         return float(stamp)
-    when = _js_date(entry.get("timestamp"))
+    when = js_date(entry.get("timestamp"))
     return when.timestamp() * 1000 if when is not None else None
 
 
@@ -349,8 +322,8 @@ def summarize_session(path: str | os.PathLike[str]) -> SessionSummary | None:
     if header is None:
         return None
     mtime = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
-    created = _js_date(header.get("timestamp")) if isinstance(header.get("timestamp"), str) else None
-    activity_time = _from_ms(last_activity) if last_activity is not None and last_activity > 0 else None
+    created = js_date(header.get("timestamp")) if isinstance(header.get("timestamp"), str) else None
+    activity_time = js_date(last_activity) if last_activity is not None and last_activity > 0 else None
     cwd = header.get("cwd")
     parent = header.get("parentSession")
     return SessionSummary(

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, TypeGuard
 from urllib.parse import unquote, urlparse
 
 from pi_compact.errors import SettingsError
+from pi_compact.js import js_truthy, json_parse
 
 DEFAULT_ENABLED = True
 DEFAULT_RESERVE_TOKENS = 16384
@@ -108,23 +109,6 @@ def settings_paths(cwd: str | os.PathLike[str], agent_dir: str | os.PathLike[str
     return base / "settings.json", project
 
 
-# --------------------------------------------------------------------------- JSON like JSON.parse
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"unexpected token {name}")
-
-
-def _parse_int(text: str) -> int | float:
-    # JSON.parse turns any integer literal into a double; very long literals would trip Python's digit limit.
-    return int(text) if len(text) <= 300 else float(text)
-
-
-def loads_js(text: str) -> Any:
-    """Parse JSON text as JavaScript's ``JSON.parse`` would (no NaN/Infinity, no BOM, any number size)."""
-    return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
-
-
 def read_text(path: Path) -> str | None:
     """A file's text as Node reads it (invalid UTF-8 replaced), without a leading BOM; None if it is absent.
 
@@ -169,7 +153,7 @@ def _load_layer(scope: str, path: Path, warnings: list[str]) -> SettingsLayer:
     if not text:
         return SettingsLayer(scope, path, {})
     try:
-        value = loads_js(text)
+        value = json_parse(text)
     except ValueError as exc:
         warnings.append(f"{path}: {scope} settings are not valid JSON ({exc}); ignored, as Pi does")
         return SettingsLayer(scope, path, {})
@@ -193,7 +177,7 @@ def _trust_decision(cwd: str, base: Path, warnings: list[str]) -> bool | None:
     if text is None:
         return None
     try:
-        data = loads_js(text)
+        data = json_parse(text)
     except ValueError:
         data = None
     if not _is_object(data):
@@ -250,7 +234,8 @@ def load_settings(
 # --------------------------------------------------------------------------- compaction values
 
 
-def _js_string(value: Any) -> str:
+def _value_text(value: Any) -> str:
+    """A setting's value as a message shows it: a string as it is, anything else as JSON."""
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
@@ -292,7 +277,7 @@ def _key_text(keys: tuple[str, ...]) -> str:
 
 def _invalid(layers: tuple[SettingsLayer, ...], keys: tuple[str, ...], value: Any, expected: str) -> SettingsError:
     return SettingsError(
-        f"invalid {_key_text(keys)} setting: {_js_string(value)} (expected {expected})",
+        f"invalid {_key_text(keys)} setting: {_value_text(value)} (expected {expected})",
         path=_where(layers, keys),
     )
 
@@ -312,7 +297,7 @@ def shape_warnings(loaded: LoadedSettings) -> list[str]:
 
     def ignored(keys: tuple[str, ...], value: Any, expected: str) -> None:
         where = _where(loaded.layers, keys) or "settings"
-        warnings.append(f"{where}: {_key_text(keys)} is {_js_string(value)[:60]}, not {expected}; ignored, as Pi does")
+        warnings.append(f"{where}: {_key_text(keys)} is {_value_text(value)[:60]}, not {expected}; ignored, as Pi does")
 
     compaction = loaded.merged.get("compaction")
     if compaction is None:
@@ -326,9 +311,9 @@ def shape_warnings(loaded: LoadedSettings) -> list[str]:
     enabled = compaction.get("enabled")
     if enabled is not None and not isinstance(enabled, bool):
         where = _where(loaded.layers, ("compaction", "enabled")) or "settings"
-        state = "on" if _js_truthy(enabled) else "off"
+        state = "on" if js_truthy(enabled) else "off"
         warnings.append(
-            f"{where}: compaction.enabled is {_js_string(enabled)[:60]}, not true or false; Pi reads it as {state}"
+            f"{where}: compaction.enabled is {_value_text(enabled)[:60]}, not true or false; Pi reads it as {state}"
         )
     return warnings
 
@@ -353,16 +338,6 @@ def _token_setting(loaded: LoadedSettings, name: str, model_key: str | None) -> 
     if name in compaction:
         return int(compaction[name]), f"{_where(loaded.layers, ordinary_keys)} {_key_text(ordinary_keys)}"
     return _DEFAULTS[name], "default"
-
-
-def _js_truthy(value: Any) -> bool:
-    if value is None or value is False:
-        return False
-    if isinstance(value, (int, float)):
-        return value != 0 and not (isinstance(value, float) and math.isnan(value))
-    if isinstance(value, str):
-        return value != ""
-    return True
 
 
 def _check_flag(flag: str, value: Any) -> int:
@@ -405,7 +380,7 @@ def resolve_settings(
     if enabled_value is None:
         enabled, sources["enabled"] = DEFAULT_ENABLED, "default"
     else:
-        enabled = _js_truthy(enabled_value)
+        enabled = js_truthy(enabled_value)
         keys = ("compaction", "enabled")
         sources["enabled"] = f"{_where(loaded.layers, keys)} {_key_text(keys)}"
     return CompactionSettings(

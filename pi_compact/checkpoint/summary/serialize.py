@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pi_compact.js import js_len, js_stringify
+from pi_compact.js import js_join, js_len, js_string, js_stringify
 from pi_compact.pi.messages import convert_to_llm
 from pi_compact.session.entries import JsonDict
 
@@ -31,31 +31,14 @@ __all__ = [
 ]
 
 
-def _js_string(value: Any) -> str:
-    """How ``Array.prototype.join`` and template literals show a value (JSON-shaped data only)."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int | float):
-        return js_stringify(value) or ""
-    if isinstance(value, list):
-        return ",".join(_js_string(v) for v in value)
-    return "[object Object]"
-
-
 def _content_text(content: Any, separator: str = "\n") -> str:
     """Pi's contentText: a string as is, else the text blocks joined (a missing text joins as empty)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         return ""
-    return separator.join(
-        _js_string(block.get("text")) for block in content if isinstance(block, dict) and block.get("type") == "text"
+    return js_join(
+        (block.get("text") for block in content if isinstance(block, dict) and block.get("type") == "text"), separator
     )
 
 
@@ -97,12 +80,7 @@ def _entries(args: Any) -> list[tuple[str, Any]]:
 
 def _tool_call_text(block: JsonDict) -> str:
     args = ", ".join(f"{key}={js_stringify(value) or 'undefined'}" for key, value in _entries(block.get("arguments")))
-    if "name" not in block:
-        name = "undefined"
-    elif block["name"] is None:
-        name = "null"
-    else:
-        name = _js_string(block["name"])
+    name = js_string(block["name"]) if "name" in block else "undefined"
     return f"{name}({args})"
 
 
@@ -111,9 +89,9 @@ def _assistant_parts(message: JsonDict, include_thinking: bool) -> list[str]:
     blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
     parts: list[str] = []
     if include_thinking:
-        thinking = [_js_string(b.get("thinking")) for b in blocks if b.get("type") == "thinking"]
+        thinking = [b.get("thinking") for b in blocks if b.get("type") == "thinking"]
         if thinking:
-            parts.append("[Assistant thinking]: " + "\n".join(thinking))
+            parts.append("[Assistant thinking]: " + js_join(thinking, "\n"))
     if any(b.get("type") == "text" for b in blocks):
         parts.append("[Assistant]: " + _content_text(blocks))
     calls = [_tool_call_text(b) for b in blocks if b.get("type") == "toolCall"]
