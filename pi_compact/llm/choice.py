@@ -1,9 +1,9 @@
 """Which model and which key: the one policy every command that talks to a model follows.
 
 The model: ``--model``, else the session's model when picompact speaks to its provider and a key for it is
-available (or none is needed), else ``PICOMPACT_MODEL``. The key (``llm.keys``): ``PICOMPACT_API_KEY``, then Pi's
-``auth.json``, then the ``apiKey`` of the provider's ``models.json`` entry, then the provider's variable; the
-``Secret`` says where it came from.
+available (or none is needed), else ``PICOMPACT_MODEL``. The key (``llm.keys``): ``PICOMPACT_API_KEY`` (only for
+the provider ``PICOMPACT_API_KEY_PROVIDER`` names, when it is set), then Pi's ``auth.json``, then the ``apiKey`` of
+the provider's ``models.json`` entry, then the provider's variable; the ``Secret`` says where it came from.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ class _Key(NamedTuple):
 
 
 def _locate(model: ModelRef, env: Mapping[str, str]) -> tuple[_Key | None, str | None]:
-    """The key's source in Pi's order (PICOMPACT_API_KEY, auth.json, models.json's ``apiKey``, the provider's
-    variable), chosen as Pi chooses it: a value counts when it is configured (``config_value_configured``: a
-    "!command" is, without being run). Also the kind of credential auth.json holds for the provider when it is not
-    a usable key (for the message)."""
-    if (run_key := key_for_the_run(env)) is not None:
+    """The key's source in Pi's order (PICOMPACT_API_KEY unless it is bound to another provider, auth.json,
+    models.json's ``apiKey``, the provider's variable), chosen as Pi chooses it: a value counts when it is configured
+    (``config_value_configured``: a "!command" is, without being run). Also the kind of credential auth.json holds
+    for the provider when it is not a usable key (for the message)."""
+    if (run_key := key_for_the_run(env, model.provider)) is not None:
         return _Key(run_key.source, lambda: run_key), None
     configured, other = auth_file_key_configured(model.provider, env)
     if configured:

@@ -1,6 +1,7 @@
-"""Where API keys come from: a key for the run (PICOMPACT_API_KEY, as Pi's --api-key), Pi's auth.json, the
-``apiKey`` of the provider's entry in models.json, the provider's environment variable. The order they are tried
-in is ``llm.choice``'s (``find_api_key``).
+"""Where API keys come from: a key for the run (PICOMPACT_API_KEY, as Pi's --api-key; with
+PICOMPACT_API_KEY_PROVIDER, for that provider's models only), Pi's auth.json, the ``apiKey`` of the provider's entry
+in models.json, the provider's environment variable. The order they are tried in is ``llm.choice``'s
+(``find_api_key``).
 
 Keys travel wrapped in `Secret` so that printing, logging or a traceback shows a mask,
 never the key; a Secret also says where it came from (``source``), for messages.
@@ -29,8 +30,11 @@ if TYPE_CHECKING:
     from pi_compact.llm.providers import ModelRef
 
 MASK = "********"
-# A key for this run, whatever the provider: first in the order, as Pi's runtime --api-key is.
+# A key for this run: first in the order, as Pi's runtime --api-key is; for any provider unless RUN_KEY_PROVIDER_ENV
+# names the one it is for (the Pi extension passes the key Pi resolved for the session's provider so), when a model
+# of another provider never gets it and finds its own key.
 RUN_KEY_ENV = "PICOMPACT_API_KEY"
+RUN_KEY_PROVIDER_ENV = "PICOMPACT_API_KEY_PROVIDER"
 
 
 class Secret:
@@ -165,6 +169,10 @@ def _run(command: str, timeout: float) -> tuple[str | None, str]:
     try:
         if on_main:
             signal.signal(signal.SIGTERM, _raise_terminated)
+        # A run key bound to a provider (the key Pi resolved, passed by the extension) is not the helper's to see,
+        # as it is not in the environment Pi runs its own helpers in.
+        bound = os.environ.get(RUN_KEY_PROVIDER_ENV, "").strip()
+        helper_env = {k: v for k, v in os.environ.items() if k != RUN_KEY_ENV} if bound else None
         try:
             # Its own session and process group, so that stopping it stops all of it; stdin and stderr are not the
             # helper's, as in Pi.
@@ -175,6 +183,7 @@ def _run(command: str, timeout: float) -> tuple[str | None, str]:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
+                env=helper_env,
             )
         except OSError as exc:
             return None, f"could not start: {exc.strerror or exc}"
@@ -294,9 +303,14 @@ def key_from_env(model: ModelRef, env: Mapping[str, str]) -> Secret | None:
     return None
 
 
-def key_for_the_run(env: Mapping[str, str]) -> Secret | None:
+def key_for_the_run(env: Mapping[str, str], provider: str) -> Secret | None:
+    """PICOMPACT_API_KEY for a model of ``provider``: None when it is not set, or when PICOMPACT_API_KEY_PROVIDER
+    binds it to another provider."""
     value = env.get(RUN_KEY_ENV, "").strip()
-    return Secret(value, RUN_KEY_ENV) if value else None
+    if not value:
+        return None
+    bound = env.get(RUN_KEY_PROVIDER_ENV, "").strip()
+    return Secret(value, RUN_KEY_ENV) if not bound or bound == provider else None
 
 
 def describe_source(key: Secret | None) -> str:
