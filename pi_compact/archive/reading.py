@@ -69,7 +69,8 @@ def last_newline(fd: int, size: int) -> int:
 
 def _value(line: bytes) -> Any:
     """The JSON value of a session line; None for one Pi skips (blank, not JSON, or a falsy value)."""
-    from pi_compact.session.load import _is_falsy, parse_json_line
+    from pi_compact.js import js_truthy
+    from pi_compact.session.load import parse_json_line
 
     if not line.strip():
         return None
@@ -77,19 +78,19 @@ def _value(line: bytes) -> Any:
         value = parse_json_line(line)
     except ValueError:
         return None
-    return None if _is_falsy(value) else value
+    return value if js_truthy(value) else None
 
 
 def is_legacy(fd: int) -> bool:
     """Whether the file's header (its first parsed line) says a format before v3."""
-    from pi_compact.session.load import _header_version
+    from pi_compact.session.migrate import header_version
 
     for _, line in read_lines(fd, 0, min(os.fstat(fd).st_size, 1024 * 1024)):
         value = _value(line)
         if value is None:
             continue
         if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
-            return _header_version(value, [], 1)[0] < 3
+            return header_version(value, [], 1)[0] < 3
         return False
     return False
 

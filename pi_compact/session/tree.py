@@ -106,7 +106,7 @@ def resolve_entry(session: Session, entry_id: str) -> Entry:
 
 def no_leaf_reason(session: Session) -> str:
     """Why Pi finds no leaf in ``session`` (``session.no_leaf``), naming the line, and which --leaf to give."""
-    from pi_compact.session.load import leaf_advice
+    from pi_compact.session.diagnose import leaf_advice
 
     line = next((d.line for d in session.diagnostics if d.code == "leaf-without-id" and d.line), None)
     if line is None:

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pi_compact.errors import NotFoundError, PiCompactError, SessionError
+from pi_compact.js import js_to_number
 from pi_compact.session import get_branch, load_session
 from pi_compact.session.jsonline import (
     COUNT_BELOW,
@@ -26,7 +27,6 @@ from pi_compact.session.jsonline import (
     parse_iterative,
     parse_line,
 )
-from pi_compact.session.load import js_number
 from pi_compact.session.write import migrated_lines
 from tests.helpers.sessions import SessionBuilder, simple_session
 from tests.oracle import NOT_INSTALLED, ask_oracle, oracle_for_comparison, oracle_installed
@@ -57,32 +57,6 @@ def tree_session(version: Any) -> SessionBuilder:
 
 
 # --------------------------------------------------------------------------- header version, as JavaScript compares
-
-
-@pytest.mark.parametrize(
-    ("raw", "number"),
-    [
-        (3, 3.0),
-        ("3", 3.0),
-        (" 3 ", 3.0),
-        ("0x3", 3.0),
-        ("3e0", 3.0),
-        ("", 0.0),
-        (True, 1.0),
-        (False, 0.0),
-        ([], 0.0),
-        ([3], 3.0),
-        ([[3]], 3.0),
-        ("Infinity", float("inf")),
-    ],
-)
-def test_js_number(raw: Any, number: float) -> None:
-    assert js_number(raw) == number
-
-
-@pytest.mark.parametrize("raw", ["abc", "3a", "inf", "1_0", {}, [1, 2], "0x"])
-def test_js_number_nan(raw: Any) -> None:
-    assert js_number(raw) != js_number(raw)
 
 
 @pytest.mark.parametrize("version", ["3", " 3", [3], "4", 3.5, "Infinity"])
@@ -122,7 +96,7 @@ def test_version_comparison_agrees_with_pi(tmp_path: Path, version: Any) -> None
     # Pi rewrites a file it migrates; picompact's read never writes.
     assert path.read_bytes() == before
     migrated = session.needs_migration
-    assert migrated == (pi["load"]["piRewroteFile"] and js_number(version if version is not ... else 1) < 3)
+    assert migrated == (pi["load"]["piRewroteFile"] and js_to_number(version if version is not ... else 1) < 3)
 
 
 # --------------------------------------------------------------------------- invalid UTF-8, as Pi decodes it

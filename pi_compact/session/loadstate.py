@@ -1,0 +1,221 @@
+"""The loader's state between lines (``ParseState``): what the lines read so far gave, built from an index's prefix
+to resume after it, and turned into one for the index to keep; and the bodies the loader releases as it goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import compress, repeat
+from operator import attrgetter, is_
+from typing import TYPE_CHECKING, Any
+
+from pi_compact.session.entries import _UNREAD as UNREAD
+from pi_compact.session.entries import Diagnostic, Entry, JsonDict
+from pi_compact.session.migrate import CURRENT_VERSION
+from pi_compact.session.mutations import Facts, mutation_facts
+
+if TYPE_CHECKING:
+    from pi_compact.session.index import PrefixState
+    from pi_compact.session.source import FileSource
+
+Decorate = Callable[[Entry], tuple[str, ...]]
+TAIL_BYTES = 64
+_HEAD_ROW = attrgetter("line", "offset", "length", "id", "parent_id", "type", "role")
+
+
+class ParseState:
+    """What the lines read so far gave (``load._parse_session`` keeps its hottest fields in local variables while
+    it reads, and stores them here when it stops)."""
+
+    __slots__ = (
+        "binary_line",
+        "decorated",
+        "diagnostics",
+        "entries",
+        "first_line_bom",
+        "header",
+        "header_line",
+        "last_chunk",
+        "last_parsed_ok",
+        "last_terminated",
+        "last_value",
+        "lines",
+        "malformed",
+        "mutations",
+        "non_objects",
+        "prefix_len",
+        "prev_chunk",
+        "release",
+        "released_to",
+    )
+
+    def __init__(self) -> None:
+        self.lines = 0  # the physical lines read
+        self.prefix_len = 0  # the bytes read
+        self.entries: list[Entry] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.header: JsonDict | None = None
+        self.header_line = 1
+        self.last_terminated = True
+        self.last_parsed_ok = True
+        self.malformed: list[int] = []
+        self.prev_chunk = b""  # the line before the last one read, and the last one (for ``Session.tail``)
+        self.last_chunk = b""
+        self.first_line_bom = False
+        self.last_value: tuple[Any, int] | None = None  # the last parsed entry value (object or not) and its line
+        self.non_objects: list[tuple[int, Any]] = []  # (line, value) of entry lines that are not objects
+        self.binary_line: int | None = None  # the first line that is not UTF-8, before a header
+        self.release = False  # whether bodies are released (see ``release_before``): not in a file to migrate
+        self.released_to = 0  # every message entry before it was released
+        self.decorated: dict[int, tuple[str, ...]] = {}
+        self.mutations: dict[int, Facts] = {}
+
+    @classmethod
+    def resumed(cls, prefix: PrefixState, source: FileSource, decorate: Decorate | None) -> ParseState:
+        """The state after an index's prefix, its entries built released."""
+        state = cls()
+        state.lines, state.prefix_len = prefix.lines, prefix.prefix_len
+        state.header, state.header_line = prefix.header, prefix.header_line
+        state.release, state.released_to = True, prefix.released_to
+        if prefix.last_value_line:
+            state.last_value = (prefix.last_value, prefix.last_value_line)
+        state.malformed = list(prefix.malformed)
+        state.diagnostics = [Diagnostic(*d) for d in prefix.diagnostics]  # type: ignore[arg-type]
+        state.prev_chunk, state.last_chunk = prefix.prev_tail, prefix.last_tail
+        state.entries = _resumed_entries(prefix, source)
+        state.mutations = dict(prefix.mutations)
+        if decorate is not None and prefix.decorated is not None:
+            state.decorated = {i: tuple(lines) for i, lines in enumerate(prefix.decorated)}
+        return state
+
+    def release_before(self, first_kept: Any, source: FileSource, decorate: Decorate | None) -> None:
+        """Release the bodies of message entries from ``released_to`` up to the first kept entry of the compaction
+        just appended (or up to that compaction), and move ``released_to`` past them. The tracked modifications of
+        each body dropped are kept in ``mutations`` (see ``session.mutations``).
+
+        Which bodies are dropped changes only memory and time, never an answer: a dropped body is read again when
+        asked for.
+        """
+        entries, start, decorated, mutations = self.entries, self.released_to, self.decorated, self.mutations
+        end = len(entries) - 1
+        for i in range(end - 1, start - 1, -1):
+            if entries[i].id == first_kept:
+                end = i
+                break
+        for entry in entries[start:end]:
+            if entry.type != "message":
+                continue
+            if decorate is not None:
+                decorated[entry.index] = decorate(entry)
+            raw = entry._raw
+            role = entry.role  # a role: the message is a dict
+            if raw is not None and (role == "assistant" or role == "toolResult"):  # None: its facts from the index
+                message = raw["message"]
+                # mutation_facts, called only where it can find something (this runs for every message dropped)
+                if isinstance(message.get("content"), list) if role == "assistant" else "nestedCalls" in message:
+                    facts = mutation_facts(message)
+                    if facts is not None:
+                        mutations[entry.index] = facts
+            entry._source = source  # entry.release(source), inlined
+            entry._raw = None
+        self.released_to = max(start, end)
+
+    def mark(self) -> ParseState:
+        """A copy of the state as it stands, for ``prefix_state`` once the rest is read: its lists copied, the
+        released entries' decorated lines and facts shared (they only grow, and only for entries before it)."""
+        copy = ParseState.__new__(ParseState)
+        for name in ParseState.__slots__:
+            setattr(copy, name, getattr(self, name))
+        copy.entries = self.entries[:]
+        copy.diagnostics = self.diagnostics[:]
+        copy.malformed = self.malformed[:]
+        return copy
+
+    def prefix_state(self, decorate: Decorate | None, known: int) -> PrefixState:
+        """The state as an index keeps it (``known``: the facts of the entries before it are in ``mutations``);
+        with ``decorate``, every entry's decorated lines too (those kept for released bodies, the others rendered
+        now); the tracked modifications of every entry (those of released bodies as kept, the others' read now)."""
+        kept = self.entries
+        n_entries = len(kept)
+        value = None
+        if self.last_value is not None:
+            value = self.last_value[0]
+            if isinstance(value, dict):
+                value = {"id": value["id"]} if "id" in value else {}
+        from pi_compact.session.index import PrefixState  # only a load that keeps an index comes here
+
+        facts = {i: f for i, f in self.mutations.items() if i < n_entries}
+        for entry in kept[known:]:  # bodies still held (never released, or parsed after the indexed prefix)
+            role = entry.role
+            if role == "assistant" or role == "toolResult":
+                found = mutation_facts(entry.raw["message"])
+                if found is not None:
+                    facts[entry.index] = found
+
+        # One pass over the entries (they lie far apart in memory, between the bodies they were parsed with), in C
+        rows = list(map(_HEAD_ROW, kept))
+        line, offset, length, ids, parents, types, roles = map(list, zip(*rows, strict=True)) if rows else ([],) * 7
+        where = dict(zip(ids, range(2, len(ids) + 2), strict=True))  # as by_id takes them: the later of an id wins
+        slots = list(map(where.get, parents, repeat(1)))
+        for i in compress(range(len(parents)), map(is_, parents, repeat(None))):
+            slots[i] = 0  # no parent (where.get(None) would find an entry without an id)
+        decorated = self.decorated
+        assert self.header is not None, "only a state past the header is kept"
+        return PrefixState(
+            prefix_len=self.prefix_len,
+            lines=self.lines,
+            header=self.header,
+            header_line=self.header_line,
+            last_value=value,
+            last_value_line=0 if self.last_value is None else self.last_value[1],
+            released_to=self.released_to,
+            malformed=list(self.malformed),
+            diagnostics=[(d.level, d.code, d.message, d.line) for d in self.diagnostics],
+            prev_tail=self.prev_chunk[-TAIL_BYTES:],
+            last_tail=self.last_chunk[-TAIL_BYTES:],
+            line=line,
+            offset=offset,
+            length=length,
+            ids=ids,
+            parents=parents,
+            types=types,
+            roles=roles,
+            mutations=sorted(facts.items()),
+            parent_slots=slots,
+            dangling=sorted(set(compress(parents, map((1).__eq__, slots)))),
+            decorated=None
+            if decorate is None
+            else [list(decorated[e.index] if e.index in decorated else decorate(e)) for e in kept],
+        )
+
+
+def releasable(header: JsonDict) -> bool:
+    """A v3 header: nothing will be migrated in memory, so a dropped body reads back the same."""
+    version = header.get("version")
+    return isinstance(version, int) and not isinstance(version, bool) and version >= CURRENT_VERSION
+
+
+def _resumed_entries(state: PrefixState, source: FileSource) -> list[Entry]:
+    """The prefix's entries, released, built from the index's columns (as ``Entry.head_only`` builds one, without
+    a call per entry: this is most of what a re-run costs)."""
+    new = Entry.__new__
+    entries: list[Entry] = []
+    append = entries.append
+    columns = zip(
+        state.ids, state.parents, state.types, state.roles, state.line, state.offset, state.length, strict=True
+    )
+    for index, (entry_id, parent, kind, role, line, offset, length) in enumerate(columns):
+        entry = new(Entry)  # one assignment a field: four at once would build and unpack a tuple each time
+        entry._raw = None
+        entry._source = source
+        entry._timestamp = UNREAD
+        entry.id = entry_id
+        entry.parent_id = parent
+        entry.type = kind
+        entry.role = role
+        entry.line = line
+        entry.index = index
+        entry.offset = offset
+        entry.length = length
+        append(entry)
+    return entries
