@@ -11,6 +11,7 @@ import argparse
 import os
 import subprocess
 import sys
+import types
 import typing
 from pathlib import Path
 
@@ -69,14 +70,43 @@ def cli_page() -> str:
     return "\n".join(parts) + "\n"
 
 
-def _keys(doc: type) -> list[tuple[str, str]]:
-    hints = typing.get_type_hints(doc)
-    return [(key, _show(value)) for key, value in hints.items()]
+def _keys(doc: type, nested: list[type]) -> list[tuple[str, str, bool]]:
+    """The keys of a TypedDict and their types; a TypedDict in a type is shown by its name and added to ``nested``.
+    A ``NotRequired`` key is marked (read from the annotation: Python 3.11 does not see it in a string one)."""
+    out: list[tuple[str, str, bool]] = []
+    for key, value in typing.get_type_hints(doc, include_extras=True).items():
+        absent = typing.get_origin(value) is typing.NotRequired
+        hint = typing.get_args(value)[0] if absent else value
+        out.append((key, _show(hint, nested), absent))
+    return out
 
 
-def _show(hint: object) -> str:
+def _has_typeddict(hint: object) -> bool:
+    return typing.is_typeddict(hint) or any(_has_typeddict(arg) for arg in typing.get_args(hint))
+
+
+def _show(hint: object, nested: list[type]) -> str:
+    if typing.is_typeddict(hint):
+        assert isinstance(hint, type)
+        if hint not in nested:
+            nested.append(hint)
+        return hint.__name__
+    if _has_typeddict(hint):
+        args = [_show(arg, nested) for arg in typing.get_args(hint)]
+        origin = typing.get_origin(hint)
+        if origin in (types.UnionType, typing.Union):
+            return " | ".join(args)
+        return f"{getattr(origin, '__name__', origin)}[{', '.join(args)}]"
     text = str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
     return text.replace("NoneType", "None")
+
+
+def _table(doc: type, nested: list[type]) -> list[str]:
+    return [
+        "| key | type |",
+        "|---|---|",
+        *(f"| `{key}` | `{kind}`{' (may be absent)' if absent else ''} |" for key, kind, absent in _keys(doc, nested)),
+    ]
 
 
 def schemas_page() -> str:
@@ -85,20 +115,24 @@ def schemas_page() -> str:
         "# JSON schemas",
         "",
         "The keys of every JSON document (`--json`) and JSON Lines record (`--json` of the streaming commands), with",
-        "their types, as `pi_compact/cli/schema.py` declares them and the tests check them against what the commands",
-        "print. What the values mean is in the [commands guide](commands.md) and [JSON output](json.md).",
+        "their types, as `pi_compact/cli/schema.py` declares them (most extend, or are, the TypedDict a library",
+        "result's `to_json()` returns) and the tests check them against what the commands print. What the values",
+        "mean is in the [commands guide](commands.md) and [JSON output](json.md).",
         "",
         "## Documents",
     ]
+    nested: list[type] = []
     for name, doc in DOCUMENTS.items():
-        parts += ["", f"### `{name}`", "", "| key | type |", "|---|---|"]
-        parts += [f"| `{key}` | `{kind}` |" for key, kind in _keys(doc)]
+        parts += ["", f"### `{name}`", "", *_table(doc, nested)]
     parts += ["", "## JSON Lines records", "", 'Each record is `{"type": …, "version": 1, "data": {…}}`; these are the']
     parts += ["keys of its `data`."]
     for command, records in RECORDS.items():
         for record, doc in records.items():
-            parts += ["", f"### `{command}` `{record}`", "", "| key | type |", "|---|---|"]
-            parts += [f"| `{key}` | `{kind}` |" for key, kind in _keys(doc)]
+            parts += ["", f"### `{command}` `{record}`", "", *_table(doc, nested)]
+    if nested:
+        parts += ["", "## Nested objects", "", "The objects the tables above name by their type's name."]
+    for doc in nested:  # grows as the tables name more
+        parts += ["", f"### `{doc.__name__}`", "", *_table(doc, nested)]
     return "\n".join(parts) + "\n"
 
 

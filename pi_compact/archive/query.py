@@ -17,7 +17,7 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from pi_compact.archive.scope import Scope, ScopeFile
 from pi_compact.archive.store import Store
@@ -251,6 +251,47 @@ class Filters:
 # Results
 
 
+class HitJSON(TypedDict):
+    """``Hit.to_json()``: a ``match`` record of ``search --json-lines``, and an item of ``SearchPageJSON.results``."""
+
+    session: str
+    session_id: str | None
+    cwd: str | None
+    entry_id: str | None
+    line: int
+    role: str
+    timestamp: str | None
+    score: float | None
+    snippet: str
+    highlights: list[dict[str, int]]
+    show: str | None
+
+
+class _SearchQueryJSON(TypedDict):
+    query: str
+    mode: str
+
+
+class _SearchEndJSON(TypedDict):
+    matches: int
+    sessions_searched: int
+    complete: bool
+    next_cursor: str | None
+    skipped: list[dict[str, str]]
+
+
+class SearchSummaryJSON(_SearchQueryJSON, _SearchEndJSON):
+    """``SearchPage.summary_json()``: the ``summary`` record of ``search --json-lines``."""
+
+
+class _SearchResultsJSON(TypedDict):
+    results: list[HitJSON]
+
+
+class SearchPageJSON(_SearchQueryJSON, _SearchResultsJSON, _SearchEndJSON):
+    """``SearchPage.to_json()``: the ``search --json`` document, the summary with the hits after the query."""
+
+
 @dataclass(frozen=True)
 class Hit:
     """One entry found: where it is, what it is, and a line of its text with the match highlighted."""
@@ -273,7 +314,7 @@ class Hit:
             return None
         return shlex.join(["picompact", "show", self.entry_id, self.session])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HitJSON:
         return {
             "session": self.session,
             "session_id": self.session_id,
@@ -297,7 +338,7 @@ class SearchPage:
     next_cursor: str | None
     skipped: list[tuple[str, str]]
 
-    def summary_json(self) -> dict[str, Any]:
+    def summary_json(self) -> SearchSummaryJSON:
         return {
             "query": self.query.text,
             "mode": self.query.mode,
@@ -308,7 +349,7 @@ class SearchPage:
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SearchPageJSON:
         summary = self.summary_json()
         return {
             "query": summary["query"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def reply_table(data: dict[str, Any]) -> list[str]:
+def reply_table(data: Mapping[str, Any]) -> list[str]:
     """The replies as aligned text rows, with the markers between them."""
     head = (
         "#",
@@ -89,7 +90,7 @@ def marker_text(marker: dict[str, Any]) -> str:
     )
 
 
-def drift_lines(data: dict[str, Any]) -> list[str]:
+def drift_lines(data: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     for d in data["drift"]:
         out.append(
@@ -105,7 +106,7 @@ def drift_lines(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def summary_lines(data: dict[str, Any], session_line: str) -> list[str]:
+def summary_lines(data: Mapping[str, Any], session_line: str) -> list[str]:
     leaf = data["leaf"]
     ratio = data["ratio"]
     verdict = "YES" if leaf["should_compact"] else "no"
@@ -128,7 +129,7 @@ def summary_lines(data: dict[str, Any], session_line: str) -> list[str]:
     return lines
 
 
-def cost_lines(data: dict[str, Any]) -> list[str]:
+def cost_lines(data: Mapping[str, Any]) -> list[str]:
     out = []
     for c in data["costs"]:
         out.append(
@@ -148,7 +149,7 @@ def cost_lines(data: dict[str, Any]) -> list[str]:
 # --plot
 
 
-def plot(env: Environment, data: dict[str, Any], width: int | None = None) -> None:
+def plot(env: Environment, data: Mapping[str, Any], width: int | None = None) -> None:
     """Context size over the replies, with the threshold line and each compaction marked (rich)."""
     from rich.text import Text
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ LABELS = {
 }
 
 
-def score_lines(data: dict[str, Any]) -> list[str]:
+def score_lines(data: Mapping[str, Any]) -> list[str]:
     out = []
     for name, label in LABELS.items():
         c = data["categories"][name]
@@ -40,7 +41,7 @@ def score_lines(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def missing_lines(data: dict[str, Any], limit: int | None) -> list[str]:
+def missing_lines(data: Mapping[str, Any], limit: int | None) -> list[str]:
     items = data["missing"]
     shown = items if limit is None else items[:limit]
     out = []

@@ -4,6 +4,7 @@ commands the extension runs (``checkpoint``, ``tool``, ``config``)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -216,7 +217,7 @@ def _status_text(s: InstallStatus, version: str) -> str:
     return "\n".join(lines)
 
 
-def _config_text(config: dict[str, Any]) -> str:
+def _config_text(config: Mapping[str, Any]) -> str:
     cap = config["cap"]
     cap_text = "none (--no-cap)" if cap is False else ("default (keepRecentTokens / 2)" if cap is None else str(cap))
     return (

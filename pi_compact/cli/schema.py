@@ -1,24 +1,46 @@
 """The JSON every command prints, declared in one place.
 
 ``Environment.emit`` stamps ``schema_version`` (``SCHEMA_VERSION``) on each document; JSON Lines commands wrap each
-record as ``{"type", "version", "data"}``. Each document's top-level keys are declared here once, as a TypedDict;
-docs/json.md's "JSON output" table lists the same keys, and ``tests/cli/test_json_schema.py`` checks both against what
-the commands print. Nested values are described in docs/commands.md. Adding a key is compatible; renaming or removing
-one needs a new ``SCHEMA_VERSION``.
+record as ``{"type", "version", "data"}``. Each document's top-level keys are declared once, as a TypedDict: a
+document that is a library result's ``to_json()`` derives from the TypedDict that method returns (declared beside
+it, in the core: ``CheckJSON`` in ``ops.check``, and mypy checks ``to_json`` against it), with ``schema_version``
+first (``Versioned``) and the keys the command line adds of its own declared here; the other documents are declared
+here whole. docs/json.md's "JSON output" table lists the same keys, and ``tests/cli/test_json_schema.py`` checks
+both against what the commands print. Nested values are described in docs/commands.md. Adding a key is compatible;
+renaming or removing one needs a new ``SCHEMA_VERSION``.
+
+Only the tests and tools/docs.py import this module (no command does), so it may import the core freely.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from pi_compact.archive.query import HitJSON, SearchPageJSON, SearchSummaryJSON
 from pi_compact.cli._jsonmode import JSON_LINES, JSON_LINES_COMMANDS, json_mode_for
 from pi_compact.cli.env import SCHEMA_VERSION
+from pi_compact.extension.install import InstallJSON, UninstallJSON
+from pi_compact.lookup.agent import LookupJSON
+from pi_compact.ops.audit import AuditJSON
+from pi_compact.ops.check import CheckJSON
+from pi_compact.ops.coverage import CoverageJSON
+from pi_compact.pi.config import PicompactConfigJSON
+from pi_compact.pi.sessions import SessionListingJSON
+from pi_compact.search.context import ContextViewJSON
+from pi_compact.search.grepping import EntryCountJSON, GrepMatchJSON, GrepSummaryJSON
+from pi_compact.search.listing import EntryPageJSON
+from pi_compact.search.show import ShowPageJSON
 
 
-class ErrorDoc(TypedDict):
-    """Any command's error with ``--json`` (one line); ``error`` is ``{message, exit_code}``."""
+class Versioned(TypedDict):
+    """The key ``Environment.emit`` stamps first on every document."""
 
     schema_version: int
+
+
+class ErrorDoc(Versioned):
+    """Any command's error with ``--json`` (one line); ``error`` is ``{message, exit_code}``."""
+
     error: dict[str, Any]
 
 
@@ -29,52 +51,12 @@ class ErrorRecord(TypedDict):
     exit_code: int
 
 
-class CheckDoc(TypedDict):
-    schema_version: int
-    session: dict[str, Any]
-    leaf_id: str | None
-    branch_length: int
-    model: dict[str, Any] | None
-    model_source: str
-    context_tokens: int
-    context_tokens_method: str
-    context_tokens_source: str
-    usage_entry_id: str | None
-    usage_tokens: int | None
-    trailing_tokens: int
-    context_window: int
-    context_window_source: str
-    reserve_tokens: int
-    keep_recent_tokens: int
-    settings_sources: dict[str, Any]
-    enabled: bool
-    threshold: int
-    should_compact: bool
-    tokens_before: int
-    can_compact: bool
-    nothing_to_compact_reason: str | None
-    first_kept_entry_id: str | None
-    first_kept_index: int | None
-    is_split_turn: bool
-    turn_start_index: int | None
-    turn_start_entry_id: str | None
-    previous_compaction_id: str | None
-    summarize: dict[str, Any]
-    turn_prefix: dict[str, Any]
-    kept: dict[str, Any]
-    read_files: list[str]
-    modified_files: list[str]
-    tokenizer: str
-    context_tokens_cl100k: int | None
-    file_evidence: dict[str, Any] | None
-    forecast: dict[str, Any] | None
-    diagnostics: list[dict[str, Any]]
-    warnings: list[str]
+class CheckDoc(Versioned, CheckJSON):
+    """``check --json``: ``CheckResult.to_json()``."""
 
 
-class SessionsDoc(TypedDict):
-    schema_version: int
-    sessions: list[dict[str, Any]]
+class SessionsDoc(Versioned, SessionListingJSON):
+    """``sessions --json``: ``SessionListing.to_json()``."""
 
 
 class CompactDoc(TypedDict):
@@ -140,103 +122,24 @@ class SummaryNotNeededDoc(TypedDict):
     session: str
 
 
-class ListDoc(TypedDict):
-    schema_version: int
-    entries: list[dict[str, Any]]
-    total: int
-    next_cursor: str | None
+class ListDoc(Versioned, EntryPageJSON):
+    """``list --json``: ``EntryPage.to_json()``."""
 
 
-class ShowDoc(TypedDict):
-    schema_version: int
-    entry: dict[str, Any]
-    page: int
-    pages: int
-    total_lines: int
-    total_chars: int
-    lines: list[dict[str, Any]]
-    next_cursor: str | None
+class ShowDoc(Versioned, ShowPageJSON):
+    """``show --json``: ``ShowPage.to_json()``."""
 
 
-class ContextDoc(TypedDict):
-    schema_version: int
-    leaf_id: str | None
-    branch_length: int
-    compaction_id: str | None
-    first_kept_entry_id: str | None
-    messages: list[dict[str, Any]]
-    message_count: int
-    estimated_tokens: int
-    context_tokens: int
-    context_tokens_method: str
-    context_tokens_source: str
+class ContextDoc(Versioned, ContextViewJSON):
+    """``context --json``: ``ContextView.to_json()``."""
 
 
-class GrepMatchRecord(TypedDict):
-    """The ``data`` of a ``match`` record of ``grep --json``."""
-
-    entry_id: str
-    entry_type: str
-    role: str | None
-    timestamp: str | None
-    branch: str | None
-    on_branch: bool
-    line_number: int
-    section: str
-    text: str
-    offset: int
-    length: int
-    truncated: bool
-    submatches: list[dict[str, int]]
-    before: list[dict[str, Any]]
-    after: list[dict[str, Any]]
+class SearchDoc(Versioned, SearchPageJSON):
+    """``search --json``: ``SearchPage.to_json()``; each of ``results`` is a ``Hit.to_json()``, as the ``match``
+    records of ``search --json-lines``."""
 
 
-class GrepSummaryRecord(TypedDict):
-    """The ``data`` of the ``summary`` record that ends ``grep --json``."""
-
-    pattern: str
-    patterns: list[str]
-    invert: bool
-    matches: int
-    entries_searched: int
-    complete: bool
-    stopped_by: str | None
-    next_cursor: str | None
-
-
-class GrepCountRecord(TypedDict):
-    """The ``data`` of a ``count`` (``grep -c``) or ``entry`` (``grep -l``) record: the entry, as ``list`` shows
-    it, and its number of selected lines."""
-
-    id: str
-    type: str
-    role: str | None
-    timestamp: str | None
-    preview: str
-    size: int
-    line: int
-    branch: str | None
-    on_branch: bool
-    count: int
-
-
-class SearchDoc(TypedDict):
-    """``picompact search --json``; each of ``results`` has the keys of ``SearchMatchRecord``."""
-
-    schema_version: int
-    query: str
-    mode: str
-    results: list[dict[str, Any]]
-    matches: int
-    sessions_searched: int
-    complete: bool
-    next_cursor: str | None
-    skipped: list[dict[str, str]]
-
-
-class SearchStatsDoc(TypedDict):
-    schema_version: int
+class SearchStatsDoc(Versioned):
     path: str | None
     format: int
     tokenizer: str
@@ -247,54 +150,13 @@ class SearchStatsDoc(TypedDict):
     database_bytes: int
 
 
-class SearchMatchRecord(TypedDict):
-    """The ``data`` of a ``match`` record of ``search --json-lines`` (and an item of ``SearchDoc.results``)."""
-
-    session: str
-    session_id: str | None
-    cwd: str | None
-    entry_id: str | None
-    line: int
-    role: str
-    timestamp: str | None
-    score: float | None
-    snippet: str
-    highlights: list[dict[str, int]]
-    show: str | None
+class _LookupSession(TypedDict):
+    session: str  # the session file, as the command resolved it
 
 
-class SearchSummaryRecord(TypedDict):
-    query: str
-    mode: str
-    matches: int
-    sessions_searched: int
-    complete: bool
-    next_cursor: str | None
-    skipped: list[dict[str, str]]
+class LookupDoc(Versioned, _LookupSession, LookupJSON):
+    """``lookup --json``: the session, ``LookupResult.to_json()``, and the command's note."""
 
-
-class LookupDoc(TypedDict):
-    schema_version: int
-    session: str
-    question: str
-    answer: str
-    complete: bool
-    found: bool
-    not_found_reply: bool
-    stopped_by: str | None
-    writeup: str | None
-    error: str | None
-    answer_truncated: bool
-    citations: list[dict[str, Any]]
-    quotes: list[dict[str, Any]]
-    unverified_quotes: int
-    unknown_citations: int
-    searches: dict[str, int]
-    model_calls: dict[str, int]
-    tool_calls: list[dict[str, Any]]
-    model: dict[str, Any]
-    usage: dict[str, Any]
-    leaf_id: str | None
     note: str | None
 
 
@@ -325,66 +187,27 @@ class LintSummaryRecord(TypedDict):
     counts: dict[str, int]
 
 
-class AuditDoc(TypedDict):
-    schema_version: int
-    session: str | None
-    leaf: dict[str, Any]
-    model: str | None
-    replies: list[dict[str, Any]]
-    markers: list[dict[str, Any]]
-    ratio: dict[str, Any]
-    costs: list[dict[str, Any]]
-    cost_total: float
-    cost_all_branches: float
-    drift: list[dict[str, Any]]
-    warnings: list[str]
+class AuditDoc(Versioned, AuditJSON):
+    """``audit --json``: ``AuditResult.to_json()``."""
 
 
-class CoverageDoc(TypedDict):
-    schema_version: int
-    session: str | None
-    compaction_id: str
-    compaction_line: int
-    kind: str
-    first_kept_entry_id: str | None
-    span_entries: int
-    context_chars: int
-    categories: dict[str, Any]
-    missing: list[dict[str, Any]]
-    items: list[dict[str, Any]]
+class CoverageDoc(Versioned, CoverageJSON):
+    """``coverage --json``: ``CoverageResult.to_json()``."""
 
 
-class PiInstallDoc(TypedDict):
-    schema_version: int
+class _InstallStatus(TypedDict):
     status: str
-    directory: str
-    scope: str
-    command: list[str]
-    mode: str
-    previous_mode: str | None
-    state: str
-    version: str
-    written: list[str]
-    unchanged: list[str]
-    replaced_changed: list[str]
-    replaced_other: dict[str, Any] | None
 
 
-class PiUninstallDoc(TypedDict):
-    schema_version: int
-    directory: str
-    scope: str
-    installed: bool
-    removed: list[str]
-    kept: list[str]
-    kept_record: str | None
-    removed_directory: bool
-    removed_folders: list[str]
-    refused: list[str]
+class PiInstallDoc(Versioned, _InstallStatus, InstallJSON):
+    """``pi install --json``: ``status`` then ``InstallResult.to_json()``."""
 
 
-class PiStatusDoc(TypedDict):
-    schema_version: int
+class PiUninstallDoc(Versioned, UninstallJSON):
+    """``pi uninstall --json``: ``UninstallResult.to_json()``."""
+
+
+class PiStatusDoc(Versioned):
     version: str
     command: list[str]
     installs: list[dict[str, Any]]
@@ -395,16 +218,9 @@ class PiStatusDoc(TypedDict):
 
 
 # The documents the Pi extension reads: their keys follow Pi's own names (settings keys, compaction fields).
-class PiConfigDoc(TypedDict):
-    schema_version: int
-    enabled: bool
-    mode: str | None
-    cap: Any
-    lookupModel: str | None
-    crossSession: str | bool
-    sources: dict[str, str]
-    warnings: list[str]
-    projectTrusted: bool
+class PiConfigDoc(Versioned, PicompactConfigJSON):
+    """``pi config --json``: ``PicompactConfig.to_json()`` and what the extension needs beside it."""
+
     capArgs: list[str]
     lookupAvailable: bool
     tools: list[dict[str, Any]]
@@ -428,8 +244,7 @@ class PiCheckpointDoc(TypedDict):
     warnings: list[str]
 
 
-class PiToolDoc(TypedDict):
-    schema_version: int
+class PiToolDoc(Versioned):
     text: str
 
 
@@ -475,22 +290,24 @@ DOCUMENTS: dict[str, type] = {
     "pi tool": PiToolDoc,
 }
 
-# JSON Lines records by command and record type: the keys of their ``data``.
+# JSON Lines records by command and record type: the keys of their ``data`` (each a library result's ``to_json()``
+# but the error).
 RECORDS: dict[str, dict[str, type]] = {
     "grep": {
-        "match": GrepMatchRecord,
-        "count": GrepCountRecord,
-        "entry": GrepCountRecord,
-        "summary": GrepSummaryRecord,
+        "match": GrepMatchJSON,
+        "count": EntryCountJSON,
+        "entry": EntryCountJSON,
+        "summary": GrepSummaryJSON,
         "error": ErrorRecord,
     },
     "lint --all": {"file": LintFileRecord, "summary": LintSummaryRecord},
-    "search --json-lines": {"match": SearchMatchRecord, "summary": SearchSummaryRecord, "error": ErrorRecord},
+    "search --json-lines": {"match": HitJSON, "summary": SearchSummaryJSON, "error": ErrorRecord},
 }
 
 
 def keys(declaration: type) -> list[str]:
-    """A document's top-level keys, in declaration order."""
+    """A document's top-level keys, in declaration order: its bases' first, in the order they are listed, then its
+    own (a TypedDict merges them into ``__annotations__``)."""
     return list(declaration.__annotations__)
 
 

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -81,6 +81,36 @@ def _refuse_links(scope: Scope, directory: Path) -> None:
             raise InstallError("is a symbolic link; a project install writes only inside the project", path=str(folder))
 
 
+class InstallJSON(TypedDict):
+    """``InstallResult.to_json()``: what ``pi install --json`` prints of the install."""
+
+    directory: str
+    scope: str
+    command: list[str]
+    mode: str
+    previous_mode: str | None
+    state: str
+    version: str
+    written: list[str]
+    unchanged: list[str]
+    replaced_changed: list[str]
+    replaced_other: UninstallJSON | None
+
+
+class UninstallJSON(TypedDict):
+    """``UninstallResult.to_json()``: the ``pi uninstall --json`` document."""
+
+    directory: str
+    scope: str
+    installed: bool
+    removed: list[str]
+    kept: list[str]
+    kept_record: str | None
+    removed_directory: bool
+    removed_folders: list[str]
+    refused: list[str]
+
+
 @dataclass
 class InstallResult:
     directory: Path
@@ -107,7 +137,7 @@ class InstallResult:
         )
         return "unchanged" if same else "updated"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InstallJSON:
         return {
             "directory": str(self.directory),
             "scope": self.scope,
@@ -263,7 +293,7 @@ class UninstallResult:
     kept_record: Path | None = None  # install.json, kept with a kept file (it records what to remove later)
     removed_folders: list[Path] = field(default_factory=list)  # empty folders install had created above it
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> UninstallJSON:
         return {
             "directory": str(self.directory),
             "scope": self.scope,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -116,6 +116,30 @@ class ToolRecord:
         }
 
 
+class LookupJSON(TypedDict):
+    """``LookupResult.to_json()``: what ``lookup --json`` prints of the lookup."""
+
+    question: str
+    answer: str
+    complete: bool
+    found: bool
+    not_found_reply: bool
+    stopped_by: str | None
+    writeup: str | None
+    error: str | None
+    answer_truncated: bool
+    citations: list[dict[str, Any]]
+    quotes: list[dict[str, Any]]
+    unverified_quotes: int
+    unknown_citations: int
+    searches: dict[str, int]
+    model_calls: dict[str, int]
+    tool_calls: list[dict[str, Any]]
+    model: dict[str, Any]
+    usage: dict[str, Any]
+    leaf_id: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class LookupResult:
     question: str
@@ -152,7 +176,7 @@ class LookupResult:
     def unknown_citations(self) -> tuple[Citation, ...]:
         return tuple(c for c in self.citations if not c.exists)
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> LookupJSON:
         return {
             "question": self.question,
             "answer": self.answer,

@@ -15,7 +15,7 @@ The estimate is kept up to date entry by entry (rebuilt at each compaction), so 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import current_system_message, entry_messages
@@ -215,6 +215,22 @@ class Drift:
         }
 
 
+class AuditJSON(TypedDict):
+    """``AuditResult.to_json()``: the ``audit --json`` document."""
+
+    session: str | None
+    leaf: dict[str, Any]
+    model: str | None
+    replies: list[dict[str, Any]]
+    markers: list[dict[str, Any]]
+    ratio: dict[str, Any]
+    costs: list[dict[str, Any]]
+    cost_total: float
+    cost_all_branches: float
+    drift: list[dict[str, Any]]
+    warnings: list[str]
+
+
 @dataclass
 class AuditResult:
     check: CheckResult
@@ -262,7 +278,7 @@ class AuditResult:
             "should_compact": self.check.should_compact,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AuditJSON:
         return {
             "session": str(self.session.path) if self.session.path else None,
             "leaf": self.leaf_json(),

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pi_compact.errors import NotFoundError, UsageError
 from pi_compact.js import js_stringify
@@ -119,6 +119,21 @@ class CategoryScore:
         }
 
 
+class CoverageJSON(TypedDict):
+    """``CoverageResult.to_json()``: the ``coverage --json`` document."""
+
+    session: str | None
+    compaction_id: str
+    compaction_line: int
+    kind: str
+    first_kept_entry_id: str | None
+    span_entries: int
+    context_chars: int
+    categories: dict[str, Any]
+    missing: list[dict[str, Any]]
+    items: list[dict[str, Any]]
+
+
 @dataclass
 class CoverageResult:
     session: Session
@@ -133,7 +148,7 @@ class CoverageResult:
     def missing(self) -> list[CoverageItem]:
         return [i for i in self.items if i.status == "missing"]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CoverageJSON:
         return {
             "session": str(self.session.path) if self.session.path else None,
             "compaction_id": self.compaction.id,

@@ -22,13 +22,27 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from pi_compact.pi.settings import load_settings
 
 SETTINGS_KEY = "picompact"
 MODES = ("verbatim", "summary")
 CROSS_SESSION = ("project", "all")
+
+
+class PicompactConfigJSON(TypedDict):
+    """``PicompactConfig.to_json()``, with Pi's own key names (the settings keys): what ``pi config --json``
+    starts with."""
+
+    enabled: bool
+    mode: str | None
+    cap: Any  # the cap in tokens, None (the default) or false (no cap)
+    lookupModel: str | None
+    crossSession: str | bool
+    sources: dict[str, str]
+    warnings: list[str]
+    projectTrusted: bool
 
 
 @dataclass(frozen=True)
@@ -45,7 +59,7 @@ class PicompactConfig:
     warnings: tuple[str, ...] = ()
     project_trusted: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PicompactConfigJSON:
         return {
             "enabled": self.enabled,
             "mode": self.mode,

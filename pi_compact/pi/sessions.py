@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pi_compact.js import js_date
 from pi_compact.pi.settings import _agent_dir, expand_path, load_settings
@@ -54,6 +54,12 @@ class SessionSummary:
     parent_session: str | None
 
 
+class SessionListingJSON(TypedDict):
+    """``SessionListing.to_json()``: the ``sessions --json`` document."""
+
+    sessions: list[dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class SessionListing:
     """What ``picompact sessions`` shows: the sessions newest first, and the file picompact uses when no session
@@ -68,7 +74,7 @@ class SessionListing:
         """Whether ``path`` is the default session (compared after resolving links)."""
         return self.default is not None and os.path.realpath(path) == os.path.realpath(self.default)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SessionListingJSON:
         return {
             "sessions": [
                 {

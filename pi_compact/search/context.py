@@ -7,7 +7,7 @@ so a user can see where the compaction boundary lies and what each message costs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pi_compact.pi.projection import build_projection, context_tokens
 from pi_compact.pi.tokens import estimate_tokens
@@ -52,6 +52,21 @@ class ContextMessage:
         }
 
 
+class ContextViewJSON(TypedDict):
+    """``ContextView.to_json()``: the ``context --json`` document."""
+
+    leaf_id: str | None
+    branch_length: int
+    compaction_id: str | None
+    first_kept_entry_id: str | None
+    messages: list[JsonDict]
+    message_count: int
+    estimated_tokens: int
+    context_tokens: int
+    context_tokens_method: str
+    context_tokens_source: str
+
+
 @dataclass(frozen=True, slots=True)
 class ContextView:
     messages: tuple[ContextMessage, ...]
@@ -64,7 +79,7 @@ class ContextView:
     leaf_id: str | None
     branch_length: int
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> ContextViewJSON:
         return {
             "leaf_id": self.leaf_id,
             "branch_length": self.branch_length,

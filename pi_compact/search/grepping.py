@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pi_compact.errors import PatternError, UsageError
 from pi_compact.search.cursor import Cursor, decode_cursor, query_digest
@@ -14,6 +14,7 @@ from pi_compact.search.matching import Candidates, Searcher, matching_lines
 from pi_compact.search.pages import (
     DEFAULT_LIMITS,
     EntryInfo,
+    EntryInfoJSON,
     Limits,
     Source,
     _clean,
@@ -25,7 +26,54 @@ from pi_compact.search.pages import (
 from pi_compact.search.render import SECTIONS, RenderedEntry, entry_label
 from pi_compact.search.selection import LineSelector, compose_pattern, inverted_lines
 from pi_compact.search.transcript import Transcript, as_transcript
-from pi_compact.session.entries import JsonDict
+
+
+class GrepLineJSON(TypedDict):
+    """``GrepLine.to_json()``: a matching line (``submatches`` only when something matched in it) or a context
+    line."""
+
+    line_number: int
+    section: str
+    text: str
+    offset: int
+    length: int
+    truncated: bool
+    submatches: NotRequired[list[dict[str, int]]]
+
+
+class _MatchEntryJSON(TypedDict):
+    entry_id: str
+    entry_type: str
+    role: str | None
+    timestamp: str | None
+    branch: str | None
+    on_branch: bool
+
+
+class GrepMatchJSON(_MatchEntryJSON, GrepLineJSON):
+    """``GrepMatch.to_json()``: the entry, then its line, then the context lines (a ``grep --json`` match)."""
+
+    before: list[GrepLineJSON]
+    after: list[GrepLineJSON]
+
+
+class GrepSummaryJSON(TypedDict):
+    """How a grep page ended (``GrepPage``, ``GrepStream``, ``GrepCounts``): the ``summary`` record."""
+
+    pattern: str
+    patterns: list[str]
+    invert: bool
+    matches: int
+    entries_searched: int
+    complete: bool
+    stopped_by: str | None
+    next_cursor: str | None
+
+
+class EntryCountJSON(EntryInfoJSON):
+    """``EntryCount.to_json()``: an entry, as ``list`` shows it, and its number of selected lines."""
+
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +96,8 @@ class GrepLine:
         text = _clean(self.text)
         return ("…" if self.offset > 0 else "") + text + ("…" if self.offset + len(self.text) < self.length else "")
 
-    def to_json(self) -> JsonDict:
-        out: JsonDict = {
+    def to_json(self) -> GrepLineJSON:
+        out: GrepLineJSON = {
             "line_number": self.number,
             "section": self.section,
             "text": _clean(self.text),
@@ -74,7 +122,7 @@ class GrepMatch:
     before: tuple[GrepLine, ...] = ()
     after: tuple[GrepLine, ...] = ()
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> GrepMatchJSON:
         return {
             "entry_id": self.entry_id,
             "entry_type": self.entry_type,
@@ -100,7 +148,7 @@ class GrepPage:
     patterns: tuple[str, ...] = ()  # every pattern given (-e), when more than one
     invert: bool = False  # -v: the "matches" are the lines that do not match
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> GrepSummaryJSON:
         return {
             "pattern": self.pattern,
             "patterns": list(self.patterns or (self.pattern,)),
@@ -175,7 +223,7 @@ class GrepStream:
         """Pass the matches through ``around`` before they are handed out (the CLI stops its spinner there)."""
         self._matches = around(self._matches)
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> GrepSummaryJSON:
         """The summary record, as ``GrepPage.to_json`` gives it (after the matches were iterated)."""
         return {
             "pattern": self.pattern,
@@ -485,7 +533,7 @@ class EntryCount:
     info: EntryInfo
     count: int
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> EntryCountJSON:
         return {**self.info.to_json(), "count": self.count}
 
 
@@ -499,7 +547,7 @@ class GrepCounts:
     entries: tuple[EntryCount, ...]
     entries_searched: int
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> GrepSummaryJSON:
         """The summary record: the keys of ``GrepPage.to_json`` (never paged, so always complete)."""
         return {
             "pattern": self.pattern,

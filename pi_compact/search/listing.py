@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypedDict
 
 from pi_compact.search.cursor import Cursor, decode_cursor, query_digest
 from pi_compact.search.pages import (
     DEFAULT_LIMITS,
     EntryInfo,
+    EntryInfoJSON,
     Limits,
     Source,
     _entry_time,
@@ -21,7 +23,15 @@ from pi_compact.search.pages import (
     parse_time,
 )
 from pi_compact.search.transcript import as_transcript
-from pi_compact.session.entries import Entry, JsonDict
+from pi_compact.session.entries import Entry
+
+
+class EntryPageJSON(TypedDict):
+    """``EntryPage.to_json()``: the ``list --json`` document."""
+
+    entries: list[EntryInfoJSON]
+    total: int
+    next_cursor: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +40,7 @@ class EntryPage:
     total: int  # entries in the scope that pass the filters
     next_cursor: str | None
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> EntryPageJSON:
         return {
             "entries": [e.to_json() for e in self.entries],
             "total": self.total,

@@ -15,11 +15,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict
 
 from pi_compact.errors import UsageError
 from pi_compact.search.render import entry_label, preview, safe_text
 from pi_compact.search.transcript import Transcript
-from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Entry, JsonDict, Session
+from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Entry, Session
 from pi_compact.session.tree import Branch
 
 Source = Transcript | Branch | Session
@@ -47,6 +48,20 @@ DEFAULT_LIMITS = Limits()
 # Shared pieces
 
 
+class EntryInfoJSON(TypedDict):
+    """``EntryInfo.to_json()``: an entry as ``list`` shows it."""
+
+    id: str
+    type: str
+    role: str | None
+    timestamp: str | None
+    preview: str
+    size: int
+    line: int
+    branch: str | None
+    on_branch: bool
+
+
 @dataclass(frozen=True, slots=True)
 class EntryInfo:
     """What list shows for one entry, and what grep/show say about the entry a line came from."""
@@ -61,7 +76,7 @@ class EntryInfo:
     branch: str | None  # leaf id of the branch the entry is on
     on_branch: bool  # on the current branch (the one from the chosen leaf)
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> EntryInfoJSON:
         return {
             "id": self.id,
             "type": self.type,

@@ -4,12 +4,14 @@ of the session file (``picompact show`` and the lookup model's ``show_entry``)."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from pi_compact.errors import CursorError, NotFoundError, SessionError, UsageError
 from pi_compact.search.cursor import Cursor, decode_cursor, query_digest
 from pi_compact.search.pages import (
     DEFAULT_LIMITS,
     EntryInfo,
+    EntryInfoJSON,
     Limits,
     Source,
     _clean,
@@ -18,8 +20,28 @@ from pi_compact.search.pages import (
 )
 from pi_compact.search.render import entry_label
 from pi_compact.search.transcript import Transcript, as_transcript
-from pi_compact.session.entries import Entry, JsonDict
+from pi_compact.session.entries import Entry
 from pi_compact.session.tree import find_entry, not_found
+
+
+class ShowLineJSON(TypedDict):
+    line_number: int
+    section: str
+    text: str
+    offset: int
+    length: int
+
+
+class ShowPageJSON(TypedDict):
+    """``ShowPage.to_json()``: the ``show --json`` document."""
+
+    entry: EntryInfoJSON
+    page: int
+    pages: int
+    total_lines: int
+    total_chars: int
+    lines: list[ShowLineJSON]
+    next_cursor: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +52,7 @@ class ShowLine:
     offset: int  # where ``text`` starts in the full line (a line longer than a page is split)
     length: int  # characters in the full line
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> ShowLineJSON:
         return {
             "line_number": self.number,
             "section": self.section,
@@ -55,7 +77,7 @@ class ShowPage:
         """This page of the entry's rendering as text, one line per rendered line."""
         return "\n".join(line.text for line in self.lines)
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> ShowPageJSON:
         return {
             "entry": self.entry.to_json(),
             "page": self.page,
