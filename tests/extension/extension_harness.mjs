@@ -10,17 +10,49 @@ const dir = process.argv[2];
 const scripted = process.argv[3] === "script";
 // In a script, every wait of a second or more is recorded and cut short, so that a fake picompact that hangs is
 // given up on quickly; the test reads the limits the extension asked for. picompact's time limits (5 s and more)
-// become 1 s, still many times what the fake takes to answer; the grace between SIGTERM and SIGKILL (2 s) becomes
-// 0.25 s, as the fake that ignores SIGTERM has long set that up by then.
+// end as soon as the fake says it hangs (it adds its pid to hung.pids, after ignoring SIGTERM where it does so),
+// else after 1 s, still many times what the fake takes to answer; the grace between SIGTERM and SIGKILL (2 s)
+// becomes 0.25 s, as the fake that ignores SIGTERM has set that up by then.
 const limits = [];
 if (scripted) {
 	const realSetTimeout = globalThis.setTimeout;
-	globalThis.setTimeout = (fn, ms, ...rest) => {
-		if (ms >= 1000) {
-			limits.push(ms);
-			ms = ms >= 5000 ? 1000 : 250;
+	const realClearTimeout = globalThis.clearTimeout;
+	const hung = () => {
+		try {
+			return readFileSync(join(dir, "hung.pids"), "utf8").split("\n").filter(Boolean).length;
+		} catch {
+			return 0; // none hung yet
 		}
-		return realSetTimeout(fn, ms, ...rest);
+	};
+	const watches = new Map(); // a cut-short limit -> the interval watching for a hung fake
+	globalThis.setTimeout = (fn, ms, ...rest) => {
+		if (ms < 1000) return realSetTimeout(fn, ms, ...rest);
+		limits.push(ms);
+		if (ms < 5000) return realSetTimeout(fn, 250, ...rest);
+		const before = hung();
+		const fire = () => {
+			clearInterval(watches.get(timer));
+			watches.delete(timer);
+			fn(...rest);
+		};
+		const timer = realSetTimeout(fire, 1000);
+		watches.set(
+			timer,
+			setInterval(() => {
+				if (hung() > before) {
+					realClearTimeout(timer);
+					fire();
+				}
+			}, 5),
+		);
+		return timer;
+	};
+	globalThis.clearTimeout = (timer) => {
+		if (watches.has(timer)) {
+			clearInterval(watches.get(timer));
+			watches.delete(timer);
+		}
+		realClearTimeout(timer);
 	};
 }
 const handlers = new Map();
