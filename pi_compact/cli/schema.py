@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 from pi_compact.archive.query import HitJSON, SearchPageJSON, SearchSummaryJSON
 from pi_compact.cli._jsonmode import JSON_LINES, JSON_LINES_COMMANDS, json_mode_for
 from pi_compact.cli.env import SCHEMA_VERSION
-from pi_compact.extension.install import InstallJSON, UninstallJSON
+from pi_compact.extension.install import InstallJSON, InstallStatusJSON, UninstallJSON
 from pi_compact.lookup.agent import LookupJSON
 from pi_compact.ops.audit import AuditJSON
 from pi_compact.ops.check import CheckJSON
@@ -210,10 +210,10 @@ class PiUninstallDoc(Versioned, UninstallJSON):
 class PiStatusDoc(Versioned):
     version: str
     command: list[str]
-    installs: list[dict[str, Any]]
+    installs: list[InstallStatusJSON]
     project_trusted: bool | None
     project_trust: str
-    settings: dict[str, Any]
+    settings: PicompactConfigJSON
     warnings: list[str]
 
 

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import orjson
 
@@ -370,6 +370,22 @@ def uninstall(
 # Status
 
 
+class InstallStatusJSON(TypedDict):
+    """``InstallStatus.to_json()``: one of ``pi status --json``'s ``installs``."""
+
+    scope: str
+    directory: str
+    installed: bool
+    error: str | None
+    extension: str
+    command: list[str] | None
+    command_ok: bool
+    installed_version: str | None
+    command_version: str | None
+    mode: str | None
+    loads: str
+
+
 @dataclass
 class InstallStatus:
     """One install location: what is there and whether it would work."""
@@ -384,7 +400,7 @@ class InstallStatus:
     command_version: str | None = None
     loads: str = ""  # when Pi loads it
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InstallStatusJSON:
         m = self.manifest
         return {
             "scope": self.scope,

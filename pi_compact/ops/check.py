@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from pi_compact.errors import OptionError, SettingsError
+from pi_compact.ops.forecast import ForecastJSON
 from pi_compact.pi.messages import current_system_message
 from pi_compact.pi.plan import CompactionPlan, plan_compaction, should_compact
 from pi_compact.pi.projection import ProjectedEntry, build_projection
 from pi_compact.pi.tokens import count_cl100k
 from pi_compact.session import Branch, Session, get_branch, load_session
-from pi_compact.session.entries import Diagnostic
+from pi_compact.session.entries import Diagnostic, DiagnosticJSON
 from pi_compact.session.tree import no_leaf_reason
 
 if TYPE_CHECKING:
@@ -60,6 +61,20 @@ class CheckOptions:
         return f"CheckOptions({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
+class SpanJSON(TypedDict):
+    """The entries of a part of the branch (summarized, turn prefix, kept) and their messages and tokens."""
+
+    entries: int
+    messages: int
+    tokens: int
+    first_entry_id: str | None
+    last_entry_id: str | None
+
+
+class CheckForecastJSON(ForecastJSON):
+    description: str
+
+
 class CheckJSON(TypedDict):
     """``CheckResult.to_json()``: the ``check --json`` document (docs/json.md)."""
 
@@ -91,16 +106,16 @@ class CheckJSON(TypedDict):
     turn_start_index: int | None
     turn_start_entry_id: str | None
     previous_compaction_id: str | None
-    summarize: dict[str, Any]
-    turn_prefix: dict[str, Any]
-    kept: dict[str, Any]
+    summarize: SpanJSON
+    turn_prefix: SpanJSON
+    kept: SpanJSON
     read_files: list[str]
     modified_files: list[str]
     tokenizer: str
     context_tokens_cl100k: int | None
     file_evidence: dict[str, Any] | None
-    forecast: dict[str, Any] | None
-    diagnostics: list[dict[str, Any]]
+    forecast: CheckForecastJSON | None
+    diagnostics: list[DiagnosticJSON]
     warnings: list[str]
 
 
@@ -215,7 +230,7 @@ class CheckResult:
             picompact=settings,
         )
 
-    def _span(self, entries: list[ProjectedEntry]) -> dict[str, Any]:
+    def _span(self, entries: list[ProjectedEntry]) -> SpanJSON:
         return {
             "entries": len(entries),
             "messages": sum(len(pe.messages) for pe in entries),

@@ -67,6 +67,26 @@ def normalize(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+class CoverageItemJSON(TypedDict):
+    category: str
+    entry_id: str
+    line: int
+    text: str
+    status: str
+    needle: str
+    recovered: bool | None
+
+
+class CategoryScoreJSON(TypedDict):
+    category: str
+    total: int
+    present: int
+    partial: int
+    missing: int
+    recovered: int
+    score: float | None
+
+
 @dataclass(frozen=True, slots=True)
 class CoverageItem:
     """One thing from the compacted span, and whether the model can still read it."""
@@ -79,7 +99,7 @@ class CoverageItem:
     needle: str  # the fixed string grep looks for
     recovered: bool | None = None  # for missing items: whether grep finds it in its entry
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CoverageItemJSON:
         snippet = self.text if len(self.text) <= SNIPPET_CHARS else self.text[: SNIPPET_CHARS - 1] + "…"
         return {
             "category": self.category,
@@ -106,7 +126,7 @@ class CategoryScore:
         """Share of items the model can still read (verbatim, found or partial); None when there are none."""
         return (self.verbatim + self.partial) / self.total if self.total else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CategoryScoreJSON:
         score = self.score
         return {
             "category": self.category,
@@ -129,9 +149,9 @@ class CoverageJSON(TypedDict):
     first_kept_entry_id: str | None
     span_entries: int
     context_chars: int
-    categories: dict[str, Any]
-    missing: list[dict[str, Any]]
-    items: list[dict[str, Any]]
+    categories: dict[str, CategoryScoreJSON]
+    missing: list[CoverageItemJSON]
+    items: list[CoverageItemJSON]
 
 
 @dataclass

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from itertools import pairwise
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from pi_compact.pi.projection import assistant_usage, calculate_usage_tokens
 from pi_compact.session.tree import Branch
@@ -34,6 +34,21 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+class GrowthJSON(TypedDict):
+    per_turn: float | None
+    samples: int
+    replies: int
+    first_entry_id: str | None
+    last_entry_id: str | None
+
+
+class ForecastJSON(TypedDict):
+    tokens: int
+    threshold: int
+    turns: int | None
+    growth: GrowthJSON
+
+
 class Growth(NamedTuple):
     """The context's recent growth per assistant reply."""
 
@@ -43,7 +58,7 @@ class Growth(NamedTuple):
     first_entry_id: str | None = None
     last_entry_id: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> GrowthJSON:
         return {
             "per_turn": round(self.per_turn, 1) if self.per_turn is not None else None,
             "samples": self.samples,
@@ -132,7 +147,7 @@ class Forecast(NamedTuple):
         turns = self.turns
         return f"~{turns} turn{'s' if turns != 1 else ''} before the threshold ({basis})"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ForecastJSON:
         return {
             "tokens": self.tokens,
             "threshold": self.threshold,

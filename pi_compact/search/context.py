@@ -24,6 +24,18 @@ SEGMENT_TITLES: dict[str, str] = {
 }
 
 
+class ContextMessageJSON(TypedDict):
+    position: int
+    entry_id: str
+    entry_type: str
+    role: str
+    tokens: int
+    segment: str
+    edit: str | None
+    edit_id: str | None
+    preview: str
+
+
 @dataclass(frozen=True, slots=True)
 class ContextMessage:
     """One message in the model's context (or an entry a context edit removed from it)."""
@@ -38,7 +50,7 @@ class ContextMessage:
     edit_id: str | None
     preview: str
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> ContextMessageJSON:
         return {
             "position": self.position,
             "entry_id": self.entry_id,
@@ -59,7 +71,7 @@ class ContextViewJSON(TypedDict):
     branch_length: int
     compaction_id: str | None
     first_kept_entry_id: str | None
-    messages: list[JsonDict]
+    messages: list[ContextMessageJSON]
     message_count: int
     estimated_tokens: int
     context_tokens: int

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 if TYPE_CHECKING:
     from pi_compact.session.mutations import Facts
@@ -39,6 +39,13 @@ ENTRY_TYPES = (
 )
 
 
+class DiagnosticJSON(TypedDict):
+    level: str
+    code: str
+    message: str
+    line: int | None
+
+
 class Diagnostic(NamedTuple):
     """A recoverable problem found while loading; reported, never fatal."""
 
@@ -47,7 +54,7 @@ class Diagnostic(NamedTuple):
     message: str
     line: int | None = None
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> DiagnosticJSON:
         return {"level": self.level, "code": self.code, "message": self.message, "line": self.line}
 
 
