@@ -45,7 +45,7 @@ from pi_compact.lookup.tools import (
     _Tools,
 )
 from pi_compact.search.pages import DEFAULT_LIMITS, Limits
-from pi_compact.search.quotes import Citation, Quote, find_citations, verify_quotes
+from pi_compact.search.quotes import Citation, CitationJSON, Quote, QuoteJSON, find_citations, verify_quotes
 from pi_compact.search.render import entry_label
 from pi_compact.search.transcript import Transcript
 from pi_compact.session.entries import JsonDict
@@ -87,6 +87,16 @@ class LookupOptions:
 # Results
 
 
+class ToolRecordJSON(TypedDict):
+    tool: str
+    arguments: JsonDict
+    kind: str
+    counted: bool
+    ok: bool
+    error: str | None
+    result_chars: int
+
+
 @dataclass(frozen=True, slots=True)
 class ToolRecord:
     """One tool call of the search and what became of it."""
@@ -104,7 +114,7 @@ class ToolRecord:
     def counted(self) -> bool:
         return self.kind == "search"
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> ToolRecordJSON:
         return {
             "tool": self.tool,
             "arguments": self.arguments,
@@ -128,13 +138,13 @@ class LookupJSON(TypedDict):
     writeup: str | None
     error: str | None
     answer_truncated: bool
-    citations: list[dict[str, Any]]
-    quotes: list[dict[str, Any]]
+    citations: list[CitationJSON]
+    quotes: list[QuoteJSON]
     unverified_quotes: int
     unknown_citations: int
     searches: dict[str, int]
     model_calls: dict[str, int]
-    tool_calls: list[dict[str, Any]]
+    tool_calls: list[ToolRecordJSON]
     model: dict[str, Any]
     usage: dict[str, Any]
     leaf_id: str | None

@@ -15,7 +15,7 @@ The estimate is kept up to date entry by entry (rebuilt at each compaction), so 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import current_system_message, entry_messages
@@ -25,6 +25,99 @@ from pi_compact.session.entries import Entry, JsonDict, Session
 from pi_compact.session.tree import Branch
 
 DEFAULT_TOP = 5
+
+
+class ReplyUsageJSON(TypedDict):
+    input: int | None
+    cache_read: int | None
+    cache_write: int | None
+    output: int | None
+    total: int
+
+
+class ReplyJSON(TypedDict):
+    number: int
+    entry_id: str
+    line: int
+    branch_index: int
+    model: str | None
+    stop_reason: str | None
+    usage: ReplyUsageJSON | None
+    estimate: int
+    cl100k: int | None
+    ratio: float | None
+    trusted: bool
+    reason: str
+    used_by_check: bool
+    cost: float
+
+
+class MarkerJSON(TypedDict):
+    kind: str
+    entry_id: str
+    line: int
+    branch_index: int
+    after_reply: int
+    estimate_before: int
+    estimate_after: int
+    freed: int
+    tokens_before: int | None
+    target_id: str | None
+    omitted: bool
+
+
+class ModelCostJSON(TypedDict):
+    model: str
+    records: int
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    total_tokens: int
+    cost: float
+
+
+class DriftEntryJSON(TypedDict):
+    entry_id: str
+    line: int
+    kind: str
+    estimate: int
+    images: int
+    chars: int
+
+
+class DriftJSON(TypedDict):
+    from_reply: int
+    to_reply: int
+    from_entry_id: str
+    to_entry_id: str
+    recorded_growth: int
+    estimated_growth: int
+    drift: int
+    entries: list[DriftEntryJSON]
+
+
+class RatioJSON(TypedDict):
+    """Recorded total / Pi's estimate over the replies with a recorded total."""
+
+    replies: int
+    overall: float | None
+    min: float | None
+    median: float | None
+    max: float | None
+
+
+class LeafJSON(TypedDict):
+    """The leaf's figures, as ``check --json`` gives them."""
+
+    entry_id: str | None
+    context_tokens: int
+    context_tokens_method: str
+    context_tokens_source: str
+    usage_entry_id: str | None
+    context_window: int
+    threshold: int
+    should_compact: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +149,7 @@ class ReplyRow:
             return None
         return self.total / self.estimate
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReplyJSON:
         ratio = self.ratio
         return {
             "number": self.number,
@@ -103,7 +196,7 @@ class Marker:
     def freed(self) -> int:
         return self.estimate_before - self.estimate_after
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MarkerJSON:
         return {
             "kind": self.kind,
             "entry_id": self.entry_id,
@@ -150,7 +243,7 @@ class ModelCost:
         """Whether Pi's ``/session`` lists it: some cost, or some tokens (input, output, cache read and write)."""
         return self.cost > 0 or self.input + self.output + self.cache_read + self.cache_write > 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ModelCostJSON:
         return {
             "model": self.model,
             "records": self.replies,
@@ -174,7 +267,7 @@ class DriftEntry:
     images: int
     chars: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DriftEntryJSON:
         return {
             "entry_id": self.entry_id,
             "line": self.line,
@@ -202,7 +295,7 @@ class Drift:
     def drift(self) -> int:
         return self.recorded_growth - self.estimated_growth
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DriftJSON:
         return {
             "from_reply": self.from_reply,
             "to_reply": self.to_reply,
@@ -219,15 +312,15 @@ class AuditJSON(TypedDict):
     """``AuditResult.to_json()``: the ``audit --json`` document."""
 
     session: str | None
-    leaf: dict[str, Any]
+    leaf: LeafJSON
     model: str | None
-    replies: list[dict[str, Any]]
-    markers: list[dict[str, Any]]
-    ratio: dict[str, Any]
-    costs: list[dict[str, Any]]
+    replies: list[ReplyJSON]
+    markers: list[MarkerJSON]
+    ratio: RatioJSON
+    costs: list[ModelCostJSON]
     cost_total: float
     cost_all_branches: float
-    drift: list[dict[str, Any]]
+    drift: list[DriftJSON]
     warnings: list[str]
 
 
@@ -251,7 +344,7 @@ class AuditResult:
     def branch(self) -> Branch:
         return self.check.branch
 
-    def ratio_summary(self) -> dict[str, Any]:
+    def ratio_summary(self) -> RatioJSON:
         """Recorded / estimate over the replies with a recorded total: overall, lowest, highest, median."""
         ratios = sorted(r.ratio for r in self.replies if r.ratio is not None)
         recorded = [r for r in self.replies if r.ratio is not None]
@@ -264,7 +357,7 @@ class AuditResult:
             "max": round(ratios[-1], 3) if ratios else None,
         }
 
-    def leaf_json(self) -> dict[str, Any]:
+    def leaf_json(self) -> LeafJSON:
         """The leaf's figures, exactly as ``check --json`` gives them."""
         ctx = self.check.plan.context
         return {

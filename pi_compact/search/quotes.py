@@ -29,10 +29,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from pi_compact.search.render import entry_label
 from pi_compact.search.transcript import Transcript
-from pi_compact.session.entries import JsonDict
 
 MIN_QUOTE_CHARS = 10
 MIN_LINE_CHARS = 3
@@ -147,6 +147,16 @@ def find_quotes(answer: str) -> list[QuoteSpan]:
 # Checking them against the history
 
 
+class QuoteJSON(TypedDict):
+    text: str
+    kind: str
+    verified: bool
+    entries: list[str]
+    missing: list[str]
+    start: int
+    end: int
+
+
 @dataclass(frozen=True, slots=True)
 class Quote:
     """A quoted span and whether the history holds it."""
@@ -159,7 +169,7 @@ class Quote:
     entries: tuple[str, ...]  # entries it was found in (at most MAX_WHERE; for blocks, those of its lines)
     missing: tuple[str, ...]  # block lines (or the phrase) not found
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> QuoteJSON:
         return {
             "text": self.text,
             "kind": self.kind,
@@ -224,6 +234,13 @@ def verify_quotes(transcript: Transcript, answer: str) -> tuple[Quote, ...]:
 # Citations
 
 
+class CitationJSON(TypedDict):
+    id: str
+    entry_id: str | None
+    exists: bool
+    explicit: bool
+
+
 @dataclass(frozen=True, slots=True)
 class Citation:
     """An entry id the answer names, and whether it is an entry of the branch."""
@@ -234,7 +251,7 @@ class Citation:
     explicit: bool  # written as ENTRY <id>
     spans: tuple[tuple[int, int], ...]  # where the answer writes it
 
-    def to_json(self) -> JsonDict:
+    def to_json(self) -> CitationJSON:
         return {"id": self.id, "entry_id": self.entry_id, "exists": self.exists, "explicit": self.explicit}
 
 
