@@ -92,7 +92,8 @@ def _js_stringify_slow(value: Any) -> str | None:
     if value is False:
         return "false"
     if isinstance(value, int):
-        return str(value)
+        # JSON.parse holds every number as a double: an integer past 2**53 is printed as its nearest double.
+        return str(value) if -_MAX_SAFE <= value <= _MAX_SAFE else js_number_text(float(value))
     if isinstance(value, float):
         return js_number_text(value)
     if isinstance(value, str):
@@ -109,13 +110,20 @@ def _js_stringify_slow(value: Any) -> str | None:
     return None
 
 
-def _has_float(value: Any) -> bool:
+_MAX_SAFE = 2**53  # integers up to this are exact doubles
+
+
+def _has_js_number(value: Any) -> bool:
+    """Whether a value holds a number JavaScript prints differently from orjson: a float, or an integer past
+    2**53 (not exact as a double)."""
     if isinstance(value, float):
         return True
+    if isinstance(value, int) and not -_MAX_SAFE <= value <= _MAX_SAFE:
+        return not isinstance(value, bool)
     if isinstance(value, dict):
-        return any(_has_float(v) for v in value.values())
+        return any(_has_js_number(v) for v in value.values())
     if isinstance(value, list):
-        return any(_has_float(v) for v in value)
+        return any(_has_js_number(v) for v in value)
     return False
 
 
@@ -124,8 +132,8 @@ def js_stringify(value: Any) -> str | None:
 
     Returns None where JavaScript returns undefined (an absent value).
     """
-    if not _has_float(value):
-        # orjson refuses lone surrogates and integers beyond 64 bits; those take the exact path below.
+    if not _has_js_number(value):
+        # orjson refuses lone surrogates; those take the exact path below.
         with contextlib.suppress(TypeError):
             return orjson.dumps(value).decode("utf-8")
     return _js_stringify_slow(value)

@@ -71,6 +71,14 @@ def test_json_quote_escapes_as_json_stringify() -> None:
         (2.0**60, "1152921504606847000"),
         (INF, "null"),  # JSON.parse("1" + "0".repeat(400)) is Infinity, which JSON.stringify writes as null
         ({"s": "\ud800"}, '{"s":"\\ud800"}'),
+        # Integers as JSON.parse holds them (doubles): exact to 2**53, the nearest double past it (Node's answers)
+        (9007199254740992, "9007199254740992"),
+        (9007199254740993, "9007199254740992"),
+        ([18446744073709551615], "[18446744073709552000]"),
+        ({"n": -9223372036854775808}, '{"n":-9223372036854776000}'),
+        (9999999999999999999, "10000000000000000000"),
+        (10**25, "1e+25"),
+        ([True, 3], "[true,3]"),
     ],
 )
 def test_js_stringify(value: Any, text: str) -> None:

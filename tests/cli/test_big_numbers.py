@@ -119,3 +119,21 @@ def test_a_header_only_session_without_a_model_names_its_file(tmp_path: Path) ->
         as_json = run(command, path, "--json")
         assert as_json.code == 2
         assert as_json.json["error"]["message"].startswith(f"{path}: the session records no model")
+
+
+def test_tool_arguments_past_2_53_are_counted_as_pi_holds_them(tmp_path: Path) -> None:
+    """Pi estimates a tool call by the length of JSON.stringify(arguments), and JSON.parse has made every integer a
+    double: 9999999999999999999 is printed 10000000000000000000, one digit more than the file holds."""
+    from tests.oracle import ask_oracle, oracle_for_comparison
+
+    sb = SessionBuilder()
+    sb.user("q")
+    sb.assistant(sb.call("bash", {k: 9999999999999999999 for k in "abcd"}), usage=None)
+    path = sb.write(tmp_path / "s.jsonl")
+    ours = run("check", str(path), "--json").json["context_tokens"]
+    # "q" (1 char) + the call's name and its arguments with four 20-digit numbers: 105 characters, 27 tokens
+    # (with the file's 19 digits, 101 characters: 26), plus the user message's 1.
+    assert ours == 28
+    if oracle_for_comparison():
+        pi = orjson.loads(ask_oracle("analyze", path, "--brief").stdout)
+        assert pi["contextEstimate"]["tokens"] == ours
