@@ -15,7 +15,10 @@ from tests.helpers.cli import run
 from tests.helpers.sessions import simple_session
 
 README = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text()  # its JSON output table
-HOW = "a key was added or removed: declare it in pi_compact/cli/schema.py and the README's JSON output table"
+HOW = (
+    "a key was added or removed: declare it in the TypedDict the result's to_json() returns (or, for a key the command "
+    "adds, in pi_compact/cli/schema.py) and in the README's JSON output table"
+)
 WINDOW = ["--context-window", "200000"]
 
 
