@@ -33,9 +33,10 @@ marked [unverified quote]; every cited ENTRY id must exist on the branch, else i
 The model: --model, else the session's current model when picompact supports its provider and has a key,
 else PICOMPACT_MODEL. Before anything is sent, detected secrets (API keys, tokens, private keys, passwords
 in assignments, URLs with passwords) are masked as [REDACTED:kind:N] (--no-redact sends them as they are).
-Keys, in Pi's order: PICOMPACT_API_KEY (a key for this run), then an API-key entry in Pi's auth.json,
-then the provider's apiKey in Pi's models.json, then the provider's variable (OPENAI_API_KEY,
-ANTHROPIC_API_KEY, GEMINI_API_KEY, ...). A provider defined in models.json is called at its baseUrl.
+Keys, in Pi's order: PICOMPACT_API_KEY (a key for this run; with PICOMPACT_API_KEY_PROVIDER set, only
+for that provider's models), then an API-key entry in Pi's auth.json, then the provider's apiKey in Pi's
+models.json, then the provider's variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...). A
+provider defined in models.json is called at its baseUrl.
 
 Exit codes: 0 answered (it cites at least one entry of the branch), 1 nothing found (the answer starts with
 "Not found in this session." or cites no entry of the branch), 2 usage or input error, 3 the provider failed

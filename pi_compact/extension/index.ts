@@ -316,7 +316,8 @@ export default function picompact(pi: ExtensionAPI) {
 		if (off) return;
 		const args = ["pi", "config", "--json", "--cwd", ctx.cwd, ctx.isProjectTrusted() ? "--trusted" : "--untrusted"];
 		if (ctx.model) args.push("--session-model", `${ctx.model.provider}/${ctx.model.id}`);
-		const result = await runPicompact(command, args, CONFIG_TIMEOUT_MS);
+		// With the key the lookup will be given, so that whether context_lookup is offered is decided as it runs.
+		const result = await runPicompact(command, args, CONFIG_TIMEOUT_MS, undefined, await piKey(ctx));
 		const answer = outcome<Config>(result, isConfig);
 		if (!answer.ok) {
 			config = undefined;
@@ -327,6 +328,18 @@ export default function picompact(pi: ExtensionAPI) {
 		config = answer.data;
 		configError = undefined;
 		for (const warning of answer.data.warnings) notify(ctx, warning);
+	}
+
+	/** The API key Pi resolved for the session model's provider, for picompact: PICOMPACT_API_KEY comes first in
+	 * picompact's order, so it is the key used (a key helper of models.json or auth.json is not run a second time, and
+	 * a key only Pi knows, from --api-key, an extension or a login, is there too); PICOMPACT_API_KEY_PROVIDER binds it
+	 * to that provider, so that a model of another provider (picompact.lookupModel, PICOMPACT_MODEL) never gets it and
+	 * looks for its own. Empty without a model or a key. */
+	async function piKey(ctx: ExtensionContext): Promise<Record<string, string>> {
+		const provider = ctx.model?.provider;
+		if (!provider) return {};
+		const key = await ctx.modelRegistry.getApiKeyForProvider(provider).catch(() => undefined);
+		return key ? { PICOMPACT_API_KEY: key, PICOMPACT_API_KEY_PROVIDER: provider } : {};
 	}
 
 	/** How long a verbatim checkpoint of ``file`` may take: a base, plus a little for each MB (see the constants). */
@@ -410,7 +423,8 @@ export default function picompact(pi: ExtensionAPI) {
 			"--mode",
 			chosen,
 		];
-		const env: Record<string, string> = {};
+		// Summary: the key for the session's model; verbatim: whether context_lookup is mentioned is decided with it.
+		const env = await piKey(ctx);
 		if (chosen === "verbatim") {
 			args.push(...config.capArgs);
 			if (event.customInstructions) {
@@ -418,15 +432,11 @@ export default function picompact(pi: ExtensionAPI) {
 			}
 		} else {
 			// The session's model, reached the way Pi reaches it: its server (OpenAI-compatible providers) and the
-			// API key Pi resolved, passed in the environment variable picompact reads for that provider.
+			// API key Pi resolved (piKey).
 			const model = ctx.model;
 			if (model) {
 				args.push("--model", `${model.provider}/${model.id}`);
 				if (model.api === "openai-completions" && model.baseUrl) args.push("--base-url", model.baseUrl);
-				// PICOMPACT_API_KEY comes first in picompact's order, so the key Pi resolved is the one used (a key
-				// helper of models.json or auth.json is not run a second time).
-				const key = await ctx.modelRegistry.getApiKeyForProvider(model.provider).catch(() => undefined);
-				if (key) env.PICOMPACT_API_KEY = key;
 			}
 			if (event.customInstructions) args.push("--instructions", event.customInstructions);
 		}
@@ -616,7 +626,7 @@ export default function picompact(pi: ExtensionAPI) {
 				if (leaf) args.push("--leaf", leaf);
 				if (config?.lookupModel) args.push("--model", config.lookupModel);
 				args.push("--", question, file); // a question may start with "-"
-				const result = await runPicompact(command, args, LOOKUP_TIMEOUT_MS, signal);
+				const result = await runPicompact(command, args, LOOKUP_TIMEOUT_MS, signal, await piKey(ctx));
 				let data: { answer?: string; note?: string | null } | undefined;
 				try {
 					data = JSON.parse(result.stdout);

@@ -95,7 +95,11 @@ const ctx = {
 	hasUI: false,
 	mode: "print",
 	model: { provider: "fake", id: "fake-model", contextWindow: 24000 },
-	modelRegistry: { getApiKeyForProvider: async () => "sk-pi-resolved-key" },
+	// The keys Pi resolved, by provider: "fake" (the session's) and "other" have one, any other provider none.
+	modelRegistry: {
+		getApiKeyForProvider: async (provider) =>
+			({ fake: "sk-pi-resolved-key", other: "sk-pi-resolved-other" })[provider],
+	},
 	isProjectTrusted: () => false,
 	sessionManager: {
 		getSessionFile: () => join(dir, "session.jsonl"),
@@ -124,8 +128,9 @@ mod.default(pi);
 
 // A script: steps of ["behave", {config: B, checkpoint: B}] (what the fake picompact does next: ok, hang, ...),
 // ["start"], ["compact"], ["command", args] (/picompact), ["tool", {name, params}] (a tool call: its text, or
-// {error}) or ["schema", name] (a tool's parameters). Prints, per step, the notices the extension gave, how
-// many times picompact was run so far and what the step returned.
+// {error}), ["schema", name] (a tool's parameters), ["event", {type, ...}] (a Pi event to the extension's handlers)
+// or ["model", {provider, id, contextWindow}] (the session's model from now on, as after /model). Prints, per step,
+// the notices the extension gave, how many times picompact was run so far and what the step returned.
 async function runScript(steps) {
 	const notices = [];
 	ctx.hasUI = true;
@@ -158,6 +163,8 @@ async function runScript(steps) {
 				result = { error: String(error?.message ?? error) };
 			}
 		} else if (kind === "schema") result = tools.get(arg).parameters;
+		else if (kind === "event") await emit(arg.type, arg);
+		else if (kind === "model") ctx.model = arg;
 		done.push({ kind, result, notices: notices.slice(before), calls: calls(), tools: [...tools.keys()].sort() });
 	}
 	return done;

@@ -30,6 +30,8 @@ with open({log!r}, "a") as f:
     f.write(json.dumps(args) + "\n")
 with open({log!r} + ".key", "a") as f:  # the key the extension passed
     f.write(json.dumps(os.environ.get("PICOMPACT_API_KEY")) + "\n")
+with open({log!r} + ".provider", "a") as f:  # the provider it is bound to
+    f.write(json.dumps(os.environ.get("PICOMPACT_API_KEY_PROVIDER")) + "\n")
 # What to do instead of answering (a script's "behave" step writes it): hang, hang ignoring SIGTERM, reply with
 # something that is not JSON, crash, or report an error.
 try:
@@ -65,6 +67,8 @@ elif args[:2] == ["pi", "checkpoint"]:
                                 "freed_percent": 51.4}}, "trimmed": True, "warnings": []}}))
 elif args[:1] == ["lookup"]:
     print(json.dumps({{"answer": "ANSWER " + args[-2], "note": None}}))
+elif args[:2] == ["pi", "tool"]:
+    print(json.dumps({{"text": "RESULT " + args[2]}}))
 else:
     sys.exit(2)
 """
@@ -109,10 +113,9 @@ def _run_harness(
     data = orjson.loads(proc.stdout)
     data["calls"] = [orjson.loads(line) for line in log.read_bytes().split(b"\n") if line] if log.exists() else []
     data["stderr"] = proc.stderr.decode("utf-8", "replace")
-    key_log = Path(f"{log}.key")
-    data["keys"] = (
-        [orjson.loads(line) for line in key_log.read_bytes().split(b"\n") if line] if key_log.exists() else []
-    )
+    for name, suffix in (("keys", "key"), ("providers", "provider")):
+        path = Path(f"{log}.{suffix}")
+        data[name] = [orjson.loads(line) for line in path.read_bytes().split(b"\n") if line] if path.exists() else []
     data["hung"] = [int(pid) for pid in pids.read_text().split()] if pids.exists() else []
     shutil.rmtree(work, ignore_errors=True)
     return data
@@ -334,11 +337,50 @@ def test_an_error_picompact_reports_falls_back_this_time_only(tmp_path: Path) ->
 
 
 def test_a_summary_checkpoint_is_given_the_key_pi_resolved(tmp_path: Path) -> None:
-    """As PICOMPACT_API_KEY, first in picompact's order: a key helper of models.json or auth.json is not run again."""
+    """As PICOMPACT_API_KEY, first in picompact's order: a key helper of models.json or auth.json is not run again;
+    bound to the provider it was resolved for (PICOMPACT_API_KEY_PROVIDER)."""
     data = _run_harness(tmp_path, mode="summary", script=[["start"], ["compact"]])
     _config, checkpoint = data["calls"]
     assert checkpoint[:2] == ["pi", "checkpoint"] and checkpoint[checkpoint.index("--mode") + 1] == "summary"
     assert checkpoint[checkpoint.index("--model") + 1] == "fake/fake-model"
-    assert data["keys"] == [None, "sk-pi-resolved-key"]
+    # The configuration too: whether context_lookup is offered is decided with the key the lookup gets.
+    assert data["keys"] == ["sk-pi-resolved-key", "sk-pi-resolved-key"]
+    assert data["providers"] == ["fake", "fake"]
     # The summary waits for the model: its own, long limit, not the verbatim checkpoint's.
     assert data["limits"][:2] == [5000, 600_000]
+
+
+def test_context_lookup_is_given_the_key_pi_resolved_bound_to_its_provider(tmp_path: Path) -> None:
+    """The lookup, the configuration that decides whether it is offered and a verbatim checkpoint (which mentions
+    it or not) get the key Pi resolved for the session model's provider, with that provider; after /model, the new
+    provider's key; a provider Pi has no key for, none. The search tools, which call no model, get no key."""
+    lookup = ["tool", {"name": "context_lookup", "params": {"question": "where was it?"}}]
+    grep = ["tool", {"name": "context_grep", "params": {"pattern": "x"}}]
+    user = ["event", {"type": "before_agent_start", "messageType": "user", "prompt": "next", "systemPrompt": ""}]
+    data = _run_harness(
+        tmp_path,
+        script=[
+            ["start"],
+            ["compact"],
+            lookup,
+            grep,
+            ["model", {"provider": "other", "id": "other-model", "contextWindow": 24000}],
+            user,
+            lookup,
+            ["model", {"provider": "keyless", "id": "m", "contextWindow": 24000}],
+            user,
+            lookup,
+        ],
+    )
+    steps = data["steps"]
+    assert [s["result"] for s in steps if s["kind"] == "tool"] == [
+        "ANSWER where was it?",
+        "RESULT context_grep",
+        "ANSWER where was it?",
+        "ANSWER where was it?",
+    ]
+    runs = [c[:2] if c[0] == "pi" else c[:1] for c in data["calls"]]
+    assert runs == [["pi", "config"], ["pi", "checkpoint"], ["lookup"], ["pi", "tool"], ["lookup"], ["lookup"]]
+    key, other = "sk-pi-resolved-key", "sk-pi-resolved-other"
+    assert data["keys"] == [key, key, key, None, other, None]
+    assert data["providers"] == ["fake", "fake", "fake", None, "other", None]

@@ -6,9 +6,10 @@ it stands for, so both models below answer it).
 
 Two kinds of model, served on 127.0.0.1 at a free port:
 
-* ``PlainModel``: answers every request with one fixed text (``OK from fake model``), never a tool call; picompact's
-  own summary requests (summary mode) get a checkpoint in its format that says it was written here
-  (``PICOMPACT_SUMMARY_MARK``).
+* ``PlainModel``: answers every request with one fixed text (``OK from fake model``); picompact's own summary
+  requests (summary mode) get a checkpoint in its format that says it was written here (``PICOMPACT_SUMMARY_MARK``).
+  Its one tool call: a request that ends with a prompt ``Call TOOL: VALUE`` and offers TOOL gets a call of it, each
+  required string parameter filled with VALUE (``fill``); the request with the result gets the fixed text.
 * ``ScriptedModel``: plays a coding agent from a plan the driver gives it (``drive.py``). A request whose last
   message is a prompt of the plan gets that prompt's first step; a request that ends with tool results gets the next
   step of the call it answers. Tool-call ids carry the prompt and step (``pc<P>s<S>k<K>…``), so the model finds its
@@ -51,6 +52,7 @@ PICOMPACT_SUMMARY_MARK = "Checkpoint written by the local test model for picompa
 GOOGLE_PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
 CALL_ID = re.compile(r"^pc(\d+)s(\d+)k(\d+)x[0-9a-f]+$")
 ENTRY_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{8}(?![0-9a-f])")
+CALL_PROMPT = re.compile(r"^Call (?P<tool>[A-Za-z0-9_]+): (?P<value>.+)$", re.S)  # the plain model's tool call
 
 
 def text_of(content: Any) -> str:
@@ -184,7 +186,7 @@ def fill(schema: dict[str, Any], value: str) -> dict[str, Any]:
 
 
 class PlainModel:
-    """Every answer is the same text."""
+    """Every answer is the same text, but for a prompt that asks for a tool call (``CALL_PROMPT``)."""
 
     def __init__(self, text: str = "OK from fake model") -> None:
         self.text = text
@@ -192,6 +194,15 @@ class PlainModel:
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
         if is_picompact_summary(body):
             return {"kind": "picompact-summary", "text": picompact_summary(body), "calls": []}
+        messages = body.get("messages") or []
+        last = messages[-1] if messages else {}
+        asked = CALL_PROMPT.match(text_of(last.get("content"))) if last.get("role") == "user" else None
+        tools = offered(body)
+        if asked and asked["tool"] in tools:
+            arguments = fill(tools[asked["tool"]], asked["value"])
+            tag = hashlib.sha256(json.dumps([asked["tool"], arguments]).encode()).hexdigest()[:8]
+            call = {"id": f"call{tag}", "name": asked["tool"], "arguments": arguments}
+            return {"kind": "tool-call", "text": "", "calls": [call]}
         return {"kind": "summary" if is_summarization(body) else "plain", "text": self.text, "calls": []}
 
 
