@@ -334,10 +334,12 @@ export default function picompact(pi: ExtensionAPI) {
 	 * picompact's order, so it is the key used (a key helper of models.json or auth.json is not run a second time, and
 	 * a key only Pi knows, from --api-key, an extension or a login, is there too); PICOMPACT_API_KEY_PROVIDER binds it
 	 * to that provider, so that a model of another provider (picompact.lookupModel, PICOMPACT_MODEL) never gets it and
-	 * looks for its own. Empty without a model or a key. */
+	 * looks for its own. Empty without a model or a key, and for a login (OAuth): its token is no API key, and
+	 * picompact, which calls providers with API keys only, says so instead of sending it where it is refused. */
 	async function piKey(ctx: ExtensionContext): Promise<Record<string, string>> {
 		const provider = ctx.model?.provider;
-		if (!provider) return {};
+		if (!provider || !ctx.model) return {};
+		if (ctx.modelRegistry.isUsingOAuth(ctx.model)) return {};
 		const key = await ctx.modelRegistry.getApiKeyForProvider(provider).catch(() => undefined);
 		return key ? { PICOMPACT_API_KEY: key, PICOMPACT_API_KEY_PROVIDER: provider } : {};
 	}

@@ -95,10 +95,12 @@ const ctx = {
 	hasUI: false,
 	mode: "print",
 	model: { provider: "fake", id: "fake-model", contextWindow: 24000 },
-	// The keys Pi resolved, by provider: "fake" (the session's) and "other" have one, any other provider none.
+	// The keys Pi resolved, by provider: "fake" (the session's) and "other" have one, "login" an OAuth token, any
+	// other provider none.
 	modelRegistry: {
 		getApiKeyForProvider: async (provider) =>
-			({ fake: "sk-pi-resolved-key", other: "sk-pi-resolved-other" })[provider],
+			({ fake: "sk-pi-resolved-key", other: "sk-pi-resolved-other", login: "oauth-access-token" })[provider],
+		isUsingOAuth: (model) => model.provider === "login",
 	},
 	isProjectTrusted: () => false,
 	sessionManager: {

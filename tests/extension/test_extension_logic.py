@@ -370,6 +370,9 @@ def test_context_lookup_is_given_the_key_pi_resolved_bound_to_its_provider(tmp_p
             ["model", {"provider": "keyless", "id": "m", "contextWindow": 24000}],
             user,
             lookup,
+            ["model", {"provider": "login", "id": "m", "contextWindow": 24000}],
+            user,
+            lookup,
         ],
     )
     steps = data["steps"]
@@ -378,9 +381,19 @@ def test_context_lookup_is_given_the_key_pi_resolved_bound_to_its_provider(tmp_p
         "RESULT context_grep",
         "ANSWER where was it?",
         "ANSWER where was it?",
+        "ANSWER where was it?",
     ]
     runs = [c[:2] if c[0] == "pi" else c[:1] for c in data["calls"]]
-    assert runs == [["pi", "config"], ["pi", "checkpoint"], ["lookup"], ["pi", "tool"], ["lookup"], ["lookup"]]
+    assert runs == [
+        ["pi", "config"],
+        ["pi", "checkpoint"],
+        ["lookup"],
+        ["pi", "tool"],
+        ["lookup"],
+        ["lookup"],
+        ["lookup"],
+    ]
     key, other = "sk-pi-resolved-key", "sk-pi-resolved-other"
-    assert data["keys"] == [key, key, key, None, other, None]
-    assert data["providers"] == ["fake", "fake", "fake", None, "other", None]
+    # A login's token is not passed on as an API key (picompact says it uses API keys only).
+    assert data["keys"] == [key, key, key, None, other, None, None]
+    assert data["providers"] == ["fake", "fake", "fake", None, "other", None, None]
