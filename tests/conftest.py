@@ -66,27 +66,44 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # around them at the end, instead of one long unit running alone on one core while the other is idle. Only the order
 # changes; a unit not named here keeps its place, after these, larger units (more tests) first.
 LONGEST_FIRST = [
-    "tests/session/test_session_index.py",
     "tests/extension/test_pi_e2e.py::TestIdle",  # real Pi sessions
-    "tests/acceptance/test_hostile_corpus.py",
+    "tests/session/test_session_index.py",
     "tests/extension/test_pi_e2e.py::TestMidRun",
+    "tests/session/test_write_concurrency.py",  # real processes killed under the lock
+    "tests/acceptance/test_hostile_corpus.py",
     "tests/extension/test_pi_e2e.py",
-    "tests/session/test_write_concurrency.py",  # real processes killed at random moments
-    "tests/acceptance/test_oracle_e2e.py",
     "tests/ops/test_audit.py",
-    "tests/checkpoint/summary/test_pi_resume.py",
-    "tests/lookup/test_agent.py",
-    # Units of few tests that take a second or more: by size alone they would come last, one core's tail.
+    "tests/acceptance/test_oracle_e2e.py",
     "tests/extension/test_extension_logic.py",  # node with hung fake processes
     "tests/test_packaging.py",  # a real editable install
-    "tests/ops/test_coverage.py",
-    "tests/archive/test_equivalence.py",
     "tests/extension/test_one_copy.py",
     "tests/session/test_index_prefix_hash.py",
+    "tests/ops/test_coverage.py",
+    "tests/session/test_loader_hostile.py",
+    "tests/archive/test_equivalence.py",
     "tests/llm/test_key_commands.py",
+    "tests/search/test_rawregex.py",
+    "tests/checkpoint/test_verbatim_golden.py",
+    "tests/checkpoint/summary/test_pi_resume.py",
+    "tests/cli/test_write_errors.py",
+    # Units of a second or two: by size alone several would come last, one core's tail.
+    "tests/session/test_index_trust.py",
+    "tests/search/test_search.py",
+    "tests/cli/test_compact_cli.py",
     "tests/test_architecture.py",
+    "tests/cli/test_lazy_commands.py",
+    "tests/cli/test_boundary.py",
+    "tests/redact/test_sent.py",
     "tests/search/test_line_search.py",
+    "tests/ops/test_lint.py",
+    "tests/cli/test_sigint_ignored.py",
+    "tests/lookup/test_agent.py",
+    "tests/search/test_prefilter.py",
+    "tests/session/test_torn_line_writer.py",
     "tests/session/test_mutation_facts.py",
+    "tests/archive/test_search_cli.py",
+    "tests/llm/test_thinking_parity.py",
+    "tests/checkpoint/test_evidence_readtool_pi.py",
 ]
 
 
