@@ -406,13 +406,13 @@ def _decisions(text: str) -> list[str]:
 
 def _recover(branch: Branch, item: CoverageItem) -> bool:
     """Whether ``picompact grep -F NEEDLE`` on the raw branch finds the item in its own entry."""
-    from pi_compact.search.grepping import grep
+    from pi_compact.search.grepping import GrepQuery, grep
 
     if not item.needle:
         return False
     cursor: str | None = None
     for _ in range(50):  # pages; a needle this specific rarely needs a second one
-        page = grep(branch, item.needle, fixed=True, cursor=cursor, max_count=200)
+        page = grep(branch, GrepQuery.of(item.needle, fixed=True), cursor=cursor, max_count=200)
         if any(m.entry_id == item.entry_id for m in page.matches):
             return True
         cursor = page.next_cursor

@@ -33,7 +33,7 @@ from pi_compact.errors import UsageError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.ops.compact import CompactOptions, CompactResult, compact_session
 from pi_compact.ops.coverage import CoverageResult, measure_coverage
-from pi_compact.search.grepping import GrepPage, grep
+from pi_compact.search.grepping import GrepPage, GrepQuery, grep
 from pi_compact.search.listing import EntryPage, list_entries
 from pi_compact.search.show import ShowPage, show_entry
 from pi_compact.search.transcript import Transcript, build_transcript
@@ -116,30 +116,17 @@ class SessionFile:
 
     def grep(
         self,
-        pattern: str | Sequence[str],
+        query: str | Sequence[str] | GrepQuery,
         *,
-        ignore_case: bool = False,
-        fixed: bool = False,
-        word: bool = False,
-        context: int = 0,
-        roles: Iterable[str] | None = None,
         max_count: int | None = None,
         cursor: str | None = None,
         leaf_id: str | None = None,
         all_branches: bool = False,
     ) -> GrepPage:
-        """``picompact grep``: lines of the raw history matching ``pattern``, a page at a time (``cursor``)."""
-        return grep(
-            self.transcript(leaf_id=leaf_id or self.options.leaf_id, all_branches=all_branches),
-            pattern,
-            ignore_case=ignore_case,
-            fixed=fixed,
-            word=word,
-            context=context,
-            roles=roles,
-            max_count=max_count,
-            cursor=cursor,
-        )
+        """``picompact grep``: lines of the raw history matching ``query`` (a pattern, or a ``GrepQuery`` for
+        grep's flags: ``GrepQuery.of("off by one", ignore_case=True)``), a page at a time (``cursor``)."""
+        transcript = self.transcript(leaf_id=leaf_id or self.options.leaf_id, all_branches=all_branches)
+        return grep(transcript, query, max_count=max_count, cursor=cursor)
 
     def show(self, entry_id: str, *, page: int | None = None, cursor: str | None = None) -> ShowPage:
         """``picompact show``: one entry in full (an id or a unique prefix of one), a page at a time."""

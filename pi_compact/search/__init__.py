@@ -2,18 +2,19 @@
 list_entries, grep and show_entry (paginated and bounded, with cursors), and the context view.
 
 from pi_compact.session import load_session
-from pi_compact.search import build_transcript, grep
+from pi_compact.search import GrepQuery, build_transcript, grep
 
 transcript = build_transcript(load_session("session.jsonl"))
-page = grep(transcript, r"TypeError: .*undefined", context=2)
+query = GrepQuery.of(r"TypeError: .*undefined", context=2)
+page = grep(transcript, query)
 for match in page.matches:
     print(match.entry_id, match.line.section, match.line.text)
-more = grep(transcript, r"TypeError: .*undefined", context=2, cursor=page.next_cursor)
+more = grep(transcript, query, cursor=page.next_cursor)
 """
 
 from typing import TYPE_CHECKING, Any
 
-from pi_compact.search.grepping import GrepLine, GrepMatch, GrepPage, grep
+from pi_compact.search.grepping import GrepLine, GrepMatch, GrepPage, GrepQuery, grep
 from pi_compact.search.listing import EntryPage, list_entries
 from pi_compact.search.matching import compile_pattern
 from pi_compact.search.pages import DEFAULT_LIMITS, EntryInfo, Limits
@@ -46,6 +47,7 @@ __all__ = [
     "GrepLine",
     "GrepMatch",
     "GrepPage",
+    "GrepQuery",
     "Limits",
     "RenderedEntry",
     "ShowLine",

@@ -317,36 +317,18 @@ class GrepQuery:
 
 def grep(
     source: Source,
-    pattern: str | Sequence[str] | GrepQuery,
+    query: str | Sequence[str] | GrepQuery,
     *,
-    ignore_case: bool = False,
-    fixed: bool = False,
-    word: bool = False,
-    invert: bool = False,
-    context: int = 0,
-    roles: Iterable[str] | None = None,
-    sections: Iterable[str] | None = None,
     max_count: int | None = None,
     max_chars: int | None = None,
     cursor: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> GrepPage:
-    """Lines of the rendered transcript matching ``pattern`` (or a ``GrepQuery``, then the flags are its own),
-    each with its entry, section and context lines: ``grep_stream``'s page collected into a GrepPage."""
-    query = (
-        pattern
-        if isinstance(pattern, GrepQuery)
-        else GrepQuery.of(
-            pattern,
-            ignore_case=ignore_case,
-            fixed=fixed,
-            word=word,
-            invert=invert,
-            context=context,
-            roles=roles,
-            sections=sections,
-        )
-    )
+    """Lines of the rendered transcript matching ``query`` (a ``GrepQuery``, or a pattern or patterns with the
+    default flags), each with its entry, section and context lines: ``grep_stream``'s page collected into a
+    GrepPage."""
+    if not isinstance(query, GrepQuery):
+        query = GrepQuery.of(query)
     stream = grep_stream(source, query, max_count=max_count, max_chars=max_chars, cursor=cursor, limits=limits)
     return GrepPage(
         stream.pattern,

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 import pi_compact
-from pi_compact import CheckOptions, open_session
+from pi_compact import CheckOptions, GrepQuery, open_session
 from pi_compact.errors import PiCompactError
 from tests.helpers.cli import run
 
@@ -48,7 +48,7 @@ def test_the_object_agrees_with_the_commands(tmp_path: Path) -> None:
         assert check.to_json() == pi_compact.check_session(path, CheckOptions(context_window=32_000)).to_json()
         out = run("grep", "-i", "off by one", path, "--json").stdout_bytes.split(b"\n")
         cli = [r for r in (orjson.loads(line) for line in out if line) if r["type"] == "match"]
-        page = session.grep("off by one", ignore_case=True)
+        page = session.grep(GrepQuery.of("off by one", ignore_case=True))
         assert [m.entry_id for m in page.matches] == [r["data"]["entry_id"] for r in cli] != []
         assert session.entries().to_json()["entries"] == run("list", path, "--json").json["entries"]
         written = session.compact("verbatim")

@@ -31,7 +31,7 @@ def session_path(tmp_path: Path) -> Path:
 )
 def test_the_stream_is_the_page(session_path: Path, pattern: str, kwargs: dict[str, int]) -> None:
     limits = {k: kwargs.pop(k) for k in ("max_count", "max_chars") if k in kwargs}
-    page = grep(build_transcript(load_session(session_path)), pattern, **kwargs, **limits)
+    page = grep(build_transcript(load_session(session_path)), GrepQuery.of(pattern, **kwargs), **limits)
     stream = grep_stream(build_transcript(load_session(session_path)), GrepQuery.of(pattern, **kwargs), **limits)
     assert [m.to_json() for m in stream.matches] == [m.to_json() for m in page.matches]
     assert stream.count == len(page.matches)
@@ -58,6 +58,6 @@ def test_a_match_comes_out_before_the_rest_is_searched(session_path: Path) -> No
 
 
 def test_text_lines_of_the_stream_match_the_page(session_path: Path) -> None:
-    page = grep(build_transcript(load_session(session_path)), "Done", context=1)
+    page = grep(build_transcript(load_session(session_path)), GrepQuery.of("Done", context=1))
     stream = grep_stream(build_transcript(load_session(session_path)), GrepQuery.of("Done", context=1))
     assert list(stream.text_lines()) == list(page.text_lines())

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pi_compact.search import grep
+from pi_compact.search.grepping import GrepQuery
 from pi_compact.search.prefilter import CASE_EXTRA, build_raw_filter, required_literals, take_census
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
@@ -114,7 +115,9 @@ def _session_bytes(texts: list[str], style: str, seed: int) -> bytes:
 
 
 def _all_matches(source: Any, pattern: str, ignore_case: bool, fixed: bool) -> tuple[list[tuple], bool]:
-    page = grep(source, pattern, ignore_case=ignore_case, fixed=fixed, max_count=100_000, max_chars=10_000_000)
+    page = grep(
+        source, GrepQuery.of(pattern, ignore_case=ignore_case, fixed=fixed), max_count=100_000, max_chars=10_000_000
+    )
     assert page.next_cursor is None
     return [(m.entry_id, m.line.number, m.line.section, m.line.text) for m in page.matches], page.prefiltered
 
@@ -174,7 +177,7 @@ def test_prefilter_is_used_for_plain_literals(tmp_path: Path) -> None:
     transcript = build_transcript(load_session(sb.write(tmp_path / "s.jsonl")))
     page = grep(transcript, "needle")
     assert page.prefiltered and len(page.matches) == 1
-    assert grep(transcript, "NEEDLE", ignore_case=True).prefiltered
+    assert grep(transcript, GrepQuery.of("NEEDLE", ignore_case=True)).prefiltered
     assert grep(transcript, r"\w+dle").prefiltered  # "dle" is required
     assert grep(transcript, r"\w+").prefiltered  # no literal: the raw search runs the pattern itself (rawregex)
     assert not grep(transcript, r"(\w)\1").prefiltered  # a backreference: nothing to search the raw bytes for
@@ -201,7 +204,7 @@ def test_kelvin_sign_matches_k_case_insensitively(tmp_path: Path) -> None:
     entry = sb.user("temperature 300 \u212a")
     sb.user("plain")
     transcript = build_transcript(load_session(sb.write(tmp_path / "s.jsonl")))
-    page = grep(transcript, "300 k", ignore_case=True)
+    page = grep(transcript, GrepQuery.of("300 k", ignore_case=True))
     assert [m.entry_id for m in page.matches] == [entry]
 
 
@@ -213,7 +216,7 @@ def test_dotless_i_matches_capital_i_case_insensitively(tmp_path: Path) -> None:
     sb.user("other")
     transcript = build_transcript(load_session(sb.write(tmp_path / "s.jsonl")))
     for pattern in ("Iz", r"Iz\p{L}*"):
-        page = grep(transcript, pattern, ignore_case=True)
+        page = grep(transcript, GrepQuery.of(pattern, ignore_case=True))
         assert page.prefiltered and [m.entry_id for m in page.matches] == [entry], pattern
 
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pi_compact.search import grep
+from pi_compact.search.grepping import GrepQuery
 from pi_compact.search.prefilter import build_raw_filter, take_census
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session import rawfile
@@ -75,7 +76,7 @@ def test_grep_through_a_small_window_matches_in_memory_bytes(
         assert isinstance(raw, FileBytes)
         raw.window = window
         pages = [
-            grep(t, pattern, ignore_case=ignore_case, fixed=fixed, max_count=2, max_chars=10_000_000)
+            grep(t, GrepQuery.of(pattern, ignore_case=ignore_case, fixed=fixed), max_count=2, max_chars=10_000_000)
             for t in (held, windowed)
         ]
     assert pages[0].prefiltered == pages[1].prefiltered
@@ -101,7 +102,7 @@ def test_rare_literal_across_window_edges(tmp_path: Path, monkeypatch: pytest.Mo
     census = take_census(transcript.raw_bytes())
     filt = build_raw_filter(["E_RARE_NEEDLE_4711"], transcript.raw_bytes(), ignore_case=True, census=census)
     assert filt is not None and filt.find_from(transcript.raw_bytes(), 0) == data.find(b"E_R\\u0041RE")
-    page = grep(transcript, "e_rare_needle_4711", ignore_case=True)
+    page = grep(transcript, GrepQuery.of("e_rare_needle_4711", ignore_case=True))
     assert page.prefiltered and [m.entry_id for m in page.matches] == [target]
 
 

@@ -179,7 +179,7 @@ def _session(texts: list[str], style: str, seed: int) -> bytes:
 
 
 def _matches(source: Any, pattern: str, **options: Any) -> tuple[list[tuple], bool]:
-    page = grep(source, pattern, max_count=100_000, max_chars=10_000_000, **options)
+    page = grep(source, GrepQuery.of(pattern, **options), max_count=100_000, max_chars=10_000_000)
     assert page.next_cursor is None
     return [(m.entry_id, m.line.number, m.line.section, m.line.text) for m in page.matches], page.prefiltered
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pi_compact.errors import CursorError, NotFoundError, PatternError, SessionError, UsageError
 from pi_compact.search import DEFAULT_LIMITS, entry_raw, grep, list_entries, show_entry
+from pi_compact.search.grepping import GrepQuery
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
 from pi_compact.session.tree import children, get_branch
@@ -61,11 +62,17 @@ def all_pages(fetch, first_cursor=None):
     section=st.sampled_from([None, ["toolResult"], ["text", "thinking"]]),
 )
 def test_v29_grep_pages_cover_every_match_exactly_once(busy, max_count, max_chars, context, section) -> None:
-    everything = grep(busy, "error", sections=section, max_count=100_000, max_chars=100_000_000, context=context)
+    everything = grep(
+        busy, GrepQuery.of("error", sections=section, context=context), max_count=100_000, max_chars=100_000_000
+    )
     assert everything.next_cursor is None
     pages = all_pages(
         lambda c: grep(
-            busy, "error", sections=section, max_count=max_count, max_chars=max_chars, context=context, cursor=c
+            busy,
+            GrepQuery.of("error", sections=section, context=context),
+            max_count=max_count,
+            max_chars=max_chars,
+            cursor=c,
         )
     )
     got = [(m.entry_id, m.line.number) for p in pages for m in p.matches]
@@ -81,8 +88,10 @@ def test_v29_grep_pages_cover_every_match_exactly_once(busy, max_count, max_char
 
 def test_grep_on_a_real_session_pages_equal_one_big_page() -> None:
     transcript = build_transcript(load_session(PI_FIXTURES / "gen-medium-101.jsonl"))
-    everything = grep(transcript, "error|fail", ignore_case=True, max_count=100_000, max_chars=100_000_000)
-    pages = all_pages(lambda c: grep(transcript, "error|fail", ignore_case=True, max_count=37, cursor=c))
+    everything = grep(
+        transcript, GrepQuery.of("error|fail", ignore_case=True), max_count=100_000, max_chars=100_000_000
+    )
+    pages = all_pages(lambda c: grep(transcript, GrepQuery.of("error|fail", ignore_case=True), max_count=37, cursor=c))
     assert [(m.entry_id, m.line.number) for p in pages for m in p.matches] == [
         (m.entry_id, m.line.number) for m in everything.matches
     ]
@@ -90,7 +99,7 @@ def test_grep_on_a_real_session_pages_equal_one_big_page() -> None:
 
 
 def test_grep_context_lines_are_attributed_and_not_repeated(busy) -> None:
-    page = grep(busy, "error", context=2, max_count=1000, max_chars=10**9, roles=["toolResult"])
+    page = grep(busy, GrepQuery.of("error", context=2, roles=["toolResult"]), max_count=1000, max_chars=10**9)
     shown: dict[str, list[int]] = {}
     for match in page.matches:
         numbers = [c.number for c in match.before] + [match.line.number] + [c.number for c in match.after]
@@ -104,14 +113,14 @@ def test_grep_context_lines_are_attributed_and_not_repeated(busy) -> None:
 
 
 def test_grep_filters_by_role_and_section(busy) -> None:
-    roles = grep(busy, "error", roles=["user"], max_count=1000)
+    roles = grep(busy, GrepQuery.of("error", roles=["user"]), max_count=1000)
     assert roles.matches and {m.role for m in roles.matches} == {"user"}
-    thinking = grep(busy, "error", sections=["thinking"], max_count=1000)
+    thinking = grep(busy, GrepQuery.of("error", sections=["thinking"]), max_count=1000)
     assert thinking.matches and {m.line.section for m in thinking.matches} == {"thinking"}
     with pytest.raises(UsageError, match="unknown section"):
-        grep(busy, "error", sections=["bogus"])
+        grep(busy, GrepQuery.of("error", sections=["bogus"]))
     with pytest.raises(UsageError, match="unknown role"):
-        grep(busy, "error", roles=["robot"])
+        grep(busy, GrepQuery.of("error", roles=["robot"]))
 
 
 def test_long_lines_show_a_window_around_the_match() -> None:
@@ -140,7 +149,7 @@ def test_catastrophic_pattern_times_out_with_a_clear_error() -> None:
 def test_invalid_regex_names_the_position(busy) -> None:
     with pytest.raises(PatternError, match=r"at position 6: missing \)"):
         grep(busy, "error(")
-    assert grep(busy, "error(", fixed=True).matches == ()
+    assert grep(busy, GrepQuery.of("error(", fixed=True)).matches == ()
 
 
 def test_grep_cursor_is_refused_for_another_query_or_a_changed_file(tmp_path: Path) -> None:
@@ -176,15 +185,17 @@ def test_grep_all_branches_labels_entries_with_their_branch() -> None:
     probe = off.message["content"]
     probe = probe if isinstance(probe, str) else probe[0]["text"]
     probe = probe.split("\n")[0][:40]
-    on_branch_hits = {m.entry_id for m in grep(current, probe, fixed=True, max_count=1000).matches}
+    on_branch_hits = {m.entry_id for m in grep(current, GrepQuery.of(probe, fixed=True), max_count=1000).matches}
     assert off.id not in on_branch_hits
-    hits = [m for m in grep(everywhere, probe, fixed=True, max_count=1000).matches if m.entry_id == off.id]
+    hits = [
+        m for m in grep(everywhere, GrepQuery.of(probe, fixed=True), max_count=1000).matches if m.entry_id == off.id
+    ]
     assert hits and not hits[0].on_branch
     leaf = hits[0].branch
     assert leaf is not None and leaf != current.leaf.id
     assert not children(session).get(leaf)  # a real leaf ...
     assert off.id in {e.id for e in get_branch(session, leaf).entries}  # ... whose branch holds the entry
-    on = grep(everywhere, r"^ENTRY", max_count=100_000, sections=["header"]).matches
+    on = grep(everywhere, GrepQuery.of(r"^ENTRY", sections=["header"]), max_count=100_000).matches
     assert {m.branch for m in on if m.on_branch} == {current.leaf.id}
     assert len(on) == len(session.by_id)
 

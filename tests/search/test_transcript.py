@@ -6,6 +6,7 @@ import orjson
 import pytest
 
 from pi_compact.search import grep, show_entry
+from pi_compact.search.grepping import GrepQuery
 from pi_compact.search.render import render_entry, safe_text
 from pi_compact.search.transcript import build_transcript
 from pi_compact.session.load import load_session, load_session_bytes
@@ -37,7 +38,7 @@ def test_v28_every_line_is_attributed_by_the_index_not_by_its_text(tmp_path) -> 
     assert got == sorted(
         [(ids["assistant"], "thinking"), (ids["assistant"], "toolCall"), (ids["result"], "toolResult")]
     )  # the real header is picompact's own line: selected only with --section header
-    headers = grep(transcript, r"^ENTRY 0badc0de", max_count=100, sections=["header"])
+    headers = grep(transcript, GrepQuery.of(r"^ENTRY 0badc0de", sections=["header"]), max_count=100)
     assert [(m.entry_id, m.line.section) for m in headers.matches] == [("0badc0de", "header")]
     forged = grep(transcript, "forged thinking line", max_count=100)
     assert sorted((m.entry_id, m.line.section) for m in forged.matches) == sorted(

@@ -285,7 +285,7 @@ def test_dangling_symlink_is_not_found(tmp_path: Path) -> None:
 
 
 def test_grep_finds_replacement_characters_the_raw_bytes_lack(tmp_path: Path) -> None:
-    from pi_compact.search.grepping import grep
+    from pi_compact.search.grepping import GrepQuery, grep
     from pi_compact.search.transcript import build_transcript
 
     data = simple_session(turns=2).to_bytes().replace(b"Reading mod1", b"Reading \xff mod1", 1)
@@ -293,7 +293,7 @@ def test_grep_finds_replacement_characters_the_raw_bytes_lack(tmp_path: Path) ->
     path.write_bytes(data)
     transcript = build_transcript(load_session(path))
     for pattern, fixed in (("\ufffd mod1", True), ("Reading \ufffd", False)):
-        page = grep(transcript, pattern, fixed=fixed)
+        page = grep(transcript, GrepQuery.of(pattern, fixed=fixed))
         assert [m.line.text for m in page.matches] == ["Reading \ufffd mod1"]
 
 

@@ -199,15 +199,15 @@ def test_decorated_lines_kept_by_the_loader_are_the_rendering(tmp_path: Path) ->
 def test_grep_with_kept_decorated_lines_finds_what_a_full_parse_finds(
     tmp_path: Path, pattern: str, sections: list[str] | None
 ) -> None:
-    from pi_compact.search.grepping import grep
+    from pi_compact.search.grepping import GrepQuery, grep
     from pi_compact.search.render import render_entry
     from pi_compact.search.transcript import build_transcript
 
     path = compacted_session().write(tmp_path / "s.jsonl")
     kept = load_session(path, decorate=lambda e: render_entry(e, decorated_only=True).lines)
     assert kept.decorated
-    lazy = grep(build_transcript(kept), pattern, sections=sections, max_count=1000)
+    lazy = grep(build_transcript(kept), GrepQuery.of(pattern, sections=sections), max_count=1000)
     full_transcript = build_transcript(load_session_bytes(path.read_bytes(), str(path)))
     full_transcript.attach_raw(path.read_bytes())
-    full = grep(full_transcript, pattern, sections=sections, max_count=1000)
+    full = grep(full_transcript, GrepQuery.of(pattern, sections=sections), max_count=1000)
     assert [m.to_json() for m in lazy.matches] == [m.to_json() for m in full.matches]
