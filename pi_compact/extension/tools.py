@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pi_compact.lookup.prompts import PATTERN_PROPERTIES
 from pi_compact.search.pages import DEFAULT_LIMITS
 
 # The one tool that reads other sessions (through ``picompact search``'s index), apart from the recovery tools, which
@@ -76,9 +77,7 @@ def _grep_tool() -> dict[str, Any]:
         "`<entry id>:<section>:<line>:<text>`. Use it to recover an exact earlier error or output, or where a "
         "finding came from, instead of redoing slow work; re-read project files for their current contents.",
         {
-            "pattern": {"type": "string", "description": "The regular expression (or text, with fixed)."},
-            "ignore_case": {"type": "boolean", "description": "Match regardless of case."},
-            "fixed": {"type": "boolean", "description": "Treat the pattern as literal text."},
+            **PATTERN_PROPERTIES,
             "context": {
                 "type": "integer",
                 "minimum": 0,

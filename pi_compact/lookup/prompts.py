@@ -14,6 +14,12 @@ from pi_compact.search.render import SECTIONS
 
 NOT_FOUND = "Not found in this session."
 
+# A grep's pattern and how it matches, as the lookup's grep and the Pi extension's context_grep take them.
+PATTERN_PROPERTIES: dict[str, Any] = {
+    "pattern": {"type": "string", "description": "The regular expression (or text, with fixed)."},
+    "ignore_case": {"type": "boolean", "description": "Match regardless of case."},
+    "fixed": {"type": "boolean", "description": "Treat the pattern as literal text."},
+}
 _ROLE_SCHEMA: dict[str, Any] = {
     "type": "array",
     "items": {"type": "string"},
@@ -66,9 +72,7 @@ def tools(limits: Limits = DEFAULT_LIMITS) -> tuple[Tool, ...]:
             {
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "The regular expression (or text, with fixed)."},
-                    "ignore_case": {"type": "boolean", "description": "Match regardless of case."},
-                    "fixed": {"type": "boolean", "description": "Treat the pattern as literal text."},
+                    **PATTERN_PROPERTIES,
                     "context": {
                         "type": "integer",
                         "minimum": 0,
