@@ -6,10 +6,11 @@ A long read is parsed in a thread of its own (``prefetch``), a bounded number of
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -67,13 +68,19 @@ def last_newline(fd: int, size: int) -> int:
     return 0
 
 
-def _value(line: bytes) -> Any:
-    """The JSON value of a session line; None for one Pi skips (blank, not JSON, or a falsy value)."""
+@functools.cache
+def _readers() -> tuple[Callable[[bytes], Any], Callable[[Any], bool]]:
     from pi_compact.js import js_truthy
     from pi_compact.session.load import parse_json_line
 
-    if not line.strip():
+    return parse_json_line, js_truthy
+
+
+def _value(line: bytes) -> Any:
+    """The JSON value of a session line; None for one Pi skips (blank, not JSON, or a falsy value)."""
+    if not line or line.isspace():  # what ``line.strip()`` would leave empty, without copying the line
         return None
+    parse_json_line, js_truthy = _readers()
     try:
         value = parse_json_line(line)
     except ValueError:
