@@ -21,7 +21,7 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict
 
 from pi_compact.archive.indexer import Progress, update_index
 from pi_compact.archive.schema import FORMAT, TOKENIZER, check_schema, create_schema
@@ -108,6 +108,19 @@ def _connect(target: str) -> sqlite3.Connection:
     return conn
 
 
+class StoreStatsJSON(TypedDict):
+    """``Store.stats()``: the ``search --stats --json`` document (``path`` None for a ``temporary_store``)."""
+
+    path: str | None
+    format: int
+    tokenizer: str
+    sessions: int
+    other_files: int
+    entries: int
+    indexed_bytes: int
+    database_bytes: int
+
+
 class Store:
     """An open index: the persistent one (``open_store``), or a private temporary one (``temporary_store``, what
     ``--no-index`` searches: the same documents, built from nothing every time)."""
@@ -179,7 +192,7 @@ class Store:
 
     # ------------------------------------------------------------------------------------------- figures
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StoreStatsJSON:
         with self._sql() as conn:
             counts = dict(conn.execute("select status, count(*) from files group by status").fetchall())
             entries = conn.execute("select count(*) from entries").fetchone()[0]
