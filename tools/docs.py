@@ -70,11 +70,31 @@ def cli_page() -> str:
     return "\n".join(parts) + "\n"
 
 
+def _typeddicts() -> dict[str, type]:
+    """picompact's TypedDicts by name, from the modules loaded (``cli.schema`` loads every document's)."""
+    found: dict[str, type] = {}
+    for name, module in sorted(sys.modules.items()):
+        if name == "pi_compact" or name.startswith("pi_compact."):
+            for attr, value in list(vars(module).items()):
+                if typing.is_typeddict(value):
+                    found.setdefault(attr, value)
+    return found
+
+
+def _hints(doc: type) -> dict[str, object]:
+    """A TypedDict's keys and their types. A type its module imports only for the type checker (to keep a
+    command's start-up light: ``CheckpointJSON``'s ``stats``) is found among picompact's other TypedDicts."""
+    try:
+        return typing.get_type_hints(doc, include_extras=True)
+    except NameError:
+        return typing.get_type_hints(doc, localns=_typeddicts(), include_extras=True)
+
+
 def _keys(doc: type, nested: list[type]) -> list[tuple[str, str, bool]]:
     """The keys of a TypedDict and their types; a TypedDict in a type is shown by its name and added to ``nested``.
     A ``NotRequired`` key is marked (read from the annotation: Python 3.11 does not see it in a string one)."""
     out: list[tuple[str, str, bool]] = []
-    for key, value in typing.get_type_hints(doc, include_extras=True).items():
+    for key, value in _hints(doc).items():
         absent = typing.get_origin(value) is typing.NotRequired
         hint = typing.get_args(value)[0] if absent else value
         out.append((key, _show(hint, nested), absent))

@@ -20,7 +20,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from pi_compact.errors import OptionError, UsageError
 from pi_compact.pi.plan import CompactionPlan
@@ -81,6 +81,23 @@ class CheckpointResult:
     redacted: dict[str, int] | None = None  # distinct secrets masked, by kind; None when redaction was off
 
 
+class ModePreviewJSON(TypedDict):
+    """The keys every ``ModePreview.to_json()`` begins with (a mode's preview adds its own after them)."""
+
+    status: str  # "dry-run"
+    mode: str
+    session: str | None
+
+
+class NotNeededJSON(TypedDict):
+    """What a dry run of a mode that previews shows in place of its preview when nothing needs compacting
+    (``CompactResult.not_needed_json()``)."""
+
+    status: str  # "not-needed"
+    mode: str
+    session: str
+
+
 @runtime_checkable
 class ModePreview(Protocol):
     """What a dry run shows for a mode whose checkpoint costs something to build (requests to a model)."""
@@ -88,7 +105,7 @@ class ModePreview(Protocol):
     @property
     def warnings(self) -> tuple[str, ...]: ...
 
-    def to_json(self) -> dict[str, Any]: ...
+    def to_json(self) -> ModePreviewJSON: ...
 
 
 @runtime_checkable
@@ -176,6 +193,8 @@ __all__ = [
     "LookupProbe",
     "ModeContext",
     "ModePreview",
+    "ModePreviewJSON",
+    "NotNeededJSON",
     "RedactingMode",
     "get_mode",
 ]

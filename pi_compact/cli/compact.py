@@ -36,7 +36,7 @@ def _trimmed_text(trimmed: bool) -> str:
     return "yes" if trimmed else "no"
 
 
-def summary_line(data: dict[str, Any]) -> str:
+def summary_line(data: Mapping[str, Any]) -> str:
     """One line with the numbers that matter: before, parts after, after, % freed, cap trimming."""
     stats = data["stats"]
     verb = {
@@ -58,7 +58,7 @@ def summary_line(data: dict[str, Any]) -> str:
     )
 
 
-def _bought_text(forecast: dict[str, Any] | None) -> str:
+def _bought_text(forecast: Mapping[str, Any] | None) -> str:
     """'; buys ~N turns before the next compaction' (at the recent growth), when there is a forecast."""
     if not forecast or forecast["turns"] is None:
         return ""
@@ -310,7 +310,7 @@ def _report_compaction(env: Environment, result: CompactResult, *, json_output: 
         from pi_compact.ops.coverage import drafted_coverage
 
         result.coverage = drafted_coverage(result.check, result.entries)
-    data = result.to_json()
+    data = result.compaction_json()
     report_diagnostics(env, result.check.diagnostics, result.path)
     for warning in result.check.warnings:
         env.warn(warning)
@@ -323,7 +323,7 @@ def _report_compaction(env: Environment, result: CompactResult, *, json_output: 
         )
         env.note(f"not needed ({why}); nothing written")
         if json_output and dry_run and result.mode == "summary":  # the summary dry run's own short document
-            env.emit({"status": "not-needed", "mode": "summary", "session": str(result.path)})
+            env.emit(result.not_needed_json())
         elif json_output:
             env.emit(data)
         return

@@ -88,7 +88,7 @@ def lint(
     "summary" record).
     """
     from pi_compact.ops.lint import lint_file
-    from pi_compact.ops.lint_report import LintTotals, check_level
+    from pi_compact.ops.lint_report import LintTotals, check_level, lint_json
 
     env = env_of(ctx)
     if json_output:
@@ -116,13 +116,7 @@ def lint(
         for finding in report.findings:
             _print(env, finding_line(env.shown(path), finding), finding.severity)
     if json_output:
-        env.emit(
-            {
-                "level": level,
-                "files": [r.to_json() for r in reports],
-                "total": totals.to_json(),
-            }
-        )
+        env.emit({"level": level, **lint_json(reports, totals)})
     else:
         for report in reports:
             if report.readable:

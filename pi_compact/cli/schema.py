@@ -4,10 +4,11 @@
 record as ``{"type", "version", "data"}``. Each document's top-level keys are declared once, as a TypedDict: a
 document that is a library result's ``to_json()`` derives from the TypedDict that method returns (declared beside
 it, in the core: ``CheckJSON`` in ``ops.check``, and mypy checks ``to_json`` against it), with ``schema_version``
-first (``Versioned``) and the keys the command line adds of its own declared here; the other documents are declared
-here whole. docs/json.md's "JSON output" table lists the same keys, and ``tests/cli/test_json_schema.py`` checks
-both against what the commands print. Nested values are described in docs/commands.md. Adding a key is compatible;
-renaming or removing one needs a new ``SCHEMA_VERSION``.
+first (``Versioned``) and the keys the command line adds of its own declared here; the documents the command line
+assembles itself (``error``, ``pi status``, ``pi tool``) are declared here whole. docs/json.md's "JSON output"
+table lists the same keys, and ``tests/cli/test_json_schema.py`` checks both against what the commands print.
+Nested values are described in docs/commands.md. Adding a key is compatible; renaming or removing one needs a new
+``SCHEMA_VERSION``.
 
 Only the tests and tools/docs.py import this module (no command does), so it may import the core freely.
 """
@@ -17,13 +18,21 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from pi_compact.archive.query import HitJSON, SearchPageJSON, SearchSummaryJSON
+from pi_compact.archive.store import StoreStatsJSON
+from pi_compact.checkpoint.mode import NotNeededJSON
+from pi_compact.checkpoint.summary.preview import SummaryPreviewJSON
 from pi_compact.cli._jsonmode import JSON_LINES, JSON_LINES_COMMANDS, json_mode_for
 from pi_compact.cli.env import SCHEMA_VERSION
+from pi_compact.extension.hook import CheckpointJSON, EffectiveConfigJSON
 from pi_compact.extension.install import InstallJSON, InstallStatusJSON, UninstallJSON
 from pi_compact.lookup.agent import LookupJSON
 from pi_compact.ops.audit import AuditJSON
 from pi_compact.ops.check import CheckJSON
+from pi_compact.ops.compact import CompactJSON
 from pi_compact.ops.coverage import CoverageJSON
+from pi_compact.ops.lint_report import LintJSON, LintReportJSON, LintTotalsJSON
+from pi_compact.ops.rules import RulesReportJSON
+from pi_compact.ops.rules_block import RulesWrittenJSON
 from pi_compact.pi.config import PicompactConfigJSON
 from pi_compact.pi.sessions import SessionListingJSON
 from pi_compact.search.context import ContextViewJSON
@@ -59,67 +68,17 @@ class SessionsDoc(Versioned, SessionListingJSON):
     """``sessions --json``: ``SessionListing.to_json()``."""
 
 
-class CompactDoc(TypedDict):
-    """``compact --json`` (verbatim mode, and summary mode when it writes)."""
-
-    schema_version: int
-    status: str
-    mode: str
-    session: str
-    output: str | None
-    should_compact: bool
-    leaf_id: str | None
-    compaction_id: str | None
-    reminder_id: str | None
-    omitted_reminder_ids: list[str]
-    first_kept_entry_id: str | None
-    is_split_turn: bool
-    stats: dict[str, Any]
-    trimmed: Any
-    attempts: int
-    bytes_written: int
-    added_newline: bool
-    repaired_torn_line: bool
-    migrated_from_version: int | None
-    backup: str | None
-    file_evidence: dict[str, Any] | None
-    entries: list[dict[str, Any]]
-    forecast: dict[str, Any] | None
-    coverage: dict[str, Any] | None
-    warnings: list[str]
+class CompactDoc(Versioned, CompactJSON):
+    """``compact --json`` (verbatim mode, and summary mode when it writes): ``CompactResult.compaction_json()``."""
 
 
-class SummaryDryRunDoc(TypedDict):
-    """``compact --mode summary --dry-run --json``: the requests that would be sent."""
-
-    schema_version: int
-    status: str
-    mode: str
-    session: str | None
-    should_compact: bool
-    tokens_before: int
-    first_kept_entry_id: str | None
-    is_split_turn: bool
-    update: bool
-    previous_summary_source: str | None
-    model: dict[str, Any]
-    requests: list[dict[str, Any]]
-    cost: dict[str, Any]
-    chunks: Any
-    thinking: Any
-    read_files: list[str]
-    modified_files: list[str]
-    redaction: Any
-    warnings: list[str]
+class SummaryDryRunDoc(Versioned, SummaryPreviewJSON):
+    """``compact --mode summary --dry-run --json``: ``SummaryPreview.to_json()``, the requests that would be sent."""
 
 
-class SummaryNotNeededDoc(TypedDict):
-    """``compact --mode summary --dry-run --if-needed --json`` when nothing needs compacting."""
-
-    schema_version: int
-    status: str
-    mode: str
-    session: str
+class SummaryNotNeededDoc(Versioned, NotNeededJSON):
+    """``compact --mode summary --dry-run --if-needed --json`` when nothing needs compacting:
+    ``CompactResult.not_needed_json()``."""
 
 
 class ListDoc(Versioned, EntryPageJSON):
@@ -139,15 +98,8 @@ class SearchDoc(Versioned, SearchPageJSON):
     records of ``search --json-lines``."""
 
 
-class SearchStatsDoc(Versioned):
-    path: str | None
-    format: int
-    tokenizer: str
-    sessions: int
-    other_files: int
-    entries: int
-    indexed_bytes: int
-    database_bytes: int
+class SearchStatsDoc(Versioned, StoreStatsJSON):
+    """``search --stats --json``: ``Store.stats()``."""
 
 
 class _LookupSession(TypedDict):
@@ -160,31 +112,13 @@ class LookupDoc(Versioned, _LookupSession, LookupJSON):
     note: str | None
 
 
-class LintDoc(TypedDict):
-    schema_version: int
-    level: str
-    files: list[dict[str, Any]]
-    total: dict[str, Any]
+class _LintLevel(TypedDict):
+    level: str  # --level, the severity from which findings make the exit status 1
 
 
-class LintFileRecord(TypedDict):
-    """``lint --all --json``: one per file (also each item of ``LintDoc.files``)."""
-
-    path: str
-    readable: bool
-    entries: int
-    counts: dict[str, int]
-    codes: dict[str, int]
-    findings: list[dict[str, Any]]
-    findings_omitted: int
-
-
-class LintSummaryRecord(TypedDict):
-    files: int
-    clean: int
-    with_findings: int
-    unreadable: int
-    counts: dict[str, int]
+class LintDoc(Versioned, _LintLevel, LintJSON):
+    """``lint --json``: the level, then ``lint_json()`` (each of ``files`` a ``LintReport.to_json()``, as the
+    ``file`` records of ``lint --all --json``; ``total`` a ``LintTotals.to_json()``, as its ``summary`` record)."""
 
 
 class AuditDoc(Versioned, AuditJSON):
@@ -218,50 +152,23 @@ class PiStatusDoc(Versioned):
 
 
 # The documents the Pi extension reads: their keys follow Pi's own names (settings keys, compaction fields).
-class PiConfigDoc(Versioned, PicompactConfigJSON):
-    """``pi config --json``: ``PicompactConfig.to_json()`` and what the extension needs beside it."""
-
-    capArgs: list[str]
-    lookupAvailable: bool
-    tools: list[dict[str, Any]]
+class PiConfigDoc(Versioned, EffectiveConfigJSON):
+    """``pi config --json``: ``effective_config()``, ``PicompactConfig.to_json()`` and what the extension needs
+    beside it."""
 
 
-class PiCheckpointDoc(TypedDict):
-    schema_version: int
-    mode: str
-    summary: str
-    firstKeptEntryId: str | None
-    tokensBefore: int
-    details: Any
-    usage: Any
-    reminder: str | None
-    reminderCustomType: str | None
-    leafId: str | None
-    settings: dict[str, Any]
-    contextWindow: int
-    stats: dict[str, Any] | None
-    trimmed: bool
-    warnings: list[str]
+class PiCheckpointDoc(Versioned, CheckpointJSON):
+    """``pi checkpoint``: ``build_checkpoint()``."""
 
 
 class PiToolDoc(Versioned):
     text: str
 
 
-class RulesDoc(TypedDict):
-    """``rules --json``: the suggestions, those already in an instruction file, and what --write did."""
+class RulesDoc(Versioned, RulesReportJSON):
+    """``rules --json``: ``RulesReport.to_json()``, and what --write did (``WriteResult.to_json()``)."""
 
-    schema_version: int
-    cwd: str | None
-    all: bool
-    min_sessions: int
-    sessions_read: int
-    unreadable: list[dict[str, Any]]
-    context_files: list[str]
-    target: str | None
-    suggestions: list[dict[str, Any]]
-    known: list[dict[str, Any]]
-    written: dict[str, Any] | None
+    written: RulesWrittenJSON | None
 
 
 # What each document is called in docs/json.md's "JSON output" table, and its keys' declaration.
@@ -300,7 +207,7 @@ RECORDS: dict[str, dict[str, type]] = {
         "summary": GrepSummaryJSON,
         "error": ErrorRecord,
     },
-    "lint --all": {"file": LintFileRecord, "summary": LintSummaryRecord},
+    "lint --all": {"file": LintReportJSON, "summary": LintTotalsJSON},
     "search --json-lines": {"match": HitJSON, "summary": SearchSummaryJSON, "error": ErrorRecord},
 }
 

@@ -12,14 +12,15 @@ import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pi_compact.errors import UsageError
 from pi_compact.extension.tools import SEARCH_MAX_COUNT, SEARCH_SESSIONS
+from pi_compact.pi.config import PicompactConfigJSON
 
 if TYPE_CHECKING:
     from pi_compact.ops.check import CheckOptions
-    from pi_compact.ops.compact import CheckpointRequest
+    from pi_compact.ops.compact import CheckpointRequest, CompactStatsJSON
     from pi_compact.search.transcript import Transcript
 
 # The extension's tool names -> the search tools of ``picompact lookup`` they run.
@@ -35,7 +36,44 @@ SEARCH_ARGUMENTS = frozenset(
 )
 
 
-def build_checkpoint(session: Path, settings: CheckOptions, request: CheckpointRequest) -> dict[str, Any]:
+class CheckpointSettingsJSON(TypedDict):
+    """The settings the checkpoint was built with, by Pi's names."""
+
+    enabled: bool
+    reserveTokens: int
+    keepRecentTokens: int
+
+
+# The documents the Pi extension reads: their keys follow Pi's own names (settings keys, compaction fields).
+class CheckpointJSON(TypedDict):
+    """``build_checkpoint()``: the ``pi checkpoint`` document. ``stats`` is ``compact --json``'s (imported only for
+    the type checker: ``pi config`` and ``pi tool`` do not load ``compact``)."""
+
+    mode: str
+    summary: str
+    firstKeptEntryId: str | None
+    tokensBefore: int
+    details: Any
+    usage: Any
+    reminder: str | None
+    reminderCustomType: str | None
+    leafId: str | None
+    settings: CheckpointSettingsJSON
+    contextWindow: int
+    stats: CompactStatsJSON | None
+    trimmed: bool
+    warnings: list[str]
+
+
+class EffectiveConfigJSON(PicompactConfigJSON):
+    """``effective_config()``: the ``pi config`` document, the settings and what the extension needs beside them."""
+
+    capArgs: list[str]
+    lookupAvailable: bool
+    tools: list[dict[str, Any]]
+
+
+def build_checkpoint(session: Path, settings: CheckOptions, request: CheckpointRequest) -> CheckpointJSON:
     """The compaction Pi should append to ``session``: ``summary``, ``firstKeptEntryId``, ``tokensBefore``,
     ``details``, plus the re-orientation ``reminder`` (verbatim mode), the settings used and the figures for
     ``/picompact``. ``settings``: what Pi decided that picompact must not decide differently (the leaf, the
@@ -223,7 +261,7 @@ def run_search_tool(transcript: Transcript, tool: str, arguments: Mapping[str, A
 
 def effective_config(
     cwd: str, project_trusted: bool | None, session_model: str | None, env: Mapping[str, str] | None = None
-) -> dict[str, Any]:
+) -> EffectiveConfigJSON:
     """The configuration the extension runs with: settings, and whether ``context_lookup`` has a model."""
     from pi_compact.llm import model_available
     from pi_compact.pi.catalog import parse_model_ref

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TypedDict
 
 from pi_compact.checkpoint.entry import (
     Clock,
@@ -44,6 +44,8 @@ from pi_compact.checkpoint.mode import (
     LookupProbe,
     ModeContext,
     ModePreview,
+    ModePreviewJSON,
+    NotNeededJSON,
     get_mode,
 )
 from pi_compact.errors import (
@@ -54,6 +56,7 @@ from pi_compact.errors import (
     SessionError,
 )
 from pi_compact.ops.check import MAX_TOKENS_SETTING, CheckOptions, CheckResult, check_session
+from pi_compact.ops.forecast import ForecastJSON
 from pi_compact.pi.messages import current_system_message
 from pi_compact.pi.plan import CompactionPlan
 from pi_compact.pi.projection import build_projection, context_tokens
@@ -219,6 +222,22 @@ class CheckpointRequest:
         return get_mode("summary", options=options, waiting=waiting)
 
 
+class CompactStatsJSON(TypedDict):
+    """``CompactStats.to_json()``: Pi's context estimate before and after, its parts, and what was freed."""
+
+    tokens_before: int
+    tokens_after: int
+    checkpoint_tokens: int
+    reminder_tokens: int
+    system_tokens: int
+    kept_tokens: int
+    freed_tokens: int
+    freed_percent: float
+    context_window: int
+    threshold: int
+    over_threshold_after: bool
+
+
 @dataclass(frozen=True)
 class CompactStats:
     """Pi's context estimate before and after, split into its parts."""
@@ -244,7 +263,7 @@ class CompactStats:
     def over_threshold_after(self) -> bool:
         return self.tokens_after > self.threshold
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CompactStatsJSON:
         return {
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
@@ -258,6 +277,36 @@ class CompactStats:
             "threshold": self.threshold,
             "over_threshold_after": self.over_threshold_after,
         }
+
+
+class CompactJSON(TypedDict):
+    """``CompactResult.compaction_json()``: the ``compact --json`` document of a compaction (written, copied or
+    drafted by a dry run) or of one not needed."""
+
+    status: str
+    mode: str
+    session: str
+    output: str | None
+    should_compact: bool
+    leaf_id: str | None
+    compaction_id: str | None
+    reminder_id: str | None
+    omitted_reminder_ids: list[str]
+    first_kept_entry_id: str | None
+    is_split_turn: bool
+    stats: CompactStatsJSON | None
+    trimmed: bool
+    attempts: int
+    bytes_written: int
+    added_newline: bool
+    repaired_torn_line: bool
+    migrated_from_version: int | None
+    backup: str | None
+    file_evidence: dict[str, Any] | None
+    entries: list[JsonDict]
+    forecast: ForecastJSON | None
+    coverage: dict[str, Any] | None
+    warnings: list[str]
 
 
 @dataclass
@@ -284,12 +333,19 @@ class CompactResult:
     def written(self) -> bool:
         return self.status in ("written", "rewritten")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CompactJSON | ModePreviewJSON:
+        """What ``compact --json`` prints of it: the preview of a dry run that previews (``ModePreview.to_json``),
+        else the compaction (``compaction_json``)."""
         if self.preview is not None:
             return self.preview.to_json()
-        return self._compaction_json()
+        return self.compaction_json()
 
-    def _compaction_json(self) -> dict[str, Any]:
+    def not_needed_json(self) -> NotNeededJSON:
+        """The short document of a dry run that would have previewed (``--mode summary --dry-run --if-needed``)
+        when nothing needs compacting."""
+        return {"status": self.status, "mode": self.mode, "session": str(self.path)}
+
+    def compaction_json(self) -> CompactJSON:
         plan = self.check.plan
         compaction = self.entries[0] if self.entries else None
         reminder = next((e for e in self.entries if e["type"] == "custom_message"), None)

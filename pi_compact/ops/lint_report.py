@@ -1,11 +1,13 @@
 """What ``lint`` reports: a ``Finding`` (a code, a severity, where, what Pi does), the ``LintReport`` of one file,
-the ``LintTotals`` of many, and the findings made from an entry, a loader diagnostic or a fatal error."""
+the ``LintTotals`` of many, and the findings made from an entry, a loader diagnostic or a fatal error; their JSON
+(``lint_json``: the ``lint --json`` document of one or more files)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from pi_compact.errors import PiCompactError, UsageError
 from pi_compact.ops.lint_codes import PI_DOES
@@ -15,6 +17,17 @@ Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
 FATAL_DEFAULT_CODE = "unreadable"
+
+
+class FindingJSON(TypedDict):
+    """``Finding.to_json()``."""
+
+    code: str
+    severity: str
+    line: int | None
+    entry_id: str | None
+    message: str
+    pi: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +41,7 @@ class Finding:
     entry_id: str | None = None
     pi: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FindingJSON:
         return {
             "code": self.code,
             "severity": self.severity,
@@ -37,6 +50,19 @@ class Finding:
             "message": self.message,
             "pi": self.pi,
         }
+
+
+class LintReportJSON(TypedDict):
+    """``LintReport.to_json()``: a ``file`` record of ``lint --all --json`` (and each of ``lint --json``'s
+    ``files``); ``counts`` by severity, ``codes`` by code."""
+
+    path: str
+    readable: bool
+    entries: int
+    counts: dict[str, int]
+    codes: dict[str, int]
+    findings: list[FindingJSON]
+    findings_omitted: int
 
 
 @dataclass(frozen=True)
@@ -61,7 +87,7 @@ class LintReport:
     def clean(self) -> bool:
         return self.readable and not self.findings and not self.omitted
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LintReportJSON:
         return {
             "path": self.path,
             "readable": self.readable,
@@ -105,6 +131,16 @@ def fatal_finding(exc: PiCompactError) -> Finding:
     return Finding(code, "error", exc.message, exc.line, None, PI_DOES.get(code))
 
 
+class LintTotalsJSON(TypedDict):
+    """``LintTotals.to_json()``: the ``summary`` record of ``lint --all --json`` (and ``lint --json``'s ``total``)."""
+
+    files: int
+    clean: int
+    with_findings: int
+    unreadable: int
+    counts: dict[str, int]
+
+
 @dataclass
 class LintTotals:
     """The running total of a multi-file lint."""
@@ -128,7 +164,7 @@ class LintTotals:
     def at_or_above(self, level: str) -> int:
         return sum(n for sev, n in self.counts.items() if RANK[sev] >= RANK[level])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LintTotalsJSON:
         return {
             "files": self.files,
             "clean": self.clean,
@@ -136,3 +172,15 @@ class LintTotals:
             "unreadable": self.unreadable,
             "counts": {sev: self.counts.get(sev, 0) for sev in SEVERITIES},
         }
+
+
+class LintJSON(TypedDict):
+    """``lint_json()``: the reports of the files linted one by one, and their total."""
+
+    files: list[LintReportJSON]
+    total: LintTotalsJSON
+
+
+def lint_json(reports: Iterable[LintReport], totals: LintTotals) -> LintJSON:
+    """The ``lint --json`` document of ``reports`` (``totals``: the ``LintTotals`` they were added to)."""
+    return {"files": [r.to_json() for r in reports], "total": totals.to_json()}

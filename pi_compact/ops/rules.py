@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pi_compact.checkpoint.context_files import ContextFile, context_files_for
 from pi_compact.checkpoint.verbatim.standing import classify, split_sentences
@@ -53,6 +53,49 @@ KNOWN_THRESHOLD = 0.4
 RULE_CHARS = 240
 
 
+class MentionJSON(TypedDict):
+    """``Mention.to_json()``: one statement of an instruction, where and when."""
+
+    session: str
+    session_id: str
+    entry_id: str
+    timestamp: str | None
+    text: str
+
+
+class SuggestionJSON(TypedDict):
+    """``Suggestion.to_json()``; ``file`` and ``line`` only for one an instruction file already states."""
+
+    text: str
+    kind: str
+    sessions: int
+    mentions: int
+    first_said: str | None
+    last_said: str | None
+    said: list[MentionJSON]
+    file: NotRequired[str]
+    line: NotRequired[str]
+
+
+class UnreadableJSON(TypedDict):
+    path: str
+    reason: str
+
+
+class RulesReportJSON(TypedDict):
+    """``RulesReport.to_json()``: what ``rules --json`` prints of the report."""
+
+    cwd: str | None
+    all: bool
+    min_sessions: int
+    sessions_read: int
+    unreadable: list[UnreadableJSON]
+    context_files: list[str]
+    target: str | None
+    suggestions: list[SuggestionJSON]
+    known: list[SuggestionJSON]
+
+
 @dataclass(frozen=True, slots=True)
 class Mention:
     """One statement of an instruction: the session file and id, the user entry, when, and the sentence."""
@@ -63,7 +106,7 @@ class Mention:
     timestamp: str | None
     text: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MentionJSON:
         return {
             "session": safe_text(self.path),
             "session_id": safe_text(self.session_id),
@@ -98,8 +141,8 @@ class Suggestion:
         stamps = [m.timestamp for m in self.mentions if m.timestamp]
         return min(stamps) if stamps else None
 
-    def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
+    def to_json(self) -> SuggestionJSON:
+        doc: SuggestionJSON = {
             "text": safe_text(self.text),
             "kind": self.kind,
             "sessions": self.sessions,
@@ -129,7 +172,7 @@ class RulesReport:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     target: str | None = None  # the instruction file --write appends to (None with --all)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RulesReportJSON:
         return {
             "cwd": safe_text(self.cwd) if self.cwd is not None else None,
             "all": self.all_projects,

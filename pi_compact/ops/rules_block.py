@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from pi_compact.checkpoint.context_files import CONTEXT_FILE_NAMES
 from pi_compact.errors import ConcurrentWriteError, PiCompactError
@@ -32,6 +32,15 @@ def target_file(cwd: str) -> str:
     return os.path.join(directory, "AGENTS.md")
 
 
+class RulesWrittenJSON(TypedDict):
+    """``WriteResult.to_json()``: what ``rules --write`` appended, as ``rules --json`` reports it (``written``)."""
+
+    path: str
+    added: list[str]
+    created_file: bool
+    created_block: bool
+
+
 @dataclass(frozen=True)
 class WriteResult:
     """What ``write_rules`` did: the file, the lines added (those already in the block are not added again),
@@ -42,7 +51,7 @@ class WriteResult:
     created_file: bool
     created_block: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RulesWrittenJSON:
         return {
             "path": safe_text(self.path),
             "added": [safe_text(line) for line in self.added],

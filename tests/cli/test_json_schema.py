@@ -135,3 +135,63 @@ def test_sessions_document_is_the_listing_to_json(tmp_path: Path, isolated_home:
     doc = _doc("sessions", "--cwd", cwd)
     assert doc == {"schema_version": SCHEMA_VERSION, **orjson.loads(orjson.dumps(listing.to_json()))}
     assert sum(s["default"] for s in doc["sessions"]) == 1
+
+
+def test_compact_documents_are_the_results_json(session: Path, isolated_home: Path) -> None:
+    from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
+    from pi_compact.ops.check import CheckOptions
+    from pi_compact.ops.compact import CheckpointRequest, CompactOptions, compact_session
+    from pi_compact.ops.coverage import drafted_coverage
+
+    hooks = {"PICOMPACT_FIXED_TIME": "2026-01-02T03:04:05.000Z", "PICOMPACT_ID_SEED": "seed"}
+
+    def options(model: str | None = None, if_needed: bool = False) -> CompactOptions:
+        check = CheckOptions(context_window=200_000, keep_recent_tokens=500, model=model)
+        clock, ids = fixed_clock(hooks["PICOMPACT_FIXED_TIME"]), seeded_ids(hooks["PICOMPACT_ID_SEED"])
+        return CompactOptions(check=check, dry_run=True, if_needed=if_needed, clock=clock, new_id=ids)
+
+    def printed(*args: str) -> dict:
+        result = run("compact", session, *args, "--dry-run", "--json", env=hooks)
+        assert result.code == 0, result.stderr
+        return result.json
+
+    def same(doc: dict, data: object) -> None:
+        assert doc == {"schema_version": SCHEMA_VERSION, **orjson.loads(orjson.dumps(data))}
+
+    verbatim = compact_session(session, CheckpointRequest().checkpoint_mode(), options())
+    verbatim.coverage = drafted_coverage(verbatim.check, verbatim.entries)  # what the dry run adds
+    same(printed(*WINDOW, "--keep-recent-tokens", "500"), verbatim.compaction_json())
+    summary = CheckpointRequest(mode="summary", model="openai/gpt-4.1-mini").checkpoint_mode()
+    preview = compact_session(session, summary, options("openai/gpt-4.1-mini"))
+    assert preview.preview is not None
+    same(
+        printed(*WINDOW, "--keep-recent-tokens", "500", "--mode", "summary", "--model", "openai/gpt-4.1-mini"),
+        preview.preview.to_json(),
+    )
+    skipped = compact_session(session, summary, options("openai/gpt-4.1-mini", if_needed=True))
+    assert skipped.status == "not-needed"
+    same(
+        printed(
+            *WINDOW, "--keep-recent-tokens", "500", "--mode", "summary", "--model", "openai/gpt-4.1-mini", "--if-needed"
+        ),
+        skipped.not_needed_json(),
+    )
+
+
+def test_lint_document_is_the_reports_json(session: Path, tmp_path: Path) -> None:
+    from pi_compact.ops.lint import lint_file
+    from pi_compact.ops.lint_report import LintTotals, lint_json
+
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(session.read_bytes() + b"not json\n")
+    reports = [lint_file(session), lint_file(other)]
+    totals = LintTotals()
+    for report in reports:
+        totals.add(report)
+    doc = run("lint", session, other, "--json", "--level", "info").json
+    assert doc == {
+        "schema_version": SCHEMA_VERSION,
+        "level": "info",
+        **orjson.loads(orjson.dumps(lint_json(reports, totals))),
+    }
+    assert doc["total"]["counts"]["warning"] + doc["total"]["counts"]["error"] > 0

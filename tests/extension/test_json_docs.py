@@ -45,3 +45,24 @@ def test_pi_tool_names_the_extension_tool_in_its_way_on(tmp_path: Path) -> None:
         assert result.code == 0, result.stderr
         last = result.json["text"].rsplit("\n", 1)[-1]  # type: ignore[attr-defined]
         assert last.startswith(f"(more: call {tool} again with the same arguments"), last
+
+
+def test_pi_documents_are_the_hooks_json(agent: Path, tmp_path: Path) -> None:
+    import orjson
+
+    from pi_compact.extension.hook import build_checkpoint, effective_config
+    from pi_compact.ops.check import CheckOptions
+    from pi_compact.ops.compact import CheckpointRequest
+
+    sb = simple_session(turns=6, size=400)
+    path = sb.write(tmp_path / "s.jsonl")
+    flags = ["--context-window", "32000", "--reserve-tokens", "4096", "--keep-recent-tokens", "400"]
+    settings = CheckOptions(context_window=32000, reserve_tokens=4096, keep_recent_tokens=400, leaf_id=sb.leaf)
+    checkpoint = build_checkpoint(path, settings, CheckpointRequest())
+    for name, result, data in [
+        ("pi checkpoint", run("pi", "checkpoint", path, "--leaf", sb.leaf, *flags), checkpoint),
+        ("pi config", run("pi", "config", "--json", "--cwd", tmp_path), effective_config(str(tmp_path), None, None)),
+    ]:
+        assert result.code == 0, (name, result.stderr)
+        assert result.json == {"schema_version": SCHEMA_VERSION, **orjson.loads(orjson.dumps(data))}, name
+    assert checkpoint["stats"] is not None and checkpoint["firstKeptEntryId"] is not None

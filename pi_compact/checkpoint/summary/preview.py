@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
-from pi_compact.checkpoint.mode import ModeContext
+from pi_compact.checkpoint.mode import ModeContext, ModePreviewJSON
 from pi_compact.checkpoint.summary.requests import (
     SummaryModel,
     SummaryOptions,
@@ -39,6 +39,81 @@ def _cl100k(text: str) -> int | None:
         return count_cl100k({"role": "user", "content": text})
     except Exception:  # tiktoken or its bundled encoding missing: the count is an extra, not needed
         return None
+
+
+class PreviewModelJSON(TypedDict):
+    """The model a summary dry run sized its requests for, where they would go and whether a key is at hand."""
+
+    provider: str
+    id: str
+    source: str
+    protocol: str | None
+    base_url: str | None
+    sendable: bool
+    context_window: int
+    max_tokens: int
+    api_key_available: bool
+    api_key_source: str | None
+
+
+class PreviewRequestJSON(TypedDict):
+    """One request as it would be sent, with its output limit and the estimates of its input."""
+
+    kind: str
+    system: str
+    user: str
+    max_tokens: int
+    chunk: int | None
+    thinking: str
+    thinking_budget_tokens: int | None
+    input_tokens_pi: int
+    input_tokens_request_estimate: int
+    input_tokens_cl100k: int | None
+
+
+class PreviewCostJSON(TypedDict):
+    input_tokens: int
+    max_output_tokens: int
+    usd_upper_bound: float | None
+    note: str
+
+
+class PreviewChunksJSON(TypedDict):
+    count: int
+    output_limit_each: int | None
+    note: str | None
+
+
+class PreviewThinkingJSON(TypedDict):
+    requested: str | None
+    source: str | None
+    sent: str
+
+
+class PreviewRedactionJSON(TypedDict):
+    enabled: bool
+    secrets_by_kind: dict[str, int]
+    secrets: int
+
+
+class SummaryPreviewJSON(ModePreviewJSON):
+    """``SummaryPreview.to_json()``: the ``compact --mode summary --dry-run --json`` document."""
+
+    should_compact: bool
+    tokens_before: int
+    first_kept_entry_id: str | None
+    is_split_turn: bool
+    update: bool
+    previous_summary_source: str | None
+    model: PreviewModelJSON
+    requests: list[PreviewRequestJSON]
+    cost: PreviewCostJSON
+    chunks: PreviewChunksJSON
+    thinking: PreviewThinkingJSON
+    read_files: list[str]
+    modified_files: list[str]
+    redaction: PreviewRedactionJSON
+    warnings: list[str]
 
 
 @dataclass(frozen=True)
@@ -78,7 +153,7 @@ class SummaryPreview:
 
         return estimate_cost(self.model.info, self.input_tokens, self.max_output_tokens)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SummaryPreviewJSON:
         plan = self.plan
         ref = self.model.ref
         cost = self.cost_upper_bound
