@@ -25,7 +25,6 @@ import os
 import sqlite3
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 from pi_compact.archive.document import clean, document
@@ -40,7 +39,16 @@ from pi_compact.archive.reading import (
     parse_new,
     prefetch,
 )
-from pi_compact.archive.scope import FileState, Scope, cover, delete_file_rows, drop_missing, unchanged
+from pi_compact.archive.scope import (
+    FILE_COLUMNS,
+    FileState,
+    Scope,
+    cover,
+    decoder,
+    delete_file_rows,
+    drop_missing,
+    unchanged,
+)
 from pi_compact.session.entries import Entry
 
 COMMIT_BYTES = 32 * 1024 * 1024  # a long session is committed in parts: an interrupted build keeps what it did
@@ -92,17 +100,24 @@ def update_index(
     conn: sqlite3.Connection, files: list[tuple[str, os.stat_result]], progress: Progress | None = None
 ) -> Scope:
     """Bring the index up to date with ``files`` (path, stat) and return them as a search scope."""
+    decode = decoder()
     known = {
-        os.fsdecode(row[0]): row
-        for row in conn.execute(
-            "select path, id, dev, ino, size, mtime_ns, ctime_ns, status, session_id, cwd, leaf from files"
-        )
+        decode(row[0]): row
+        for row in conn.execute(f"select {FILE_COLUMNS}, dev, ino, size, mtime_ns, ctime_ns from files")
     }
     scope = Scope()
     todo: list[tuple[str, os.stat_result]] = []
+    get = known.get
     for path, st in files:
-        row = known.get(path)
-        if row is not None and unchanged(row[2:7], st):
+        row = get(path)
+        if (
+            row is not None
+            and row[11] == st.st_ctime_ns
+            and row[10] == st.st_mtime_ns
+            and row[9] == st.st_size
+            and row[8] == st.st_ino
+            and row[7] == st.st_dev
+        ):
             continue
         todo.append((path, st))
     total = sum(st.st_size for _, st in todo)
@@ -142,7 +157,8 @@ def update_index(
     scope.indexed_bytes = done
     found = {path for path, _ in files}
     scope.dropped = drop_missing(conn, [p for p in known if p not in found])
-    cover(conn, scope, found)
+    # Nothing read, nothing dropped: the rows just read are the index's, as a second look would find them.
+    cover(conn, scope, found, None if todo or scope.dropped else list(known.items()))
     return scope
 
 
@@ -186,7 +202,7 @@ def _index_new(
             ids = range(next_id, next_id + len(rows))
             next_id += len(rows)
             _insert_rows(conn, [(i, file_id, *row) for i, row in zip(ids, rows, strict=True)], ids, texts)
-            state = replace(after, file_id=file_id)
+            state = after.copy(file_id=file_id)
             read += count
             since_commit += count
             if since_commit >= COMMIT_BYTES:
@@ -285,7 +301,7 @@ class _Indexer:
         conn, st = self.conn, self.st
         next_id = conn.execute("select coalesce(max(id), 0) + 1 from entries").fetchone()[0]
         since_commit = 0
-        batches = parse(self.fd, st.st_size, replace(state))
+        batches = parse(self.fd, st.st_size, state.copy())
         if st.st_size - state.indexed_to > PARALLEL_BYTES:
             batches = prefetch(batches)  # parsing and rendering overlap SQLite's tokenizing, which holds no GIL
         try:

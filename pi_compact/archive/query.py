@@ -185,6 +185,48 @@ def literal_words(literal: str) -> str | None:
     return " AND ".join(dict.fromkeys(terms)) if terms else None
 
 
+_LITERAL_CHARS = 1000  # a -F string up to this long is matched by ``_Literal`` (far below ``regex``'s size limits)
+
+
+class _Found:
+    """Where ``_Literal`` found its string: the ``start()`` and ``end()`` of a ``regex`` match."""
+
+    __slots__ = ("_end", "_start")
+
+    def __init__(self, start: int, end: int) -> None:
+        self._start, self._end = start, end
+
+    def start(self) -> int:
+        return self._start
+
+    def end(self) -> int:
+        return self._end
+
+
+class _Literal:
+    """A -F string that keeps its case, matched as ``regex`` matches it escaped: the leftmost occurrence, and the
+    occurrences that do not overlap (``search``, ``finditer``; the positions in the whole text)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def search(self, string: str, pos: int = 0, endpos: int | None = None, timeout: float | None = None) -> Any:
+        at = string.find(self.text, pos, len(string) if endpos is None else endpos)
+        return None if at < 0 else _Found(at, at + len(self.text))
+
+    def finditer(
+        self, string: str, pos: int = 0, endpos: int | None = None, timeout: float | None = None
+    ) -> Iterator[_Found]:
+        end = len(string) if endpos is None else endpos
+        size = len(self.text)
+        at = string.find(self.text, pos, end)
+        while at >= 0:
+            yield _Found(at, at + size)
+            at = string.find(self.text, at + size, end)
+
+
 @dataclass(frozen=True)
 class Query:
     """What to look for: words (``mode`` "words"), or an exact pattern ("regex", "fixed") checked on the text.
@@ -206,11 +248,17 @@ class Query:
             return cls(text, "words", fts_expression(text))
         if not text:
             raise UsageError("the pattern is empty")
-        from pi_compact.search.matching import compile_pattern
-        from pi_compact.search.prefilter import required_literals
+        pattern: Any
+        literals: list[str] | None
+        if fixed and not ignore_case and len(text) <= _LITERAL_CHARS:
+            pattern = _Literal(text)  # what ``regex`` makes of it, without importing it (nor ``search``)
+            literals = [text] if "\n" not in text else None  # ``search.prefilter.required_literals``'s for -F
+        else:
+            from pi_compact.search.matching import compile_pattern
+            from pi_compact.search.prefilter import required_literals
 
-        pattern = compile_pattern(text, ignore_case=ignore_case, fixed=fixed, multiline=True)
-        literals = required_literals(text, fixed=fixed)
+            pattern = compile_pattern(text, ignore_case=ignore_case, fixed=fixed, multiline=True)
+            literals = required_literals(text, fixed=fixed)
         fts: str | None = None
         if literals:
             parts = [literal_words(lit) for lit in literals]

@@ -11,7 +11,6 @@ import os
 import stat
 import zlib
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from pi_compact.archive.document import clean, document
@@ -113,7 +112,7 @@ def parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
     size = read = 0
     for offset, line in read_lines(fd, state.indexed_to, end):
         if read >= READ_BATCH or size >= BATCH_TEXT:  # the state so far describes every line before this one
-            yield rows, texts, replace(state), read
+            yield rows, texts, state.copy(), read
             rows, texts, size, read = [], [], 0, 0
         state.crc = zlib.crc32(line, state.crc)
         state.lines += 1
@@ -146,7 +145,7 @@ def parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
         rows.append((entry.line, entry.offset, entry.length, eid, parent, kind, ts, ts_ms, tools, failed))
         texts.append(text)
         size += len(text)
-    yield rows, texts, replace(state), read
+    yield rows, texts, state.copy(), read
 
 
 END: Any = object()  # the last item of a file in ``parse_new``

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass, field
-from typing import Any
+import sys
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class ScopeFile:
+class ScopeFile(NamedTuple):
     """A session file a search covers, as the index knows it."""
 
     id: int
@@ -21,31 +20,69 @@ class ScopeFile:
     leaf: str | None
 
 
-@dataclass
 class Scope:
-    """The sessions a search covers (by file id), and the files left out (path, reason)."""
+    """The sessions a search covers (by file id), and the files left out (path, reason); ``complete`` when they
+    are every session the index holds (a search need not narrow to them)."""
 
-    files: dict[int, ScopeFile] = field(default_factory=dict)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    indexed_bytes: int = 0  # bytes read this time
-    indexed_files: int = 0  # files that needed reading
-    dropped: int = 0  # sessions gone since the last search
+    __slots__ = ("complete", "dropped", "files", "indexed_bytes", "indexed_files", "skipped")
+
+    def __init__(self) -> None:
+        self.files: dict[int, ScopeFile] = {}
+        self.skipped: list[tuple[str, str]] = []
+        self.indexed_bytes = 0  # bytes read this time
+        self.indexed_files = 0  # files that needed reading
+        self.dropped = 0  # sessions gone since the last search
+        self.complete = False
 
 
-@dataclass
+_STATE_FIELDS = ("file_id", "indexed_to", "crc", "lines", "entries", "status", "session_id", "cwd", "leaf", "no_leaf")
+
+
 class FileState:
     """A session file's ``files`` row, as reading the file advances it."""
 
-    file_id: int
-    indexed_to: int = 0
-    crc: int = 0
-    lines: int = 0
-    entries: int = 0
-    status: str = "pending"
-    session_id: str | None = None
-    cwd: str | None = None
-    leaf: str | None = None
-    no_leaf: int = 0
+    __slots__ = _STATE_FIELDS
+
+    def __init__(
+        self,
+        file_id: int,
+        indexed_to: int = 0,
+        crc: int = 0,
+        lines: int = 0,
+        entries: int = 0,
+        status: str = "pending",
+        session_id: str | None = None,
+        cwd: str | None = None,
+        leaf: str | None = None,
+        no_leaf: int = 0,
+    ) -> None:
+        self.file_id = file_id
+        self.indexed_to = indexed_to
+        self.crc = crc
+        self.lines = lines
+        self.entries = entries
+        self.status = status
+        self.session_id = session_id
+        self.cwd = cwd
+        self.leaf = leaf
+        self.no_leaf = no_leaf
+
+    def copy(self, **changes: Any) -> FileState:
+        """A copy, with ``changes``."""
+        state = FileState(*(getattr(self, name) for name in _STATE_FIELDS))
+        for name, value in changes.items():
+            setattr(state, name, value)
+        return state
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileState):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _STATE_FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return "FileState(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in _STATE_FIELDS) + ")"
 
     def save(self, conn: sqlite3.Connection, st: os.stat_result | None) -> None:
         """Write the row; ``st`` recorded only when everything up to the end of the file was read."""
@@ -98,10 +135,28 @@ def drop_missing(conn: sqlite3.Connection, paths: list[str]) -> int:
     return len(gone)
 
 
-def cover(conn: sqlite3.Connection, scope: Scope, found: set[str]) -> None:
-    """Add to ``scope`` the sessions among ``found`` the index holds (not those ``scope`` skipped)."""
+def decoder() -> Any:
+    """``os.fsdecode`` for the ``path`` column's bytes, without its checks at every row."""
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+    return lambda raw: raw.decode(encoding, errors)
+
+
+SESSION_STATUSES = ("session", "legacy")
+FILE_COLUMNS = "path, id, status, session_id, cwd, leaf, no_leaf"  # what ``cover`` reads of a row
+
+
+def cover(conn: sqlite3.Connection, scope: Scope, found: set[str], rows: list[tuple[str, Any]] | None = None) -> None:
+    """Add to ``scope`` the sessions among ``found`` the index holds (not those ``scope`` skipped): from ``rows``
+    when given, (decoded path, the ``FILE_COLUMNS`` of its row) as just read, else read now."""
     skipped = {p for p, _ in scope.skipped}
-    for row in conn.execute("select path, id, status, session_id, cwd, leaf, no_leaf from files"):
-        path = os.fsdecode(row[0])
-        if path in found and path not in skipped and row[2] in ("session", "legacy"):
-            scope.files[row[1]] = ScopeFile(row[1], path, row[3], row[4], None if row[6] else row[5])
+    if rows is None:
+        decode = decoder()
+        rows = [(decode(row[0]), row) for row in conn.execute(f"select {FILE_COLUMNS} from files")]
+    sessions = 0
+    files = scope.files
+    for path, row in rows:
+        if row[2] in SESSION_STATUSES:
+            sessions += 1
+            if path in found and path not in skipped:
+                files[row[1]] = ScopeFile(row[1], path, row[3], row[4], None if row[6] else row[5])
+    scope.complete = len(files) == sessions
