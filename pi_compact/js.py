@@ -93,7 +93,7 @@ def _js_stringify_slow(value: Any) -> str | None:
         return "false"
     if isinstance(value, int):
         # JSON.parse holds every number as a double: an integer past 2**53 is printed as its nearest double.
-        return str(value) if -_MAX_SAFE <= value <= _MAX_SAFE else js_number_text(float(value))
+        return str(value) if -_EXACT <= value <= _EXACT else js_number_text(js_double(value))
     if isinstance(value, float):
         return js_number_text(value)
     if isinstance(value, str):
@@ -110,15 +110,12 @@ def _js_stringify_slow(value: Any) -> str | None:
     return None
 
 
-_MAX_SAFE = 2**53  # integers up to this are exact doubles
-
-
 def _has_js_number(value: Any) -> bool:
     """Whether a value holds a number JavaScript prints differently from orjson: a float, or an integer past
     2**53 (not exact as a double)."""
     if isinstance(value, float):
         return True
-    if isinstance(value, int) and not -_MAX_SAFE <= value <= _MAX_SAFE:
+    if isinstance(value, int) and not -_EXACT <= value <= _EXACT:
         return not isinstance(value, bool)
     if isinstance(value, dict):
         return any(_has_js_number(v) for v in value.values())

@@ -78,6 +78,7 @@ def test_json_quote_escapes_as_json_stringify() -> None:
         ({"n": -9223372036854775808}, '{"n":-9223372036854776000}'),
         (9999999999999999999, "10000000000000000000"),
         (10**25, "1e+25"),
+        ([10**400, -(10**400)], "[null,null]"),  # past the largest double: Infinity, written as null
         ([True, 3], "[true,3]"),
     ],
 )
