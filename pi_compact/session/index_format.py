@@ -13,12 +13,16 @@ from __future__ import annotations
 import os
 import struct
 import sys
-import zlib
 from array import array
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, compress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+try:  # ISA-L's checksums: the same values as zlib's, several times as fast (an index is read at every run)
+    from isal.isal_zlib import adler32, crc32
+except ImportError:  # pragma: no cover - isal is a dependency; a tree without it is only slower
+    from zlib import adler32, crc32
 
 import orjson
 
@@ -28,7 +32,7 @@ if TYPE_CHECKING:
     from pi_compact.session.index import PrefixState
 
 MAGIC = b"picompact-index\n"
-FORMAT = 6
+FORMAT = 7
 _HEAD = struct.Struct(">HII")  # format version, CRC-32 and Adler-32 of what follows (the owner and the body)
 _OWNER = struct.Struct(">QQI")  # the session's device, inode and the length of its path (then the path's bytes)
 OWNER_AT = len(MAGIC) + _HEAD.size  # where the owner record begins
@@ -45,7 +49,7 @@ def owner(path: Path, st: os.stat_result) -> bytes:
 def seal(body: bytes, owner: bytes) -> bytes:
     """An index file holding ``body``: the magic, the format version, the checksums of what follows, the owner
     record, then the body."""
-    crc, adler = zlib.crc32(body, zlib.crc32(owner)), zlib.adler32(body, zlib.adler32(owner))
+    crc, adler = crc32(body, crc32(owner)), adler32(body, adler32(owner))
     return MAGIC + _HEAD.pack(FORMAT, crc, adler) + owner + body
 
 
@@ -58,7 +62,7 @@ def split(data: bytes) -> tuple[bytes, bytes] | None:
     if version != FORMAT:
         return None
     rest = memoryview(data)[OWNER_AT:]
-    if zlib.crc32(rest) != crc or zlib.adler32(rest) != adler:
+    if crc32(rest) != crc or adler32(rest) != adler:
         return None
     end = OWNER_END + _OWNER.unpack_from(data, OWNER_AT)[2]
     return data[OWNER_AT:end], data[end:]
@@ -81,6 +85,8 @@ def encode_state(state: PrefixState, meta: dict[str, Any]) -> bytes:
     a value orjson or array cannot write (past 64 bits, say), or one it would not read back the same."""
     type_codes, type_values = _encode_codes(state.types)
     role_codes, role_values = _encode_codes(state.roles)
+    slots, parents = state.parent_slots, state.parents
+    orphans = [[i, parents[i]] for i in compress(range(len(slots)), map((1).__eq__, slots))]
     body = pack(
         {
             **meta,
@@ -98,10 +104,9 @@ def encode_state(state: PrefixState, meta: dict[str, Any]) -> bytes:
             "last_tail": state.last_tail.decode("latin-1"),
             "entries": {
                 "id": state.ids,
-                "parentId": state.parents,
+                "orphans": orphans,  # [index, parentId] of each entry whose parent is none of the entries
                 "types": type_values,
                 "roles": role_values,
-                "dangling": state.dangling,
                 "mutations": state.mutations,
                 **({} if state.decorated is None else {"decorated": state.decorated}),
             },
@@ -131,15 +136,18 @@ def encode_state(state: PrefixState, meta: dict[str, Any]) -> bytes:
     return body
 
 
-def decode_fields(doc: dict[str, Any], columns: dict[str, array[int]]) -> dict[str, Any] | None:
+def decode_fields(doc: dict[str, Any], columns: dict[str, array[int]]) -> dict[str, Any]:
     """The fields of the ``PrefixState`` that an index body's document and columns (``unpack``) describe, all but its
-    ``prefix_len`` and ``crc`` (which the reader checks against the file first); None when a code points past its
-    list. Another error (KeyError, ValueError, ...) for a document that lacks a field or holds one of another kind:
-    the state built from them is good only if it is ``well_formed``."""
+    ``prefix_len`` and ``crc`` (which the reader checks against the file first). Each entry's type and role come
+    from its code into the list of distinct ones, its parentId from its parent's slot (the id of the entry there, or
+    the one the ``orphans`` list holds, or none), so they are of the types those lists hold. An error (IndexError,
+    KeyError, ValueError, ...) for a document that lacks a field or holds one of another kind, a code or slot past
+    its list: the state built from them is good only if it is ``well_formed`` too."""
     cols = doc["entries"]
-    types, roles = _decode_codes(columns["type"], cols["types"]), _decode_codes(columns["role"], cols["roles"])
-    if types is None or roles is None:
-        return None
+    ids, slots = cols["id"], columns["parent"]
+    if not isinstance(ids, list) or len(ids) != len(slots):
+        raise ValueError("not an index's ids")
+    parents, dangling = _decode_parents(ids, slots, cols["orphans"])
     return {
         "lines": doc["lines"],
         "header": doc["header"],
@@ -154,29 +162,47 @@ def decode_fields(doc: dict[str, Any], columns: dict[str, array[int]]) -> dict[s
         "line": columns["line"],
         "offset": columns["offset"],
         "length": columns["length"],
-        "ids": cols["id"],
-        "parents": cols["parentId"],
-        "types": types,
-        "roles": roles,
-        "parent_slots": columns["parent"],
-        "dangling": cols["dangling"],
+        "ids": ids,
+        "parents": parents,
+        "types": _decode_codes(columns["type"], cols["types"], False),
+        "roles": _decode_codes(columns["role"], cols["roles"], True),
+        "parent_slots": slots,
+        "dangling": dangling,
         "decorated": cols.get("decorated"),
         "mutations": _decode_mutations(cols["mutations"], len(columns["line"])),
     }
+
+
+def _decode_parents(ids: list[Any], slots: array[int], orphans: Any) -> tuple[list[Any], list[str]]:
+    """Each entry's parentId from its slot (0: none; 1: the next of ``orphans``, ``[[index, parentId], ...]`` in
+    order, one for each such slot; else the id of the entry at the slot less 2) and the distinct orphans' parents;
+    IndexError or ValueError for slots and orphans that do not agree."""
+    parents = list(map([None, None, *ids].__getitem__, slots))  # IndexError for a slot past the entries
+    if len(orphans) != slots.count(1):
+        raise ValueError("not the index's orphans")
+    for index, parent in orphans:  # every one a slot of 1 (counted above), each once (in order), a non-empty string
+        if type(index) is not int or slots[index] != 1 or parents[index] is not None or type(parent) is not str:
+            raise ValueError("not an orphan row")
+        if not parent or index < 0:
+            raise ValueError("not an orphan row")
+        parents[index] = parent
+    return parents, sorted({parent for _, parent in orphans})
 
 
 def _decode_mutations(rows: Any, n: int) -> list[tuple[int, Facts]]:
     """``[[index, [toolCallId or null, [[position, path], ...]]], ...]`` back as ``PrefixState.mutations``; ValueError
     for anything else (an index out of range or out of order, a field of another type, no modification)."""
     out: list[tuple[int, Facts]] = []
+    append = out.append
     last = -1
     for index, (call_id, pairs) in rows:
-        if not _is_int(index) or not last < index < n or not (call_id is None or type(call_id) is str) or not pairs:
+        if type(index) is not int or not last < index < n or not (call_id is None or type(call_id) is str) or not pairs:
             raise ValueError("not a mutation row")
-        found = tuple((position, path) for position, path in pairs)
-        if not all(_is_int(position) and position >= 0 and type(path) is str and path for position, path in found):
-            raise ValueError("not a mutation row")
-        out.append((index, (call_id, found)))
+        found = tuple(map(tuple, pairs))
+        for position, path in found:  # ValueError too for a pair that is not two values
+            if type(position) is not int or position < 0 or type(path) is not str or not path:
+                raise ValueError("not a mutation row")
+        append((index, (call_id, found)))
         last = index
     return out
 
@@ -232,10 +258,11 @@ def unpack(body: bytes) -> tuple[dict[str, Any], dict[str, array[int]]]:
     return doc, columns
 
 
-def _decode_codes(codes: array[int], values: Any) -> list[Any] | None:
-    """The values that ``codes`` stand for (None when a code points past the list)."""
-    if not isinstance(values, list) or max(codes, default=-1) >= len(values):
-        return None
+def _decode_codes(codes: array[int], values: Any, none: bool) -> list[Any]:
+    """The values that ``codes`` stand for, strings (or None with ``none``); IndexError for a code past the list,
+    ValueError for a value of another type."""
+    if not isinstance(values, list) or not {type(v) for v in values} <= (_STR_OR_NONE if none else {str}):
+        raise ValueError("not an index's values")
     return list(map(values.__getitem__, codes))
 
 
@@ -262,13 +289,8 @@ def well_formed(s: PrefixState) -> bool:
         return False
     if not all(len(c) == n for c in (s.offset, s.length, s.ids, s.parents, s.types, s.roles, s.parent_slots)):
         return False
-    if max(s.parent_slots, default=0) >= n + 2 or not isinstance(s.dangling, list):
-        return False
-    if not set(map(type, s.dangling)) <= {str}:
-        return False
-    if not set(map(type, s.malformed)) <= {int} or not set(map(type, s.types)) <= {str}:
-        return False
-    if not (set(map(type, s.ids)) | set(map(type, s.parents)) | set(map(type, s.roles))) <= _STR_OR_NONE:
+    # The parents, types and roles ``decode_fields`` made are of the types of the ids and lists it made them from
+    if not set(map(type, s.malformed)) <= {int} or not set(map(type, s.ids)) <= _STR_OR_NONE:
         return False
     if s.decorated is not None:
         if not isinstance(s.decorated, list) or len(s.decorated) != n or not set(map(type, s.decorated)) <= {list}:

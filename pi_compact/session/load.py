@@ -35,8 +35,8 @@ from pi_compact.session.diagnose import (
 from pi_compact.session.entries import _UNREAD as UNREAD
 from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Diagnostic, Entry, Session
 from pi_compact.session.jsonline import COUNT_BELOW, MAX_DEPTH, cut_depth, nests_deeper, parse_line
-from pi_compact.session.loadstate import TAIL_BYTES, Decorate, ParseState, releasable
-from pi_compact.session.migrate import migrate
+from pi_compact.session.loadstate import TAIL_BYTES, Decorate, Heads, ParseState, releasable
+from pi_compact.session.migrate import CURRENT_VERSION, migrate
 from pi_compact.session.source import FileSource, read_lines
 
 if TYPE_CHECKING:
@@ -95,6 +95,8 @@ def _parse_session(
     where = str(path) if path is not None else "<session>"
     resumed = resume is not None and source is not None
     state = ParseState.resumed(resume, source, decorate) if resumed else ParseState()  # type: ignore[arg-type]
+    if snapshot is not None:
+        state.heads = Heads.of_prefix(resume) if resumed else Heads()  # type: ignore[arg-type]
     at = _read_lines(state, stream, where, source, decorate, snapshot is not None)
     # Every message entry before ``released_to`` was released with its facts taken; so was the indexed prefix
     facts_known = max(state.released_to, len(resume.ids) if resumed else 0)  # type: ignore[union-attr]
@@ -127,6 +129,13 @@ def _read_lines(
     at: ParseState | None = None
     loads, decode_error, new_entry = orjson.loads, orjson.JSONDecodeError, Entry.__new__
     known = _KNOWN.get
+    by_id = state.by_id
+    find = by_id.get
+    heads = state.heads if marking else None
+    if heads is not None:
+        h_line, h_offset, h_length = heads.line.append, heads.offset.append, heads.length.append
+        h_id, h_parent, h_type, h_role = heads.ids.append, heads.parents.append, heads.types.append, heads.roles.append
+        h_slot = heads.slots.append
     for body in stream:  # split on b"\n" only, each line with its "\n" (JSON allows trailing whitespace)
         number += 1
         offset = next_offset
@@ -204,12 +213,16 @@ def _read_lines(
                 role = known(role, role) if type(role) is str else None
         elif kind == "session_info" and not isinstance(value.get("name", ""), (str, type(None))):
             diagnostics.append(name_not_string(number))
+        if type(entry_id) is not str:
+            entry_id = None
+        if not (type(parent) is str and parent):
+            parent = None
         entry = new_entry(Entry)  # as ``Entry.refresh`` reads the head, inlined: it runs on every line
         entry._raw = value
         entry._source = None
         entry._timestamp = UNREAD
-        entry.id = entry_id if type(entry_id) is str else None  # type: ignore[assignment]
-        entry.parent_id = parent if type(parent) is str and parent else None
+        entry.id = entry_id  # type: ignore[assignment]
+        entry.parent_id = parent
         entry.type = kind
         entry.role = role
         entry.line = number
@@ -217,6 +230,20 @@ def _read_lines(
         entry.offset = offset
         entry.length = length
         entries.append(entry)
+        by_id[entry_id] = entry
+        if heads is not None:  # what the index keeps, while it is at hand (see ``Heads``)
+            h_line(number)
+            h_offset(offset)
+            h_length(length)
+            h_id(entry_id)
+            h_parent(parent)
+            h_type(kind)
+            h_role(role)
+            if parent is None:
+                h_slot(0)
+            else:
+                found = find(parent)
+                h_slot(1 if found is None else found.index + 2)
         if release and kind == "compaction":
             state.release_before(value.get("firstKeptEntryId"), source, decorate)  # type: ignore[arg-type]
     state.lines, state.prefix_len, state.last_value = number, next_offset, last_value
@@ -233,7 +260,9 @@ def _session(state: ParseState, path: Path | None, size: int, resume: PrefixStat
     note_line_ends(state.malformed, torn, state.lines, state.last_terminated, state.last_parsed_ok, diagnostics)
     tail = (state.prev_chunk[-TAIL_BYTES:] + state.last_chunk)[-TAIL_BYTES:]
     original_version = migrate(header, entries, diagnostics, state.header_line)
-    by_id = _index_ids(entries, diagnostics)
+    by_id: dict[str, Entry] = state.by_id  # type: ignore[assignment]
+    if original_version < CURRENT_VERSION or len(by_id) != len(entries) or None in by_id:
+        by_id = _index_ids(entries, diagnostics)  # migrated ids, or ones to report
     parent_slots = None
     # The prefix's parent links hold for the whole file unless a later entry took one of its ids (ids all distinct
     # rules that out) or one of the ids its parents name in vain

@@ -4,9 +4,10 @@ to resume after it, and turned into one for the index to keep; and the bodies th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Sequence
 from itertools import compress, repeat
-from operator import attrgetter, is_
+from operator import is_
 from typing import TYPE_CHECKING, Any
 
 from pi_compact.session.entries import _UNREAD as UNREAD
@@ -20,7 +21,39 @@ if TYPE_CHECKING:
 
 Decorate = Callable[[Entry], tuple[str, ...]]
 TAIL_BYTES = 64
-_HEAD_ROW = attrgetter("line", "offset", "length", "id", "parent_id", "type", "role")
+
+
+class Heads:
+    """Per entry, in file order, the head fields an index keeps, taken as each line is parsed (its values are in the
+    processor's cache then: read back from 23,000 entries spread over the memory of a 100 MB parse they cost 40 ms),
+    and where its parent was among the entries before it (``slots``: 0 no parent, 1 none found yet, else its index
+    plus 2; ``ParseState.prefix_state`` settles them)."""
+
+    __slots__ = ("ids", "length", "line", "offset", "parents", "roles", "slots", "types")
+
+    def __init__(self) -> None:
+        self.line: array[int] = array("q")
+        self.offset: array[int] = array("q")
+        self.length: array[int] = array("q")
+        self.ids: list[str | None] = []
+        self.parents: list[str | None] = []
+        self.types: list[str] = []
+        self.roles: list[str | None] = []
+        self.slots: array[int] = array("q")
+
+    @classmethod
+    def of_prefix(cls, prefix: PrefixState) -> Heads:
+        """The heads of an index's prefix, for a resumed load that writes the index again."""
+        heads = cls()
+        heads.line = array("q", prefix.line)
+        heads.offset = array("q", prefix.offset)
+        heads.length = array("q", prefix.length)
+        heads.slots = array("q", prefix.parent_slots)
+        heads.ids[:] = prefix.ids
+        heads.parents[:] = prefix.parents
+        heads.types[:] = prefix.types
+        heads.roles[:] = prefix.roles
+        return heads
 
 
 class ParseState:
@@ -29,12 +62,14 @@ class ParseState:
 
     __slots__ = (
         "binary_line",
+        "by_id",
         "decorated",
         "diagnostics",
         "entries",
         "first_line_bom",
         "header",
         "header_line",
+        "heads",
         "last_chunk",
         "last_parsed_ok",
         "last_terminated",
@@ -53,6 +88,10 @@ class ParseState:
         self.lines = 0  # the physical lines read
         self.prefix_len = 0  # the bytes read
         self.entries: list[Entry] = []
+        # Every entry by its id as the lines give them, the later of a repeated id winning (``load._index_ids``
+        # takes it when the ids are all distinct and nothing was migrated): built while each entry is fresh
+        self.by_id: dict[str | None, Entry] = {}
+        self.heads: Heads | None = None  # taken when an index will be written (``load._read_lines``)
         self.diagnostics: list[Diagnostic] = []
         self.header: JsonDict | None = None
         self.header_line = 1
@@ -83,6 +122,7 @@ class ParseState:
         state.diagnostics = [Diagnostic(*d) for d in prefix.diagnostics]  # type: ignore[arg-type]
         state.prev_chunk, state.last_chunk = prefix.prev_tail, prefix.last_tail
         state.entries = _resumed_entries(prefix, source)
+        state.by_id = dict(zip(prefix.ids, state.entries, strict=True))
         state.mutations = dict(prefix.mutations)
         if decorate is not None and prefix.decorated is not None:
             state.decorated = {i: tuple(lines) for i, lines in enumerate(prefix.decorated)}
@@ -122,7 +162,8 @@ class ParseState:
 
     def mark(self) -> ParseState:
         """A copy of the state as it stands, for ``prefix_state`` once the rest is read: its lists copied, the
-        released entries' decorated lines and facts shared (they only grow, and only for entries before it)."""
+        released entries' decorated lines and facts shared (they only grow, and only for entries before it), and so
+        are ``heads`` (read only as far as the copy's entries) and ``by_id`` (``prefix_state`` wants the final one)."""
         copy = ParseState.__new__(ParseState)
         for name in ParseState.__slots__:
             setattr(copy, name, getattr(self, name))
@@ -152,13 +193,10 @@ class ParseState:
                 if found is not None:
                     facts[entry.index] = found
 
-        # One pass over the entries (they lie far apart in memory, between the bodies they were parsed with), in C
-        rows = list(map(_HEAD_ROW, kept))
-        line, offset, length, ids, parents, types, roles = map(list, zip(*rows, strict=True)) if rows else ([],) * 7
-        where = dict(zip(ids, range(2, len(ids) + 2), strict=True))  # as by_id takes them: the later of an id wins
-        slots = list(map(where.get, parents, repeat(1)))
-        for i in compress(range(len(parents)), map(is_, parents, repeat(None))):
-            slots[i] = 0  # no parent (where.get(None) would find an entry without an id)
+        heads = self.heads
+        assert heads is not None, "a load that keeps an index takes the heads as it reads (``load._read_lines``)"
+        parents = heads.parents[:n_entries]
+        slots = self._settled_slots(heads, n_entries)
         decorated = self.decorated
         assert self.header is not None, "only a state past the header is kept"
         return PrefixState(
@@ -173,20 +211,45 @@ class ParseState:
             diagnostics=[(d.level, d.code, d.message, d.line) for d in self.diagnostics],
             prev_tail=self.prev_chunk[-TAIL_BYTES:],
             last_tail=self.last_chunk[-TAIL_BYTES:],
-            line=line,
-            offset=offset,
-            length=length,
-            ids=ids,
+            line=heads.line[:n_entries],
+            offset=heads.offset[:n_entries],
+            length=heads.length[:n_entries],
+            ids=heads.ids[:n_entries],
             parents=parents,
-            types=types,
-            roles=roles,
+            types=heads.types[:n_entries],
+            roles=heads.roles[:n_entries],
             mutations=sorted(facts.items()),
             parent_slots=slots,
-            dangling=sorted(set(compress(parents, map((1).__eq__, slots)))),
+            dangling=sorted(set(compress(parents, map((1).__eq__, slots)))),  # type: ignore[arg-type]
             decorated=None
             if decorate is None
             else [list(decorated[e.index] if e.index in decorated else decorate(e)) for e in kept],
         )
+
+    def _settled_slots(self, heads: Heads, n: int) -> Sequence[int]:
+        """``heads.slots`` of the first ``n`` entries as ``_slots`` finds them over those entries: where the parent
+        was found among the entries before it, it is the one ``by_id`` keeps when no id repeats; a parent not found
+        before its child is looked for among all of them."""
+        by_id = self.by_id
+        if len(by_id) != len(self.entries):  # a repeated id (or two without one): the later wins, found afresh
+            return _slots(heads.ids[:n], heads.parents[:n])
+        slots = heads.slots[:n]
+        parents = heads.parents
+        for i in compress(range(n), map((1).__eq__, slots)):
+            found = by_id.get(parents[i])
+            if found is not None and found.index < n:
+                slots[i] = found.index + 2
+        return slots
+
+
+def _slots(ids: list[str | None], parents: list[str | None]) -> list[int]:
+    """Per entry, 0 when it has no parent, else its parent's index plus 2 as ``by_id`` takes it (the later of an id
+    wins), or 1 when no entry has that id."""
+    where = dict(zip(ids, range(2, len(ids) + 2), strict=True))
+    slots = list(map(where.get, parents, repeat(1)))
+    for i in compress(range(len(parents)), map(is_, parents, repeat(None))):
+        slots[i] = 0  # no parent (where.get(None) would find an entry without an id)
+    return slots
 
 
 def releasable(header: JsonDict) -> bool:
@@ -198,15 +261,21 @@ def releasable(header: JsonDict) -> bool:
 def _resumed_entries(state: PrefixState, source: FileSource) -> list[Entry]:
     """The prefix's entries, released, built from the index's columns (as ``Entry.head_only`` builds one, without
     a call per entry: this is most of what a re-run costs)."""
-    new = Entry.__new__
-    entries: list[Entry] = []
-    append = entries.append
+    entries = list(map(Entry.__new__, repeat(Entry, len(state.ids))))
     columns = zip(
-        state.ids, state.parents, state.types, state.roles, state.line, state.offset, state.length, strict=True
+        entries,
+        range(len(entries)),
+        state.ids,
+        state.parents,
+        state.types,
+        state.roles,
+        state.line,
+        state.offset,
+        state.length,
+        strict=True,
     )
-    for index, (entry_id, parent, kind, role, line, offset, length) in enumerate(columns):
-        entry = new(Entry)  # one assignment a field: four at once would build and unpack a tuple each time
-        entry._raw = None
+    for entry, index, entry_id, parent, kind, role, line, offset, length in columns:
+        entry._raw = None  # one assignment a field: four at once would build and unpack a tuple each time
         entry._source = source
         entry._timestamp = UNREAD
         entry.id = entry_id
@@ -217,5 +286,4 @@ def _resumed_entries(state: PrefixState, source: FileSource) -> list[Entry]:
         entry.index = index
         entry.offset = offset
         entry.length = length
-        append(entry)
     return entries
