@@ -466,22 +466,56 @@ def _branch(conn: Any, file_id: int, leaf: str | None) -> set[int]:
     return on
 
 
-def _candidates(conn: Any, query: Query, filters: Filters) -> Iterator[tuple[Any, ...]]:
+def _candidates(conn: Any, query: Query, filters: Filters, narrow: bool) -> Iterator[tuple[Any, ...]]:
+    """The entries that may match, in the order of the results: (rowid, file id, line, entry id, kind, time,
+    score). ``narrow``: only the files of ``temp.scope`` (else every file, for the caller to pick from)."""
     where, args = _conditions(filters)
+    in_scope = " and e.file in (select file from temp.scope)" if narrow else ""
     if query.fts is not None:
+        if not where and not narrow:
+            yield from _ranked(conn, query.fts)
+            return
         yield from conn.execute(
             "select e.id, e.file, e.line, e.entry_id, e.kind, e.ts, bm25(body) as score "
             "from body join entries e on e.id = body.rowid join files f on f.id = e.file "
-            f"where body match ? and e.file in (select file from temp.scope){where} "
+            f"where body match ?{in_scope}{where} "
             "order by score, f.path, e.line",
             [query.fts, *args],
         )
         return
     yield from conn.execute(
         "select e.id, e.file, e.line, e.entry_id, e.kind, e.ts, null from entries e join files f on f.id = e.file "
-        f"where e.file in (select file from temp.scope){where} order by e.ts_ms desc nulls last, f.path, e.line",
+        f"where true{in_scope}{where} order by e.ts_ms desc nulls last, f.path, e.line",
         args,
     )
+
+
+def _ranked(conn: Any, fts: str) -> Iterator[tuple[Any, ...]]:
+    """The entries matching ``fts`` in the order ``_candidates`` gives (score, session path, line), with nothing
+    but the full-text index sorted: each entry's row is read when it is reached, and entries of the same score
+    are put in path and line order among themselves."""
+    entry = "select e.id, e.file, e.line, e.entry_id, e.kind, e.ts, f.path from entries e join files f on f.id = e.file"
+    one = entry + " where e.id = ?"
+    tied: list[tuple[Any, ...]] = []
+    tied_score = None
+    for rowid, score in conn.execute(
+        "select rowid, bm25(body) as score from body where body match ? order by score", (fts,)
+    ):
+        if tied and score != tied_score:
+            yield from _in_path_order(tied, tied_score)
+            tied.clear()
+        row = conn.execute(one, (rowid,)).fetchone()
+        if row is not None:  # an entry deleted meanwhile is left out, as the join leaves it out
+            tied.append(row)
+            tied_score = score
+    yield from _in_path_order(tied, tied_score)
+
+
+def _in_path_order(rows: list[tuple[Any, ...]], score: Any) -> Iterator[tuple[Any, ...]]:
+    if len(rows) > 1:
+        rows.sort(key=lambda row: (row[6], row[2]))  # the path's bytes, as SQLite orders the blob; the line
+    for row in rows:
+        yield (*row[:6], score)
 
 
 def _fts_snippet(conn: Any, query: Query, rowid: int) -> tuple[str, tuple[tuple[int, int], ...]]:
@@ -547,10 +581,10 @@ def search(
     """One page of results, best first (``limit`` of them), continuing after ``cursor``."""
     if not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"--max-count must be between 1 and {MAX_LIMIT} (got {limit})")
-    digest = _digest({"q": query.digest(), "f": filters.digest()})
-    skip = _decode_cursor(cursor, digest) if cursor is not None else 0
+    params = {"q": query.digest(), "f": filters.digest()}  # a cursor's digest, made only when one is read or written
+    skip = _decode_cursor(cursor, _digest(params)) if cursor is not None else 0
     files = _in_scope(scope, filters)
-    return store.run(lambda: _search(store, files, scope, query, filters, limit, skip, digest))
+    return store.run(lambda: _search(store, files, scope, query, filters, limit, skip, params))
 
 
 # Cursors as ``search.cursor`` writes them (format, kind, query digest, position), made here so that a search with
@@ -606,23 +640,31 @@ def _search(
     filters: Filters,
     limit: int,
     skip: int,
-    digest: str,
+    params: dict[str, Any],
 ) -> SearchPage:
     hits: list[Hit] = []
     more = False
+    # The files in scope are all the sessions the index holds (the usual case): the entries are taken as they come
+    # and those of a file added since left out here; else SQL narrows them to the files of ``temp.scope``.
+    narrow = not scope.complete or len(files) != len(scope.files)
     with store._sql() as conn:
-        conn.execute("create temp table if not exists scope(file integer primary key)")
+        if narrow:
+            conn.execute("create temp table if not exists scope(file integer primary key)")
         conn.execute("begin")
         try:
-            conn.execute("delete from temp.scope")
-            conn.executemany("insert into temp.scope values (?)", ((i,) for i in sorted(files)))
+            if narrow:
+                conn.execute("delete from temp.scope")
+                conn.executemany("insert into temp.scope values (?)", ((i,) for i in sorted(files)))
             branches: dict[int, set[int]] = {}
             seen = 0
-            for rowid, file_id, line, entry_id, kind, ts, score in _candidates(conn, query, filters):
+            for rowid, file_id, line, entry_id, kind, ts, score in _candidates(conn, query, filters, narrow):
+                info = files.get(file_id)
+                if info is None:
+                    continue
                 if filters.branch == "leaf":
                     on = branches.get(file_id)
                     if on is None:
-                        on = branches[file_id] = _branch(conn, file_id, files[file_id].leaf)
+                        on = branches[file_id] = _branch(conn, file_id, info.leaf)
                     if rowid not in on:
                         continue
                 match = None
@@ -641,7 +683,6 @@ def _search(
                     snippet, spans = _pattern_snippet(query, text, match)
                 else:
                     snippet, spans = _fts_snippet(conn, query, rowid)
-                info = files[file_id]
                 hits.append(
                     Hit(
                         info.path,
@@ -658,5 +699,5 @@ def _search(
                 )
         finally:
             conn.execute("commit")
-    next_cursor = _encode_cursor(digest, skip + len(hits)) if more else None
+    next_cursor = _encode_cursor(_digest(params), skip + len(hits)) if more else None
     return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped))
