@@ -47,9 +47,12 @@ _STYLES = {
 
 INTERRUPTED_NOTE = "interrupted; nothing was written"
 
-# What a terminal would act on instead of showing (C0 and C1 controls, DEL), and the bytes of a file name that is
-# not UTF-8 (``os.fsdecode`` keeps each as a lone surrogate, U+DC80..U+DCFF)
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
+# What a terminal would act on instead of showing (C0 and C1 controls, DEL), the bidirectional embeddings,
+# overrides and isolates (U+202A..U+202E, U+2066..U+2069: they reorder what a line shows), and the bytes of a file
+# name that is not UTF-8 (``os.fsdecode`` keeps each as a lone surrogate, U+DC80..U+DCFF)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
+# The same in a session's text shown a line at a time: the tab stays (it only moves to the next column)
+_UNSHOWN_TEXT = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
 
 
@@ -66,6 +69,13 @@ def printable(text: str) -> str:
     ``\\xNN`` for other C0 controls, DEL and each byte of a name that is not UTF-8, ``\\u0080``..``\\u009f``
     for C1 controls (a file name that paints the terminal or moves its cursor is shown, not obeyed)."""
     return _UNPRINTABLE.sub(_escape, text) if _UNPRINTABLE.search(text) else text
+
+
+def terminal_text(text: str) -> str:
+    """A line of a session's text as a terminal may show it: ``printable``'s escapes but for the tab (a tool's
+    output that paints the terminal, moves its cursor or reorders the line with bidirectional controls is shown,
+    not obeyed)."""
+    return _UNSHOWN_TEXT.sub(_escape, text) if _UNSHOWN_TEXT.search(text) else text
 
 
 def json_text(text: str) -> str:
@@ -309,6 +319,11 @@ class Environment:
         name that is not UTF-8 escaped (``printable``); in a pipe as it is."""
         text = os.fspath(path)
         return printable(text) if self.stdout_isatty else text
+
+    def shown_text(self, text: str) -> str:
+        """A line of a session's text as human output on stdout shows it: on a terminal with what it would act on
+        escaped (``terminal_text``); in a pipe as it is."""
+        return terminal_text(text) if self.stdout_isatty else text
 
     def warn(self, message: str) -> None:
         self._diagnostic(f"{self.program_name}: warning: {message}\n")

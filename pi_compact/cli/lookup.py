@@ -173,7 +173,8 @@ def lookup(
         if label:
             env.text(label)
             env.text("")
-        env.text(marked_answer(result) or "(no answer)")
+        answer = marked_answer(result) or "(no answer)"
+        env.text("\n".join(env.shown_text(line) for line in answer.split("\n")))
         checks = _checks_line(result)
         if checks or note:
             env.text("")

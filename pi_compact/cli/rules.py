@@ -87,7 +87,7 @@ def rules(
 def _print(env: Environment, report: Any) -> None:
     for rank, item in enumerate(report.suggestions, 1):
         last = (item.last_said or "")[:10]
-        env.text(f"{rank}. {item.text}")
+        env.text(f"{rank}. {env.shown_text(item.text)}")
         when = f"last {last}" if last else "at an unknown time"
         env.text(f"   {item.kind}; {item.sessions} sessions, {len(item.mentions)} times, {when}")
         by_session: dict[str, list[str]] = {}

@@ -32,8 +32,6 @@ CursorOpt = typer.Option(
     None, "--cursor", metavar="CURSOR", help="Continue where the previous page ended (printed with each page)."
 )
 
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F]}
-
 
 class _Printer:
     """Human output: colours only on a terminal; control characters made visible there."""
@@ -48,8 +46,7 @@ class _Printer:
     def clean(self, text: str) -> str:
         from pi_compact.search.render import safe_text
 
-        text = safe_text(text)
-        return text.translate(_CONTROL) if self.env.stdout_isatty else text
+        return self.env.shown_text(safe_text(text))
 
     def write(self, line: str) -> None:
         self.env.text(line)

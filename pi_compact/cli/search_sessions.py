@@ -231,10 +231,10 @@ def _print_hits(env: Environment, page: Any) -> None:
         for start, end in hit.highlights:
             if start < at:
                 continue
-            parts.append(snippet[at:start])
-            parts.append(env.style(snippet[start:end], "match"))
+            parts.append(env.shown_text(snippet[at:start]))
+            parts.append(env.style(env.shown_text(snippet[start:end]), "match"))
             at = end
-        parts.append(snippet[at:])
+        parts.append(env.shown_text(snippet[at:]))
         env.text("  " + "".join(parts))
         if hit.show_command:
             env.text("  " + env.style(hit.show_command, "dim"))

@@ -186,10 +186,10 @@ def test_grep_is_coloured_on_a_terminal_and_escapes_control_characters(session_f
     path, ids = session_file
     coloured = _run_on_tty("grep", str(path), "red")
     assert b"\x1b[1;31mred\x1b[0m" in coloured  # the match, highlighted
-    assert b"\\x1b[31m" in coloured  # the output's own escape sequence, made visible
+    assert b"\\e[31m" in coloured  # the output's own escape sequence, made visible
     assert f"ENTRY {ids['result']} toolResult".encode() in coloured
     plain = _run_on_tty("grep", str(path), "red", env={"NO_COLOR": "1"})
-    assert b"\x1b[1;31m" not in plain and b"\\x1b[31m" in plain
+    assert b"\x1b[1;31m" not in plain and b"\\e[31m" in plain
 
 
 # -- show ---------------------------------------------------------------------------------------------------------
