@@ -10,19 +10,35 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pi_compact.pi.sessions import os_reason, search_locations
 
 
-@dataclass(frozen=True)
 class FoundFiles:
     """The files found, each with its stat, sorted by path; and what could not be read (path, reason)."""
 
-    files: list[tuple[str, os.stat_result]]
-    unreadable: list[tuple[str, str]] = field(default_factory=list)
-    roots: list[str] = field(default_factory=list)
+    __slots__ = ("files", "roots", "unreadable")
+
+    def __init__(
+        self,
+        files: list[tuple[str, os.stat_result]],
+        unreadable: list[tuple[str, str]] | None = None,
+        roots: list[str] | None = None,
+    ) -> None:
+        self.files = files
+        self.unreadable = [] if unreadable is None else unreadable
+        self.roots = [] if roots is None else roots
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FoundFiles):
+            return NotImplemented
+        return (self.files, self.unreadable, self.roots) == (other.files, other.unreadable, other.roots)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"FoundFiles(files={self.files!r}, unreadable={self.unreadable!r}, roots={self.roots!r})"
 
 
 def default_root(cwd: str | None = None) -> Path:
@@ -34,7 +50,6 @@ def _walk(root: str, depth: int | None, files: dict[str, os.stat_result], proble
     """``root`` (absolute, normalized) walked: each file stat'ed by its name in its directory (``dir_fd``), which
     spares the kernel looking up the whole path again for every file."""
     stack = [(root, 0)]
-    join = os.path.join
     while stack:
         directory, level = stack.pop()
         try:
@@ -53,9 +68,10 @@ def _walk(root: str, depth: int | None, files: dict[str, os.stat_result], proble
             except OSError as exc:
                 problems.append((directory, os_reason(exc)))
                 continue
+            prefix = directory if directory.endswith("/") else directory + "/"
             for item in entries:
                 name = item.name
-                path = join(directory, name)
+                path = prefix + name  # what os.path.join makes of them
                 try:
                     if item.is_dir(follow_symlinks=False):
                         if depth is None or level < depth:

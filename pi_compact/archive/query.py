@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from pi_compact.archive.scope import Scope, ScopeFile
 from pi_compact.archive.store import Store
@@ -227,16 +226,48 @@ class _Literal:
             at = string.find(self.text, at + size, end)
 
 
-@dataclass(frozen=True)
 class Query:
     """What to look for: words (``mode`` "words"), or an exact pattern ("regex", "fixed") checked on the text.
-    ``fts`` is the MATCH expression (for a pattern: the words that narrow it; None: every entry is a candidate)."""
+    ``fts`` is the MATCH expression (for a pattern: the words that narrow it; None: every entry is a candidate).
+    Immutable; equal when all but the compiled ``pattern`` are (a class of its own: no dataclass to compile at
+    start-up)."""
 
+    __slots__ = ("fts", "ignore_case", "mode", "pattern", "text")
     text: str
-    mode: str = "words"
-    fts: str | None = None
-    ignore_case: bool = False
-    pattern: Any = field(default=None, compare=False, repr=False)
+    mode: str
+    fts: str | None
+    ignore_case: bool
+    pattern: Any
+
+    def __init__(
+        self, text: str, mode: str = "words", fts: str | None = None, ignore_case: bool = False, pattern: Any = None
+    ) -> None:
+        for name, value in (("text", text), ("mode", mode), ("fts", fts), ("ignore_case", ignore_case)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "pattern", pattern)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.text, self.mode, self.fts, self.ignore_case)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Query(text={self.text!r}, mode={self.mode!r}, fts={self.fts!r}, ignore_case={self.ignore_case!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Query, (self.text, self.mode, self.fts, self.ignore_case, self.pattern)
 
     @classmethod
     def parse(cls, text: str, *, regex: bool = False, fixed: bool = False, ignore_case: bool = False) -> Query:
@@ -270,8 +301,7 @@ class Query:
         return {"text": self.text, "mode": self.mode, "i": self.ignore_case}
 
 
-@dataclass(frozen=True)
-class Filters:
+class Filters(NamedTuple):
     """Which entries count: sessions of ``cwd``; times (epoch ms, inclusive); roles or entry types; a tool's calls
     and results; failed tool results only; ``branch`` "all" (every branch) or "leaf" (the active branch)."""
 
@@ -340,8 +370,7 @@ class SearchPageJSON(_SearchQueryJSON, _SearchResultsJSON, _SearchEndJSON):
     """``SearchPage.to_json()``: the ``search --json`` document, the summary with the hits after the query."""
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     """One entry found: where it is, what it is, and a line of its text with the match highlighted."""
 
     session: str  # the session file's path
@@ -378,8 +407,7 @@ class Hit:
         }
 
 
-@dataclass(frozen=True)
-class SearchPage:
+class SearchPage(NamedTuple):
     query: Query
     hits: list[Hit]
     sessions: int  # sessions in scope (after --cwd)
