@@ -195,7 +195,12 @@ class ParseState:
 
         heads = self.heads
         assert heads is not None, "a load that keeps an index takes the heads as it reads (``load._read_lines``)"
-        parents = heads.parents[:n_entries]
+        whole = n_entries == len(heads.ids)  # else a state marked before the last line: its entries come first
+
+        def cut(column: Any) -> Any:
+            return column if whole else column[:n_entries]
+
+        parents = cut(heads.parents)
         slots = self._settled_slots(heads, n_entries)
         decorated = self.decorated
         assert self.header is not None, "only a state past the header is kept"
@@ -211,13 +216,13 @@ class ParseState:
             diagnostics=[(d.level, d.code, d.message, d.line) for d in self.diagnostics],
             prev_tail=self.prev_chunk[-TAIL_BYTES:],
             last_tail=self.last_chunk[-TAIL_BYTES:],
-            line=heads.line[:n_entries],
-            offset=heads.offset[:n_entries],
-            length=heads.length[:n_entries],
-            ids=heads.ids[:n_entries],
+            line=cut(heads.line),
+            offset=cut(heads.offset),
+            length=cut(heads.length),
+            ids=cut(heads.ids),
             parents=parents,
-            types=heads.types[:n_entries],
-            roles=heads.roles[:n_entries],
+            types=cut(heads.types),
+            roles=cut(heads.roles),
             mutations=sorted(facts.items()),
             parent_slots=slots,
             dangling=sorted(set(compress(parents, map((1).__eq__, slots)))),  # type: ignore[arg-type]
@@ -229,11 +234,11 @@ class ParseState:
     def _settled_slots(self, heads: Heads, n: int) -> Sequence[int]:
         """``heads.slots`` of the first ``n`` entries as ``_slots`` finds them over those entries: where the parent
         was found among the entries before it, it is the one ``by_id`` keeps when no id repeats; a parent not found
-        before its child is looked for among all of them."""
+        before its child is looked for among all of them (settled in place: the heads are read no more)."""
         by_id = self.by_id
-        if len(by_id) != len(self.entries):  # a repeated id (or two without one): the later wins, found afresh
-            return _slots(heads.ids[:n], heads.parents[:n])
-        slots = heads.slots[:n]
+        if not len(by_id) == n == len(heads.ids):  # a repeated id (or two without one), or a state marked before
+            return _slots(heads.ids[:n], heads.parents[:n])  # the last line: the later of an id wins, found afresh
+        slots = heads.slots
         parents = heads.parents
         for i in compress(range(n), map((1).__eq__, slots)):
             found = by_id.get(parents[i])
