@@ -10,8 +10,9 @@ Measured, in this order, on the same machine in the same run:
 
 1. the first search (the index built from nothing): wall time, session bytes per second, peak memory (RSS);
 2. later searches (nothing changed), interleaved with `rg -F` for the same literal over the tree: medians, and
-   the ratio picompact / ripgrep; picompact both as a command (a fresh process: start-up included) and as a
-   library call (session walk, index check and query, in a warm process);
+   the ratio picompact / ripgrep; picompact both as a command (a fresh process: start-up included, and
+   `picompact --version` timed beside it: the start-up alone, which no search can go below) and as a library
+   call (session walk, index check and query, in a warm process);
 3. a search after appends to 20 sessions (the new lines only are indexed);
 4. the tokenizers: unicode61 and trigram building an FTS5 table from the same documents (100 sessions).
 
@@ -178,7 +179,8 @@ def main() -> int:
     db_size = db.stat().st_size + (Path(f"{db}-wal").stat().st_size if Path(f"{db}-wal").exists() else 0)
 
     log(f"later searches and rg, interleaved ({args.repeat} rounds)")
-    rows: dict[str, list[float]] = {"cli": [], "cli-common": [], "lib": [], "rg": [], "rg-common": []}
+    rows: dict[str, list[float]] = {"cli": [], "cli-common": [], "lib": [], "rg": [], "rg-common": [], "start": []}
+    later_load = os.getloadavg()[0]
     rss: dict[str, int] = {"cli": 0, "rg": 0}
     for _ in range(args.repeat):
         t, _, m = timed([exe, "search", "-F", UNIQUE], env)
@@ -190,6 +192,8 @@ def main() -> int:
         rows["lib"].append(library_search(UNIQUE))
         rows["cli-common"].append(timed([exe, "search", COMMON], env)[0])
         rows["rg-common"].append(timed([rg, "-F", "-l", COMMON, str(tree)], env)[0])
+        rows["start"].append(timed([exe, "--version"], env)[0])
+    later_load = max(later_load, os.getloadavg()[0])
     med = {k: statistics.median(v) for k, v in rows.items()}
 
     log("appends to 20 sessions, then a search")
@@ -219,8 +223,10 @@ def main() -> int:
         (
             f"later search, `-F {UNIQUE}` (one session), command",
             f"{ms['cli']:.0f} ms",
-            f"RSS {rss['cli'] / 1e6:.0f} MB",
+            f"RSS {rss['cli'] / 1e6:.0f} MB; {ms['cli'] - ms['start']:.0f} ms above start-up "
+            f"(load average up to {later_load:.1f})",
         ),
+        ("start-up alone, `picompact --version`", f"{ms['start']:.0f} ms", "Python, typer, the command table"),
         ("later search, the same, library call", f"{ms['lib']:.1f} ms", "walk + index check + query"),
         (f"`rg -F -l {UNIQUE}` over the tree", f"{ms['rg']:.0f} ms", f"RSS {rss['rg'] / 1e6:.0f} MB"),
         (
