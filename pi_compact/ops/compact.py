@@ -21,7 +21,6 @@ should remember its answer for an unchanged summarised span itself.
 
 from __future__ import annotations
 
-import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -380,25 +379,8 @@ class CompactResult:
         }
 
 
-# The last session_after built: (check, the entries, the session after, its leaf)
-_last_after: tuple[CheckResult, tuple[JsonDict, ...], Session, str] | None = None
-
-
 def session_after(check: CheckResult, entries: list[JsonDict]) -> tuple[Session, str]:
-    """The session as it will be, in memory: the new entries added; and the id of the last of them (the leaf).
-    Asked again for the same check and the same entry objects (a dry run's figures, then its coverage), it is the
-    session built the first time."""
-    global _last_after
-    last = _last_after
-    same = last is not None and last[0] is check and len(last[1]) == len(entries)
-    if last is not None and same and all(map(operator.is_, last[1], entries)):
-        return last[2], last[3]
-    after, leaf = _build_session_after(check, entries)
-    _last_after = (check, tuple(entries), after, leaf)
-    return after, leaf
-
-
-def _build_session_after(check: CheckResult, entries: list[JsonDict]) -> tuple[Session, str]:
+    """The session as it will be, in memory: the new entries added; and the id of the last of them (the leaf)."""
     session = check.session
     added = entries_as_session_entries(session, entries)
     after = Session(
