@@ -63,8 +63,9 @@ class _Writes:
     far less to write and merge than one per file. A file that cannot be read mid-way keeps what was indexed of
     it, its row saying so (the next search goes on from there); anything else rolls the transaction back whole."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, committed: Callable[[], None] | None = None) -> None:
         self.conn = conn
+        self.committed = committed
         self.open = False
         self.since = 0
 
@@ -87,6 +88,8 @@ class _Writes:
         if self.open:
             self.conn.execute("commit")
             self.open = False
+            if self.committed is not None:
+                self.committed()
         self.since = 0
 
     def abort(self) -> None:
@@ -97,9 +100,13 @@ class _Writes:
 
 
 def update_index(
-    conn: sqlite3.Connection, files: list[tuple[str, os.stat_result]], progress: Progress | None = None
+    conn: sqlite3.Connection,
+    files: list[tuple[str, os.stat_result]],
+    progress: Progress | None = None,
+    committed: Callable[[], None] | None = None,
 ) -> Scope:
-    """Bring the index up to date with ``files`` (path, stat) and return them as a search scope."""
+    """Bring the index up to date with ``files`` (path, stat) and return them as a search scope; ``committed`` is
+    called after each commit of what was read."""
     decode = decoder()
     known = {
         decode(row[0]): row
@@ -128,7 +135,7 @@ def update_index(
     ahead = None
     if sum(st.st_size for path, st in todo if path not in known) > PARALLEL_BYTES:
         ahead = prefetch(parse_new(new), depth=8)
-    writes = _Writes(conn)
+    writes = _Writes(conn, committed)
     try:
         for path, _st in todo:
             base = done

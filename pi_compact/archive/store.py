@@ -18,6 +18,7 @@ import contextlib
 import os
 import sqlite3
 import stat
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -187,8 +188,13 @@ class Store:
 
     def update(self, files: list[tuple[str, os.stat_result]], progress: Progress | None = None) -> Scope:
         """Bring the index up to date with ``files`` (path, stat) and return them as a search scope."""
-        with self._sql() as conn:
-            return update_index(conn, files, progress)
+        checkpoints = _Checkpoints(self.conn, self.path) if self.path is not None else None
+        try:
+            with self._sql() as conn:
+                return update_index(conn, files, progress, checkpoints.committed if checkpoints else None)
+        finally:
+            if checkpoints is not None:
+                checkpoints.close()
 
     # ------------------------------------------------------------------------------------------- figures
 
@@ -212,6 +218,52 @@ class Store:
             "indexed_bytes": indexed,
             "database_bytes": size,
         }
+
+
+class _Checkpoints:
+    """While an update writes, the log is copied into the database (a passive checkpoint, which never waits for a
+    reader or the writer, nor holds one up) from a connection and a thread of their own, woken at each commit;
+    the writer checkpoints only past four times its usual log. It then spends its time on the index alone: a
+    build costs its thread about a twentieth less (``bench/RESULTS.md``)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+        self.wake = threading.Event()
+        self.done = False
+        self.thread: threading.Thread | None = None
+
+    def committed(self) -> None:
+        if self.thread is None:
+            self.conn.execute(f"pragma wal_autocheckpoint = {4 * WAL_CHECKPOINT_PAGES}")
+            self.thread = threading.Thread(target=self._run, name="picompact-index-checkpoint", daemon=True)
+            self.thread.start()
+        self.wake.set()
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=0, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            return
+        try:
+            while True:
+                self.wake.wait()
+                self.wake.clear()
+                if self.done:
+                    return
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("pragma wal_checkpoint(passive)").fetchall()
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        if self.thread is None:
+            return
+        self.done = True
+        self.wake.set()
+        self.thread.join()
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute(f"pragma wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
 
 
 def _open_connection(path: Path) -> sqlite3.Connection:
