@@ -4,8 +4,8 @@ Per session file its identity and how far it was read (``files``), per entry its
 (``entries``: line, offset, id, parent id, role or type, time, tool names, whether it is a failed tool result), and
 per entry the text ``picompact show`` renders, without the lines picompact writes itself (the ENTRY header, the
 ``[section]`` markers), in an FTS5 table (``body``) tokenized by ``unicode61 remove_diacritics 2`` (words, case and
-accents folded). ``trigram`` would match any substring, but measured on the same documents it builds 5.8 times
-slower (15 against 87 MB of session a second) into a table 2.3 times larger (``bench/RESULTS.md``); exact
+accents folded). ``trigram`` would match any substring, but measured on the same documents it builds 6 times
+slower (18 against 110 MB of session a second) into a table 2.2 times larger (``bench/RESULTS.md``); exact
 substrings are what ``--regex`` and ``-F`` are for, checked on the stored text after the words narrowed.
 
 A database is this picompact's index when its application id and format version say so and its tables are all
