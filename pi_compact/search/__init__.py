@@ -12,29 +12,40 @@ for match in page.matches:
 more = grep(transcript, query, cursor=page.next_cursor)
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
-
-from pi_compact.search.grepping import GrepLine, GrepMatch, GrepPage, GrepQuery, grep
-from pi_compact.search.listing import EntryPage, list_entries
-from pi_compact.search.matching import compile_pattern
-from pi_compact.search.pages import DEFAULT_LIMITS, EntryInfo, Limits
-from pi_compact.search.render import SECTIONS, RenderedEntry, header_line, preview, render_entry
-from pi_compact.search.show import ShowLine, ShowPage, entry_raw, resolve_in_scope, show_entry
-from pi_compact.search.transcript import Transcript, TranscriptLine, as_transcript, build_transcript
 
 if TYPE_CHECKING:
     from pi_compact.search.context import ContextMessage, ContextView, build_context_view
+    from pi_compact.search.grepping import GrepLine, GrepMatch, GrepPage, GrepQuery, grep
+    from pi_compact.search.listing import EntryPage, list_entries
+    from pi_compact.search.matching import compile_pattern
+    from pi_compact.search.pages import DEFAULT_LIMITS, EntryInfo, Limits
+    from pi_compact.search.render import SECTIONS, RenderedEntry, header_line, preview, render_entry
+    from pi_compact.search.show import ShowLine, ShowPage, entry_raw, resolve_in_scope, show_entry
+    from pi_compact.search.transcript import Transcript, TranscriptLine, as_transcript, build_transcript
 
-_CONTEXT = frozenset({"ContextMessage", "ContextView", "build_context_view"})
+# Each name is imported from its module when first asked for: importing one submodule (the cross-session search's
+# ``pi_compact.search.render``, say) loads only what that submodule needs, not grep, show and the context view.
+_HOME = {
+    **dict.fromkeys(("ContextMessage", "ContextView", "build_context_view"), "context"),
+    **dict.fromkeys(("GrepLine", "GrepMatch", "GrepPage", "GrepQuery", "grep"), "grepping"),
+    **dict.fromkeys(("EntryPage", "list_entries"), "listing"),
+    "compile_pattern": "matching",
+    **dict.fromkeys(("DEFAULT_LIMITS", "EntryInfo", "Limits"), "pages"),
+    **dict.fromkeys(("SECTIONS", "RenderedEntry", "header_line", "preview", "render_entry"), "render"),
+    **dict.fromkeys(("ShowLine", "ShowPage", "entry_raw", "resolve_in_scope", "show_entry"), "show"),
+    **dict.fromkeys(("Transcript", "TranscriptLine", "as_transcript", "build_transcript"), "transcript"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    """The context view is imported when first asked for: grep, list and show do not need the projection."""
-    if name in _CONTEXT:
-        from pi_compact.search import context
-
-        return getattr(context, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [
