@@ -1,0 +1,161 @@
+"""The words a search box takes, as an FTS5 expression: ``timeout retry`` (both words), ``"connection reset"`` (the
+phrase), ``migrat*`` (a prefix), ``OR``, ``AND``, ``NOT`` (upper case) and parentheses; a word with punctuation
+(``TypeError:``, ``foo.bar``) is the phrase of its words. And the words an exact ``-F`` string must contain, to
+narrow its candidates (``literal_words``)."""
+
+from __future__ import annotations
+
+import re
+
+from pi_compact.errors import UsageError
+
+_OPERATORS = frozenset({"OR", "AND", "NOT"})
+_WORDISH = re.compile(r"[^\W_]", re.UNICODE)
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _lex(text: str) -> list[tuple[str, str]]:
+    """(kind, value) tokens: ``(``, ``)``, ``op`` (OR/AND/NOT), ``term`` and ``phrase`` (value with a trailing
+    ``*`` for a prefix)."""
+    out: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+        elif ch in "()":
+            out.append((ch, ch))
+            i += 1
+        elif ch == '"':
+            end = text.find('"', i + 1)
+            if end < 0:
+                raise UsageError(f"the query has an unclosed quote at character {i + 1}: {text!r}")
+            value = text[i + 1 : end]
+            i = end + 1
+            star = i < n and text[i] == "*"
+            if star:
+                i += 1
+            out.append(("phrase", value + ("*" if star else "")))
+        else:
+            j = i
+            while j < n and not text[j].isspace() and text[j] not in '()"':
+                j += 1
+            word = text[i:j]
+            i = j
+            out.append(("op", word) if word in _OPERATORS else ("term", word))
+    return out
+
+
+def _operand(kind: str, value: str) -> str:
+    prefix = value.endswith("*")
+    words = value.rstrip("*") if prefix else value
+    if not _WORDISH.search(words):
+        what = "phrase" if kind == "phrase" else "word"
+        raise UsageError(
+            f"the {what} {value!r} has no letters or digits to search for: use -F or --regex for punctuation"
+        )
+    return _quote(words) + ("*" if prefix else "")
+
+
+class _Parser:
+    """Recursive descent over the tokens, into an FTS5 expression with every group in parentheses."""
+
+    def __init__(self, tokens: list[tuple[str, str]], text: str) -> None:
+        self.tokens = tokens
+        self.at = 0
+        self.text = text
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def fail(self, why: str) -> UsageError:
+        return UsageError(
+            f"bad query {self.text!r}: {why} (OR, AND and NOT go between words; quote them to search for them)"
+        )
+
+    def parse(self) -> str:
+        expr = self.or_()
+        if self.peek() is not None:
+            raise self.fail("an unmatched ')'")
+        return expr
+
+    def or_(self) -> str:
+        parts = [self.and_()]
+        while self.peek() == ("op", "OR"):
+            self.at += 1
+            parts.append(self.and_())
+        return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+
+    def and_(self) -> str:
+        parts = [self.not_()]
+        while True:
+            token = self.peek()
+            if token == ("op", "AND"):
+                self.at += 1
+                parts.append(self.not_())
+            elif token is not None and token[0] in ("term", "phrase", "("):
+                parts.append(self.not_())
+            else:
+                break
+        return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
+
+    def not_(self) -> str:
+        expr = self.primary()
+        while self.peek() == ("op", "NOT"):
+            self.at += 1
+            expr = f"({expr} NOT {self.primary()})"
+        return expr
+
+    def primary(self) -> str:
+        token = self.peek()
+        if token is None:
+            raise self.fail("it ends where a word was expected")
+        kind, value = token
+        self.at += 1
+        if kind == "(":
+            expr = self.or_()
+            if self.peek() != (")", ")"):
+                raise self.fail("a '(' is not closed")
+            self.at += 1
+            return expr
+        if kind in ("term", "phrase"):
+            return _operand(kind, value)
+        raise self.fail(f"{value!r} where a word was expected")
+
+
+def fts_expression(text: str) -> str:
+    """The FTS5 MATCH expression of a word query (UsageError when it is not one)."""
+    tokens = _lex(text)
+    if not tokens:
+        raise UsageError("the query is empty: give words to search for")
+    return _Parser(tokens, text).parse()
+
+
+def literal_words(literal: str) -> str | None:
+    """An FTS5 expression every text containing ``literal`` matches (None: no word of it can narrow).
+
+    Only runs of ASCII letters and digits count, and only where the literal shows where the word starts: a run
+    between two ASCII characters that are neither (a separator for the tokenizer, in the literal and so in the
+    text) is a whole word; one that ends the literal is a word's prefix; the first run of a literal that starts
+    with a letter or digit may be the end of a longer word and is not used."""
+    terms: list[str] = []
+    i, n = 0, len(literal)
+    while i < n:
+        if literal[i] not in _ASCII_ALNUM:
+            i += 1
+            continue
+        j = i
+        while j < n and literal[j] in _ASCII_ALNUM:
+            j += 1
+        left = i > 0 and literal[i - 1].isascii()
+        right = j < n and literal[j].isascii()
+        if left and right:
+            terms.append(_quote(literal[i:j]))
+        elif left and j == n:
+            terms.append(_quote(literal[i:j]) + "*")
+        i = j
+    return " AND ".join(dict.fromkeys(terms)) if terms else None
