@@ -36,7 +36,7 @@ from pi_compact.ops.rules_block import RulesWrittenJSON
 from pi_compact.pi.config import PicompactConfigJSON
 from pi_compact.pi.sessions import SessionListingJSON
 from pi_compact.search.context import ContextViewJSON
-from pi_compact.search.grepping import EntryCountJSON, GrepMatchJSON, GrepSummaryJSON
+from pi_compact.search.grep_results import EntryCountJSON, GrepMatchJSON, GrepSummaryJSON
 from pi_compact.search.listing import EntryPageJSON
 from pi_compact.search.show import ShowPageJSON
 

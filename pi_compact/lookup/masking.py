@@ -17,7 +17,8 @@ import dataclasses
 from bisect import bisect_right
 
 from pi_compact.redact import Masked, Redactor
-from pi_compact.search.grepping import GrepLine, GrepMatch, GrepPage, _window
+from pi_compact.search.grep_results import GrepLine, GrepMatch, GrepPage
+from pi_compact.search.grepping import _window
 from pi_compact.search.listing import EntryPage
 from pi_compact.search.render import preview
 from pi_compact.search.show import ShowLine, ShowPage

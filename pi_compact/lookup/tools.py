@@ -13,7 +13,8 @@ import orjson
 
 from pi_compact.errors import NotFoundError, UsageError
 from pi_compact.llm.types import ToolCall
-from pi_compact.search.grepping import GrepPage, GrepQuery, grep
+from pi_compact.search.grep_results import GrepPage
+from pi_compact.search.grepping import GrepQuery, grep
 from pi_compact.search.listing import EntryPage, list_entries
 from pi_compact.search.pages import DEFAULT_LIMITS, Limits
 from pi_compact.search.render import safe_text

@@ -33,7 +33,8 @@ from pi_compact.errors import UsageError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.ops.compact import CompactOptions, CompactResult, compact_session
 from pi_compact.ops.coverage import CoverageResult, measure_coverage
-from pi_compact.search.grepping import GrepPage, GrepQuery, grep
+from pi_compact.search.grep_results import GrepPage
+from pi_compact.search.grepping import GrepQuery, grep
 from pi_compact.search.listing import EntryPage, list_entries
 from pi_compact.search.show import ShowPage, show_entry
 from pi_compact.search.transcript import Transcript, build_transcript

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pi_compact.search.context import ContextMessage, ContextView, build_context_view
-    from pi_compact.search.grepping import GrepLine, GrepMatch, GrepPage, GrepQuery, grep
+    from pi_compact.search.grep_results import GrepLine, GrepMatch, GrepPage
+    from pi_compact.search.grepping import GrepQuery, grep
     from pi_compact.search.listing import EntryPage, list_entries
     from pi_compact.search.matching import compile_pattern
     from pi_compact.search.pages import DEFAULT_LIMITS, EntryInfo, Limits
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 # ``pi_compact.search.render``, say) loads only what that submodule needs, not grep, show and the context view.
 _HOME = {
     **dict.fromkeys(("ContextMessage", "ContextView", "build_context_view"), "context"),
-    **dict.fromkeys(("GrepLine", "GrepMatch", "GrepPage", "GrepQuery", "grep"), "grepping"),
+    **dict.fromkeys(("GrepLine", "GrepMatch", "GrepPage"), "grep_results"),
+    **dict.fromkeys(("GrepQuery", "grep"), "grepping"),
     **dict.fromkeys(("EntryPage", "list_entries"), "listing"),
     "compile_pattern": "matching",
     **dict.fromkeys(("DEFAULT_LIMITS", "EntryInfo", "Limits"), "pages"),
