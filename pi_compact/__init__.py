@@ -60,7 +60,7 @@ _EXPORTS = {
     "SummaryMode": "pi_compact.checkpoint.summary",
     "VerbatimMode": "pi_compact.checkpoint.verbatim.mode",
     "build_compaction": "pi_compact.ops.compact",
-    "CheckpointRequest": "pi_compact.ops.compact",
+    "CheckpointRequest": "pi_compact.ops.checkpoint_request",
     "get_mode": "pi_compact.checkpoint.mode",
     "SessionFile": "pi_compact.ops.session_file",
     "search_sessions": "pi_compact.archive",
@@ -145,7 +145,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pi_compact.lookup.agent import LookupOptions, run_lookup
     from pi_compact.ops.audit import audit_session
     from pi_compact.ops.check import CheckOptions, CheckResult, check_session
-    from pi_compact.ops.compact import CheckpointRequest, CompactOptions, build_compaction, compact_session
+    from pi_compact.ops.checkpoint_request import CheckpointRequest
+    from pi_compact.ops.compact import CompactOptions, build_compaction, compact_session
     from pi_compact.ops.coverage import measure_coverage
     from pi_compact.ops.forecast import context_growth
     from pi_compact.ops.lint import lint_file, lint_paths

@@ -235,7 +235,8 @@ def compact(
     from functools import partial
 
     from pi_compact.llm.choice import model_available
-    from pi_compact.ops.compact import CheckpointRequest, CompactOptions, compact_session
+    from pi_compact.ops.checkpoint_request import CheckpointRequest
+    from pi_compact.ops.compact import CompactOptions, compact_session
 
     env = env_of(ctx)
     request = CheckpointRequest(

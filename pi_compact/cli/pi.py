@@ -293,7 +293,7 @@ def checkpoint_command(
     from pi_compact.extension.hook import build_checkpoint
     from pi_compact.llm.choice import model_available
     from pi_compact.ops.check import CheckOptions
-    from pi_compact.ops.compact import CheckpointRequest
+    from pi_compact.ops.checkpoint_request import CheckpointRequest
 
     out = env_of(ctx)
     for name, value in (

@@ -20,7 +20,8 @@ from pi_compact.pi.config import PicompactConfigJSON
 
 if TYPE_CHECKING:
     from pi_compact.ops.check import CheckOptions
-    from pi_compact.ops.compact import CheckpointRequest, CompactStatsJSON
+    from pi_compact.ops.checkpoint_request import CheckpointRequest
+    from pi_compact.ops.compact import CompactStatsJSON
     from pi_compact.search.transcript import Transcript
 
 # The extension's tool names -> the search tools of ``picompact lookup`` they run.

@@ -140,7 +140,8 @@ def test_sessions_document_is_the_listing_to_json(tmp_path: Path, isolated_home:
 def test_compact_documents_are_the_results_json(session: Path, isolated_home: Path) -> None:
     from pi_compact.checkpoint.entry import fixed_clock, seeded_ids
     from pi_compact.ops.check import CheckOptions
-    from pi_compact.ops.compact import CheckpointRequest, CompactOptions, compact_session
+    from pi_compact.ops.checkpoint_request import CheckpointRequest
+    from pi_compact.ops.compact import CompactOptions, compact_session
     from pi_compact.ops.coverage import drafted_coverage
 
     hooks = {"PICOMPACT_FIXED_TIME": "2026-01-02T03:04:05.000Z", "PICOMPACT_ID_SEED": "seed"}

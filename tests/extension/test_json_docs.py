@@ -52,7 +52,7 @@ def test_pi_documents_are_the_hooks_json(agent: Path, tmp_path: Path) -> None:
 
     from pi_compact.extension.hook import build_checkpoint, effective_config
     from pi_compact.ops.check import CheckOptions
-    from pi_compact.ops.compact import CheckpointRequest
+    from pi_compact.ops.checkpoint_request import CheckpointRequest
 
     sb = simple_session(turns=6, size=400)
     path = sb.write(tmp_path / "s.jsonl")

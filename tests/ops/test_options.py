@@ -13,7 +13,8 @@ from pi_compact.cli.options import flag_for
 from pi_compact.errors import OptionError
 from pi_compact.lookup.agent import LookupOptions
 from pi_compact.ops.check import CheckOptions
-from pi_compact.ops.compact import CheckpointRequest, CompactOptions, ModeOptionError
+from pi_compact.ops.checkpoint_request import CheckpointRequest, ModeOptionError
+from pi_compact.ops.compact import CompactOptions
 from tests.helpers.cli import run
 from tests.helpers.sessions import simple_session
 
