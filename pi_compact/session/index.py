@@ -75,7 +75,7 @@ except ImportError:  # pragma: no cover - isal is a dependency; a tree without i
 
 from pi_compact import __version__
 from pi_compact.session.cachedir import index_name, open_cache, read_bounded, sweep, write_new
-from pi_compact.session.index_format import decode_fields, encode_state, owner, seal, split, unpack, well_formed
+from pi_compact.session.index_format import Coded, decode_fields, encode_state, owner, seal, split, unpack, well_formed
 from pi_compact.session.mutations import Facts
 
 NO_CACHE_ENV = "PICOMPACT_NO_CACHE"
@@ -88,6 +88,10 @@ class PrefixState:
     """The loader's state after the last complete line of a file's prefix (see ``load._parse_session``)."""
 
     __slots__ = (
+        "_parents",
+        "_roles",
+        "_types",
+        "coded",
         "crc",
         "dangling",
         "decorated",
@@ -105,12 +109,9 @@ class PrefixState:
         "mutations",
         "offset",
         "parent_slots",
-        "parents",
         "prefix_len",
         "prev_tail",
         "released_to",
-        "roles",
-        "types",
     )
 
     def __init__(
@@ -132,9 +133,11 @@ class PrefixState:
         offset: Sequence[int],
         length: Sequence[int],
         ids: list[str | None],
-        parents: list[str | None],
-        types: list[str],
-        roles: list[str | None],
+        # The parents, types and roles as lists, or None with ``coded``: as the index holds them, made into lists
+        # only when asked for
+        parents: list[str | None] | None,
+        types: list[str] | None,
+        roles: list[str | None] | None,
         # Per entry, where its parentId leads among the prefix's entries (``Session.parent_slots``), and the parent
         # ids that lead nowhere in it
         parent_slots: Sequence[int],
@@ -145,6 +148,7 @@ class PrefixState:
         crc: int | None = None,
         # (entry index, its facts) of every entry whose body records tracked modifications (``session.mutations``)
         mutations: Sequence[tuple[int, Facts]] = (),
+        coded: Coded | None = None,
     ) -> None:
         self.prefix_len = prefix_len
         self.lines = lines
@@ -161,14 +165,36 @@ class PrefixState:
         self.offset = offset
         self.length = length
         self.ids = ids
-        self.parents = parents
-        self.types = types
-        self.roles = roles
+        self._parents = parents
+        self._types = types
+        self._roles = roles
+        self.coded = coded
         self.parent_slots = parent_slots
         self.dangling = dangling
         self.decorated = decorated
         self.crc = crc
         self.mutations = mutations
+
+    @property
+    def parents(self) -> list[str | None]:
+        if self._parents is None:
+            assert self.coded is not None, "a state without its parents has them coded"
+            self._parents = self.coded.parents(self.ids, self.parent_slots)
+        return self._parents
+
+    @property
+    def types(self) -> list[str]:
+        if self._types is None:
+            assert self.coded is not None, "a state without its types has them coded"
+            self._types = self.coded.types()
+        return self._types
+
+    @property
+    def roles(self) -> list[str | None]:
+        if self._roles is None:
+            assert self.coded is not None, "a state without its roles has them coded"
+            self._roles = self.coded.roles()
+        return self._roles
 
 
 REWRITE_FRACTION = 64  # an index is written again once the part after it is this fraction of what it covers

@@ -136,18 +136,61 @@ def encode_state(state: PrefixState, meta: dict[str, Any]) -> bytes:
     return body
 
 
+class Coded:
+    """An index's types, roles and parentIds as its columns hold them (codes into the lists of distinct values, the
+    parents' slots with the ``orphans`` list), checked by ``decode_fields``: a resumed load builds its entries from
+    them directly (``loadstate._resumed_entries``), and the lists are made only when asked for (``PrefixState``)."""
+
+    __slots__ = ("orphans", "role_codes", "role_values", "type_codes", "type_values")
+
+    def __init__(
+        self,
+        type_codes: array[int],
+        type_values: list[str],
+        role_codes: array[int],
+        role_values: list[str | None],
+        orphans: list[tuple[int, str]],
+    ) -> None:
+        self.type_codes = type_codes
+        self.type_values = type_values
+        self.role_codes = role_codes
+        self.role_values = role_values
+        self.orphans = orphans  # (index, parentId) of each entry whose parent is none of the entries, in order
+
+    def parents(self, ids: list[str | None], slots: Sequence[int]) -> list[str | None]:
+        """Each entry's parentId: none (slot 0), its orphan's (slot 1), or the id of the entry at its slot less 2."""
+        parents = list(map([None, None, *ids].__getitem__, slots))
+        for index, parent in self.orphans:
+            parents[index] = parent
+        return parents
+
+    def types(self) -> list[str]:
+        return list(map(self.type_values.__getitem__, self.type_codes))
+
+    def roles(self) -> list[str | None]:
+        return list(map(self.role_values.__getitem__, self.role_codes))
+
+
 def decode_fields(doc: dict[str, Any], columns: dict[str, array[int]]) -> dict[str, Any]:
     """The fields of the ``PrefixState`` that an index body's document and columns (``unpack``) describe, all but its
-    ``prefix_len`` and ``crc`` (which the reader checks against the file first). Each entry's type and role come
-    from its code into the list of distinct ones, its parentId from its parent's slot (the id of the entry there, or
-    the one the ``orphans`` list holds, or none), so they are of the types those lists hold. An error (IndexError,
-    KeyError, ValueError, ...) for a document that lacks a field or holds one of another kind, a code or slot past
-    its list: the state built from them is good only if it is ``well_formed`` too."""
+    ``prefix_len`` and ``crc`` (which the reader checks against the file first). Each entry's type and role are its
+    code into the list of distinct ones, its parentId its parent's slot (the id of the entry there, or the one the
+    ``orphans`` list holds, or none), held as ``Coded``: every code and slot is checked to lie within its list here,
+    so they stand for values of the types those lists hold. ValueError (or IndexError, KeyError, ...) for a
+    document that lacks a field or holds one of another kind, a code or slot past its list: the state built from
+    them is good only if it is ``well_formed`` too."""
     cols = doc["entries"]
     ids, slots = cols["id"], columns["parent"]
-    if not isinstance(ids, list) or len(ids) != len(slots):
+    if not isinstance(ids, list) or len(ids) != len(slots) or not below(slots, len(ids) + 2):
         raise ValueError("not an index's ids")
-    parents, dangling = _decode_parents(ids, slots, cols["orphans"])
+    orphans, dangling = _decode_orphans(slots, cols["orphans"])
+    coded = Coded(
+        _checked_codes(columns["type"], cols["types"], False),
+        cols["types"],
+        _checked_codes(columns["role"], cols["roles"], True),
+        cols["roles"],
+        orphans,
+    )
     return {
         "lines": doc["lines"],
         "header": doc["header"],
@@ -163,9 +206,10 @@ def decode_fields(doc: dict[str, Any], columns: dict[str, array[int]]) -> dict[s
         "offset": columns["offset"],
         "length": columns["length"],
         "ids": ids,
-        "parents": parents,
-        "types": _decode_codes(columns["type"], cols["types"], False),
-        "roles": _decode_codes(columns["role"], cols["roles"], True),
+        "parents": None,
+        "types": None,
+        "roles": None,
+        "coded": coded,
         "parent_slots": slots,
         "dangling": dangling,
         "decorated": cols.get("decorated"),
@@ -173,20 +217,76 @@ def decode_fields(doc: dict[str, Any], columns: dict[str, array[int]]) -> dict[s
     }
 
 
-def _decode_parents(ids: list[Any], slots: array[int], orphans: Any) -> tuple[list[Any], list[str]]:
-    """Each entry's parentId from its slot (0: none; 1: the next of ``orphans``, ``[[index, parentId], ...]`` in
-    order, one for each such slot; else the id of the entry at the slot less 2) and the distinct orphans' parents;
-    IndexError or ValueError for slots and orphans that do not agree."""
-    parents = list(map([None, None, *ids].__getitem__, slots))  # IndexError for a slot past the entries
-    if len(orphans) != slots.count(1):
+def _decode_orphans(slots: array[int], orphans: Any) -> tuple[list[tuple[int, str]], list[str]]:
+    """``[[index, parentId], ...]``, one for each slot of 1 in order, as (index, parentId) pairs, and the distinct
+    parents; ValueError for orphans that do not agree with the slots."""
+    if not isinstance(orphans, list) or len(orphans) != slots.count(1):
         raise ValueError("not the index's orphans")
+    out: list[tuple[int, str]] = []
+    last = -1
     for index, parent in orphans:  # every one a slot of 1 (counted above), each once (in order), a non-empty string
-        if type(index) is not int or slots[index] != 1 or parents[index] is not None or type(parent) is not str:
+        if type(index) is not int or not last < index < len(slots) or slots[index] != 1:
             raise ValueError("not an orphan row")
-        if not parent or index < 0:
+        if type(parent) is not str or not parent:
             raise ValueError("not an orphan row")
-        parents[index] = parent
-    return parents, sorted({parent for _, parent in orphans})
+        out.append((index, parent))
+        last = index
+    return out, sorted({parent for _, parent in out})
+
+
+def _checked_codes(codes: array[int], values: Any, none: bool) -> array[int]:
+    """``codes`` when each is the position of one of ``values``, strings (or None with ``none``); ValueError
+    otherwise."""
+    if not isinstance(values, list) or not {type(v) for v in values} <= (_STR_OR_NONE if none else {str}):
+        raise ValueError("not an index's values")
+    if not below(codes, len(values)):
+        raise ValueError("a code past the index's values")
+    return codes
+
+
+def below(column: array[int], bound: int) -> bool:
+    """Whether every value of the unsigned ``column`` is below ``bound``, without a Python object for each value
+    where it can: its most significant bytes are looked at first, for all values at once (``bytes.translate``), and
+    only the values whose bytes there equal those of ``bound - 1`` are compared one by one."""
+    if not column:
+        return True
+    if bound <= 0:
+        return False
+    k = column.itemsize
+    if bound >> (8 * k):
+        return True  # above every value the column's type holds
+    top = bound - 1  # every value must be at most this
+    data = column.tobytes()
+    little = sys.byteorder == "little"
+    for lane in range(k - 1, -1, -1):  # the most significant byte first
+        byte = (top >> (8 * lane)) & 0xFF
+        lane_bytes = data[lane if little else k - 1 - lane :: k]
+        higher = lane_bytes.translate(None, _UP_TO[byte])  # the bytes above ``byte``, and those equal to it
+        if not higher:
+            return True  # every value is below ``top`` in this byte, and equal to it in the more significant ones
+        if higher.count(_BYTE[byte]) != len(higher):
+            return False  # a value above it in this byte (equal in the more significant ones only if all are)
+        if len(higher) == len(lane_bytes):
+            continue  # every value equal to it in this byte: the next byte decides
+        return _ties_below(column, lane_bytes, _BYTE[byte], top)
+    return True  # every value equal to ``top``
+
+
+def _ties_below(column: array[int], lane_bytes: bytes, byte: bytes, top: int) -> bool:
+    """Whether the values of ``column`` whose byte in ``lane_bytes`` is ``byte`` are all at most ``top``."""
+    if lane_bytes.count(byte) > len(lane_bytes) // 8:
+        return max(column) <= top
+    find = lane_bytes.find
+    at = find(byte)
+    while at >= 0:
+        if column[at] > top:
+            return False
+        at = find(byte, at + 1)
+    return True
+
+
+_UP_TO = [bytes(range(b)) for b in range(256)]  # the bytes below each byte: what ``below`` deletes
+_BYTE = [bytes([b]) for b in range(256)]
 
 
 def _decode_mutations(rows: Any, n: int) -> list[tuple[int, Facts]]:
@@ -258,14 +358,6 @@ def unpack(body: bytes) -> tuple[dict[str, Any], dict[str, array[int]]]:
     return doc, columns
 
 
-def _decode_codes(codes: array[int], values: Any, none: bool) -> list[Any]:
-    """The values that ``codes`` stand for, strings (or None with ``none``); IndexError for a code past the list,
-    ValueError for a value of another type."""
-    if not isinstance(values, list) or not {type(v) for v in values} <= (_STR_OR_NONE if none else {str}):
-        raise ValueError("not an index's values")
-    return list(map(values.__getitem__, codes))
-
-
 def _encode_codes(values: list[Any]) -> tuple[list[int], list[Any]]:
     """Codes into the list of distinct values, in order of first appearance."""
     distinct = list(dict.fromkeys(values))
@@ -285,9 +377,17 @@ def well_formed(s: PrefixState) -> bool:
     ints = (s.lines, s.header_line, s.last_value_line, s.released_to)
     if not all(map(_is_int, ints)) or not isinstance(s.header, dict) or not isinstance(s.malformed, list):
         return False
-    if not all(isinstance(c, list) for c in (s.ids, s.parents, s.types, s.roles)):
-        return False
-    if not all(len(c) == n for c in (s.offset, s.length, s.ids, s.parents, s.types, s.roles, s.parent_slots)):
+    coded = s.coded
+    per_entry: tuple[Any, ...]
+    if coded is None:
+        if not all(isinstance(c, list) for c in (s.ids, s.parents, s.types, s.roles)):
+            return False
+        per_entry = (s.offset, s.length, s.ids, s.parents, s.types, s.roles, s.parent_slots)
+    else:  # the parents, types and roles ``decode_fields`` checked are made only when asked for
+        if not isinstance(s.ids, list):
+            return False
+        per_entry = (s.offset, s.length, s.ids, coded.type_codes, coded.role_codes, s.parent_slots)
+    if not all(len(c) == n for c in per_entry):
         return False
     # The parents, types and roles ``decode_fields`` made are of the types of the ids and lists it made them from
     if not set(map(type, s.malformed)) <= {int} or not set(map(type, s.ids)) <= _STR_OR_NONE:
@@ -306,7 +406,9 @@ def well_formed(s: PrefixState) -> bool:
     # offsets or lengths would otherwise read past the end, or ask for more memory than there is).
     if not s.lines <= s.prefix_len:  # a line is at least its "\n"
         return False
-    if n and (max(s.line) > s.lines or max(s.offset) >= s.prefix_len or max(s.length) >= s.prefix_len):
+    if n and not (
+        _below_any(s.line, s.lines + 1) and _below_any(s.offset, s.prefix_len) and _below_any(s.length, s.prefix_len)
+    ):
         return False
     if n and (s.line[-1] > s.lines or s.offset[-1] + s.length[-1] >= s.prefix_len):
         return False
@@ -315,3 +417,10 @@ def well_formed(s: PrefixState) -> bool:
     if not 0 <= s.released_to <= n or not 0 < s.header_line <= s.lines or s.last_value_line > s.lines:
         return False
     return s.header.get("type") == "session" and isinstance(s.header.get("id"), str)
+
+
+def _below_any(column: Sequence[int], bound: int) -> bool:
+    """``below`` for an array of the index's kinds, else every value of ``column`` below ``bound`` as ``max`` finds."""
+    if isinstance(column, array) and column.typecode in ("B", "I", "Q"):
+        return below(column, bound)
+    return max(column, default=0) < bound

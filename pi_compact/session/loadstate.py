@@ -265,7 +265,46 @@ def releasable(header: JsonDict) -> bool:
 
 def _resumed_entries(state: PrefixState, source: FileSource) -> list[Entry]:
     """The prefix's entries, released, built from the index's columns (as ``Entry.head_only`` builds one, without
-    a call per entry: this is most of what a re-run costs)."""
+    a call per entry: this is most of what a re-run costs). The types, roles and parentIds are taken from their
+    codes and slots as each entry is built (``index_format.Coded``), not made into lists first."""
+    coded = state.coded
+    if coded is None:
+        return _listed_entries(state, source)
+    n = len(state.ids)
+    entries = list(map(Entry.__new__, repeat(Entry, n)))
+    by_slot = [None, None, *state.ids]  # slot 1 (an orphan) is set afterwards
+    type_values, role_values = coded.type_values, coded.role_values
+    columns = zip(
+        entries,
+        range(n),
+        state.ids,
+        state.parent_slots,
+        coded.type_codes,
+        coded.role_codes,
+        state.line,
+        state.offset,
+        state.length,
+        strict=True,
+    )
+    for entry, index, entry_id, slot, kind, role, line, offset, length in columns:
+        entry._raw = None  # one assignment a field: four at once would build and unpack a tuple each time
+        entry._source = source
+        entry._timestamp = UNREAD
+        entry.id = entry_id
+        entry.parent_id = by_slot[slot]
+        entry.type = type_values[kind]
+        entry.role = role_values[role]
+        entry.line = line
+        entry.index = index
+        entry.offset = offset
+        entry.length = length
+    for index, parent in coded.orphans:
+        entries[index].parent_id = parent
+    return entries
+
+
+def _listed_entries(state: PrefixState, source: FileSource) -> list[Entry]:
+    """``_resumed_entries`` from a state whose types, roles and parentIds are lists."""
     entries = list(map(Entry.__new__, repeat(Entry, len(state.ids))))
     columns = zip(
         entries,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+from array import array
 from collections.abc import Iterable, Sequence
 from itertools import compress, islice, repeat
 from operator import attrgetter, indexOf, is_
@@ -181,7 +182,51 @@ def _walk(session: Session, start: Entry, where: str) -> Branch:
 def _follow_slots(
     slots: Sequence[int], entries: list[Entry], at: int, path: list[Entry], bound: int, where: str
 ) -> None:
-    """Extend ``path`` with the ancestors of ``entries[at]`` as ``Session.parent_slots`` gives them."""
+    """Extend ``path`` with the ancestors of ``entries[at]`` as ``Session.parent_slots`` gives them. Where entries
+    follow their parents one after the other (as Pi writes a branch), the run is found by comparing the slots with
+    those of such a run many at a time (``_run_start``), and taken whole."""
+    if not (isinstance(slots, array) and slots.typecode in _RUN_CODES and len(slots) > _RUN_MIN):
+        _step_slots(slots, entries, at, path, bound, where)
+        return
+    consecutive = array(slots.typecode, range(1, len(slots) + 1))  # the slot of an entry whose parent precedes it
+    extend = path.extend
+    slot = slots[at]
+    while slot >= 2:  # every pass adds at least one entry: past ``bound`` the walk has met one twice, a cycle
+        if slot == at + 1:  # the parent is the entry before: so may its own be, and so on
+            start = _run_start(slots, consecutive, at)
+            extend(reversed(entries[start:at]))
+            at = start
+        else:
+            at = slot - 2
+            path.append(entries[at])
+        if len(path) > bound:
+            _refuse_cycle(path, where)
+        slot = slots[at]
+
+
+_RUN_CODES = ("I", "Q", "q")  # wide enough for a slot past 255
+_RUN_MIN = 255  # below it, a step at a time
+
+
+def _run_start(slots: array[int], consecutive: array[int], at: int) -> int:
+    """The least ``start`` from which every entry up to ``entries[at]`` has the entry before it as its parent
+    (``slots[j] == j + 1`` for ``start < j <= at``; ``at >= 1`` and ``slots[at] == at + 1``)."""
+    view, run = memoryview(slots), memoryview(consecutive)
+    good, size = 1, 2  # slots (at - good, at] agree; try (at - size, at]
+    while size <= at and view[at - size + 1 : at + 1] == run[at - size + 1 : at + 1]:
+        good, size = size, size * 2
+    bad = min(size, at + 1)  # (at - bad, at] does not agree, or reaches slot 0 (which no parent precedes)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if view[at - mid + 1 : at - good + 1] == run[at - mid + 1 : at - good + 1]:
+            good = mid
+        else:
+            bad = mid
+    return at - good
+
+
+def _step_slots(slots: Sequence[int], entries: list[Entry], at: int, path: list[Entry], bound: int, where: str) -> None:
+    """``_follow_slots`` a step at a time."""
     chain: list[int] = []
     add = chain.append
     slot = slots[at]
