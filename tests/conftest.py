@@ -4,6 +4,7 @@ imports)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import sys
@@ -69,6 +70,7 @@ LONGEST_FIRST = [
     "tests/extension/test_pi_e2e.py::TestIdle",  # real Pi sessions
     "tests/session/test_session_index.py",
     "tests/extension/test_pi_e2e.py::TestMidRun",
+    "tests/extension/test_provider_keys_e2e.py",  # four real Pi sessions
     "tests/session/test_write_concurrency.py",  # real processes killed under the lock
     "tests/acceptance/test_hostile_corpus.py",
     "tests/extension/test_pi_e2e.py",
@@ -105,6 +107,13 @@ LONGEST_FIRST = [
     "tests/llm/test_thinking_parity.py",
     "tests/checkpoint/test_evidence_readtool_pi.py",
 ]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection made (the test modules, their parameters, pytest's own) lives to the end of the run: frozen,
+    so the collector's full passes during the tests do not walk it again and again."""
+    gc.collect()
+    gc.freeze()
 
 
 def _scope(item: pytest.Item) -> str:

@@ -122,7 +122,7 @@ def check(
     path = resolve_session_path(session)
     with Progress(env, f"checking {path}"):  # a spinner on a terminal when it takes more than a second
         result = check_session(path, settings.check_options(tokenizer=tokenizer), cache=not no_cache)
-        if gc.get_freeze_count():  # the process's own run (``core.main`` froze start-up): the session lives to exit
+        if env.owns_process:  # the process's own run (``core.main`` froze start-up): the session lives to exit
             gc.freeze()  # so no collection walks what the load made (15 ms of a 100 MB check --json)
         data = result.to_json(evidence=json_output or files)
     report_diagnostics(env, result.diagnostics, path)

@@ -72,6 +72,7 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> E
     """Run ``picompact ARGV`` in ``env`` (default: this process) and return the exit code."""
     if env is None:
         env = Environment.from_process(argv)
+        env.owns_process = True
         # What start-up imported lives until exit: frozen, no full collection walks it again, during the run or at
         # exit (about 6% of a small check). Only in the process's own run: a caller that passes an env keeps its gc.
         gc.freeze()

@@ -165,6 +165,9 @@ class Environment:
         self.clock: Callable[[], Any] | None = None
         self.new_id: Callable[[Collection[str]], str] | None = None
         self.in_lock: Callable[[], None] | None = None
+        # Whether this run is the whole process (``cli.core.main`` without an env): what it loads then lives to exit,
+        # and is frozen for the collector (``gc.freeze``); a caller that passes an env keeps its own gc.
+        self.owns_process = False
 
     # ------------------------------------------------------------------ construction
 

@@ -243,14 +243,14 @@ def test_timeout(server: HTTPServer, sleeps: list[float], fake_sleep) -> None:
                 Request([Message.user("hi")], max_tokens=8),
                 model=_model(server),
                 api_key=KEY,
-                timeout=0.2,
+                timeout=0.05,
                 max_retries=1,
                 sleep=fake_sleep,
             )
     finally:
         release.set()
     assert info.value.status is None
-    assert "within 0.2 s" in str(info.value)
+    assert "within 0.05 s" in str(info.value)
     assert sleeps == [1.0]
 
 

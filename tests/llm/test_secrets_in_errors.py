@@ -52,7 +52,7 @@ def test_key_absent_after_giving_up_on_timeouts(server: HTTPServer, fake_sleep) 
                 Request([Message.user("hi")], max_tokens=8),
                 model=model,
                 api_key=KEY,
-                timeout=0.2,
+                timeout=0.05,
                 max_retries=1,
                 sleep=fake_sleep,
             )

@@ -305,7 +305,7 @@ def test_timeout(server: HTTPServer, sleeps: list[float], tmp_path: Path):
 
     server.expect_request(OPENAI_PATH).respond_with_handler(slow)
     try:
-        _fails(history_session(tmp_path), _mode(server, sleeps, timeout=0.2, max_retries=0), "no answer")
+        _fails(history_session(tmp_path), _mode(server, sleeps, timeout=0.05, max_retries=0), "no answer")
     finally:
         release.set()
         settle(server, 1)
