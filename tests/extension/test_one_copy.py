@@ -90,17 +90,16 @@ def test_real_pi_loads_one_working_copy_of_two(tmp_path: Path) -> None:
     if not pi_installed():
         pytest.skip(NOT_INSTALLED)
     import tests.extension.test_pi_e2e as e2e
-    from tests.extension.test_pi_e2e import _rpc, _sandbox_env, fake_model
+    from tests.extension.test_pi_e2e import FAKE_MODEL, _sandbox_env
+    from tests.helpers.real_pi import local_model, pi_rpc
 
     def trusting_pi(*args: str) -> list[str]:  # the e2e command line, trusting the project (--approve)
-        return [("--approve" if a == "--no-approve" else a) for a in plain_pi(*args)]
-
-    plain_pi = e2e._pi
+        return [("--approve" if a == "--no-approve" else a) for a in e2e._pi(*args)]
 
     agent, home, work = tmp_path / "agent", tmp_path / "home", tmp_path / "work"
     for d in (agent, home, work):
         d.mkdir()
-    with fake_model(tmp_path, lifetime=60) as port:
+    with local_model(tmp_path, lifetime=60) as port:
         model = {"id": "fake-model", "name": "Fake", "reasoning": False, "input": ["text"], "contextWindow": 100000}
         provider = {"baseUrl": f"http://127.0.0.1:{port}/v1", "api": "openai-completions", "apiKey": "k"}
         (agent / "models.json").write_bytes(orjson.dumps({"providers": {"fake": {**provider, "models": [model]}}}))
@@ -118,11 +117,8 @@ def test_real_pi_loads_one_working_copy_of_two(tmp_path: Path) -> None:
         project_dir.mkdir(parents=True)
         for name in ("index.ts", "install.json"):
             (project_dir / name).write_bytes((global_dir / name).read_bytes())
-        try:
-            e2e._pi = trusting_pi
-            events = _rpc(env, work, [{"id": "cmds", "type": "get_commands"}])
-        finally:
-            e2e._pi = plain_pi
+        commands = [{"id": "cmds", "type": "get_commands"}]
+        events = pi_rpc(FAKE_MODEL, env, work, commands, tmp_path / "pi.err", approve=True)
         printed = subprocess.run(
             trusting_pi("-p", "hello", "--no-session"), env=env, cwd=work, capture_output=True, timeout=120
         )

@@ -25,7 +25,8 @@ import orjson
 import pytest
 
 from tests.helpers.cli import picompact_exe, run
-from tests.oracle import DRIVE, MODEL, NODE22, NOT_INSTALLED, PACKAGE, pi_installed
+from tests.helpers.real_pi import local_model, pi_rpc
+from tests.oracle import DRIVE, NODE22, NOT_INSTALLED, PACKAGE, pi_installed
 
 REMINDER = "custom:picompact.reorientation"
 TOOLS = ("context_list_entries", "context_grep", "context_show_entry")
@@ -37,6 +38,10 @@ def _install_command(extra: str = "") -> str:
     exe = picompact_exe()
     command = " ".join(exe) + " pi install"
     return command + extra
+
+
+# An in-memory session (no file) on the scripted ``fake`` model, thinking off: what an RPC run here gives Pi.
+FAKE_MODEL = ["--no-session", "--provider", "fake", "--model", "fake-model", "--thinking", "off"]
 
 
 def _pi(*args: str) -> list[str]:
@@ -198,7 +203,7 @@ def test_an_in_memory_session_falls_back_with_a_notice(tmp_path: Path) -> None:
     agent, home, work = tmp_path / "agent", tmp_path / "home", tmp_path / "work"
     for d in (agent, home, work):
         d.mkdir()
-    with fake_model(tmp_path, lifetime=120) as port:
+    with local_model(tmp_path, lifetime=120) as port:
         model = {
             "id": "fake-model",
             "name": "Fake",
@@ -215,7 +220,8 @@ def test_an_in_memory_session_falls_back_with_a_notice(tmp_path: Path) -> None:
         env = {**_sandbox_env({"tempDir": str(tmp_path)}), "PATH": f"{NODE22.parent}:/usr/bin:/bin"}
         env["TMPDIR"] = str(tmp_path)
         assert subprocess.run([*picompact_exe(), "pi", "install"], env=env, capture_output=True).returncode == 0
-        events = _rpc(
+        events = pi_rpc(
+            FAKE_MODEL,
             env,
             work,
             [
@@ -223,6 +229,7 @@ def test_an_in_memory_session_falls_back_with_a_notice(tmp_path: Path) -> None:
                 {"id": "p1", "type": "prompt", "message": "second question " + "y" * 400},
                 {"id": "c", "type": "compact"},
             ],
+            tmp_path / "pi.err",
         )
     response = next(e for e in events if e.get("type") == "response" and e.get("id") == "c")
     assert response["success"] is True
@@ -232,78 +239,6 @@ def test_an_in_memory_session_falls_back_with_a_notice(tmp_path: Path) -> None:
     requests = [orjson.loads(line) for line in (tmp_path / "requests.jsonl").read_bytes().split(b"\n") if line]
     offered = {t["function"]["name"] for r in requests for t in (r.get("body") or {}).get("tools") or []}
     assert "bash" in offered and not set(TOOLS) & offered
-
-
-@contextlib.contextmanager
-def fake_model(tmp_path: Path, lifetime: int) -> Iterator[str]:
-    """The plain local model (tools/pi/e2e/model.py) on 127.0.0.1 for ``lifetime`` seconds at most, logging the
-    requests it gets to ``tmp_path/requests.jsonl``; yields its port, stops it after."""
-    log, port_file = tmp_path / "requests.jsonl", tmp_path / "port"
-    server = subprocess.Popen(
-        [sys.executable, str(MODEL), "--port-file", str(port_file), "--log", str(log), "--lifetime", str(lifetime)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield _wait_for(lambda: port_file.exists() and port_file.read_text().strip())
-    finally:
-        server.terminate()
-        server.wait(10)
-
-
-def _wait_for(probe: Any, timeout: float = 30) -> Any:
-    import time
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
-def _rpc(env: dict[str, str], cwd: Path, commands: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run Pi in RPC mode on an in-memory session: each prompt waits for agent_settled, a command for its response."""
-    import threading
-
-    proc = subprocess.Popen(
-        _pi("--mode", "rpc", "--no-session"),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    events: list[dict[str, Any]] = []
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            with contextlib.suppress(orjson.JSONDecodeError):
-                events.append(orjson.loads(line))
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    assert proc.stdin is not None
-    try:
-        for command in commands:
-            start = len(events)
-            proc.stdin.write(orjson.dumps(command) + b"\n")
-            proc.stdin.flush()
-            if command["type"] == "prompt":
-                _wait_for(lambda start=start: any(e.get("type") == "agent_settled" for e in events[start:]), 60)
-            else:
-                _wait_for(lambda c=command: any(e.get("id") == c["id"] for e in events if e.get("type") == "response"))
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        reader.join(5)
-    return list(events)
 
 
 class _EverySession:

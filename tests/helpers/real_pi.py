@@ -70,12 +70,20 @@ def pi_env(root: Path) -> dict[str, str]:
 
 
 def pi_rpc(
-    args: list[str], env: dict[str, str], cwd: Path, commands: list[dict[str, Any]], stderr: Path, timeout: float = 60
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    commands: list[dict[str, Any]],
+    stderr: Path,
+    timeout: float = 60,
+    *,
+    approve: bool = False,
 ) -> list[dict[str, Any]]:
     """Run Pi (``args``: model, session options) in RPC mode: each prompt of ``commands`` waits for
     ``agent_settled``, any other command for its response. Returns every event Pi printed; its stderr goes to
-    ``stderr``."""
-    argv = [str(NODE22), str(PACKAGE / "dist" / "bundle" / "cli.js"), "--mode", "rpc", *args, *QUIET, "--offline"]
+    ``stderr``. ``approve``: Pi trusts the project (``--approve``), as a user who said yes to it."""
+    quiet = [("--approve" if a == "--no-approve" else a) for a in QUIET] if approve else QUIET
+    argv = [str(NODE22), str(PACKAGE / "dist" / "bundle" / "cli.js"), "--mode", "rpc", *args, *quiet, "--offline"]
     with open(stderr, "wb") as err:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     events: list[dict[str, Any]] = []
