@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,33 +77,20 @@ class Case:
         return f"{name}-lookup-{self.lookup.provider}" if self.lookup else name
 
 
+GOOGLE = Case(
+    "google",
+    "gemini-2.5-flash",
+    "google-generative-ai",
+    "/v1beta",
+    "x-goog-api-key",
+    "/v1beta/models/gemini-2.5-flash:generateContent",
+)
 CASES = [
-    Case(
-        "google",
-        "gemini-2.5-flash",
-        "google-generative-ai",
-        "/v1beta",
-        "x-goog-api-key",
-        "/v1beta/models/gemini-2.5-flash:generateContent",
-    ),
+    GOOGLE,
     Case("moonshotai", "kimi-k2.6", "openai-completions", "/v1", "bearer", "/v1/chat/completions"),
-    Case(
-        "google",
-        "gemini-2.5-flash",
-        "google-generative-ai",
-        "/v1beta",
-        "x-goog-api-key",
-        "/v1beta/models/gemini-2.5-flash:generateContent",
-        key_from="flag",
-    ),
-    Case(
-        "google",
-        "gemini-2.5-flash",
-        "google-generative-ai",
-        "/v1beta",
-        "x-goog-api-key",
-        "/v1beta/models/gemini-2.5-flash:generateContent",
-        lookup=Lookup("moonshotai", "kimi-k2.6", "/v1", "bearer", "sk-moonshot-own-key-for-the-lookup-71c2"),
+    replace(GOOGLE, key_from="flag"),
+    replace(
+        GOOGLE, lookup=Lookup("moonshotai", "kimi-k2.6", "/v1", "bearer", "sk-moonshot-own-key-for-the-lookup-71c2")
     ),
 ]
 
