@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 import quality_sessions as qs
+from run import cpu_name
 
 from pi_compact.js import js_len
 
@@ -452,15 +453,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}"
+    return f"{cpu_name()}, {os.cpu_count()} cores; Python {platform.python_version()}"
 
 
 def parse_windows(text: str) -> list[tuple[int, int]]:

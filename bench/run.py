@@ -497,15 +497,19 @@ def targets(
     return rows
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
+def cpu_name() -> str:
+    """The processor's model name (Linux's /proc/cpuinfo), else what ``platform`` knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> str:
+    cpu = cpu_name()
     mem = ""
     try:
         kib = int(Path("/proc/meminfo").read_text().split()[1])

@@ -4,10 +4,8 @@ time, tool names, whether it is a failed tool result); all of it text SQLite can
 
 from __future__ import annotations
 
-import functools
 import math
 from datetime import UTC, datetime
-from typing import Any
 
 from pi_compact.session.entries import Entry
 
@@ -38,39 +36,11 @@ def clean(text: str) -> str:
     return text
 
 
-@functools.cache
-def _text_class() -> Any:
-    """``search.render``'s line collector, keeping only what the index holds: the lines picompact writes itself
-    (``mark``) are left out, and a JSON string from the entry (``body``) is kept whole rather than split into its
-    lines, which the text would join again. Joined with newlines, the pieces are ``show``'s lines without the
-    marker lines, the same text, at a fraction of the cost."""
-    from pi_compact.search import render  # only when indexing: a search with nothing new skips it
-
-    class Text(render._Lines):
-        __slots__ = ()
-
-        def deco(self, text: str, section: str) -> None:
-            self.lines.append(text)
-
-        def mark(self, text: str, section: str) -> None:
-            pass
-
-        def body(self, text: str, section: str) -> None:
-            self.lines.append(text)
-
-    return Text, render._render_into
-
-
 def entry_text(entry: Entry) -> str:
     """The text ``picompact show`` renders of ``entry``, without the lines picompact writes itself."""
-    text_class, render_into = _text_class()
-    out = text_class(True)
-    released = not entry.loaded
-    render_into(out, entry)
-    if released:
-        _ = entry.timestamp  # kept on the entry, as ``render_entry`` keeps it
-        entry.forget()
-    return "\n".join(out.lines)
+    from pi_compact.search import render  # only when indexing: a search with nothing new skips it
+
+    return render.entry_text(entry)
 
 
 def document(entry: Entry) -> tuple[str, str, str | None, int | None, str, int]:

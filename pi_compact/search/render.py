@@ -334,6 +334,34 @@ def render_entry(entry: Entry, *, decorated_only: bool = False) -> RenderedEntry
     return RenderedEntry(entry, tuple(out.lines), tuple(out.sections), frozenset(out.markers))
 
 
+class _TextLines(_Lines):
+    """The lines of ``entry_text``: what picompact writes itself (``mark``) is left out, and a JSON string from the
+    entry (``body``) is kept whole instead of being split into the lines the text would join again."""
+
+    __slots__ = ()
+
+    def deco(self, text: str, section: str) -> None:
+        self.lines.append(text)
+
+    def mark(self, text: str, section: str) -> None:
+        """A line picompact writes (``ENTRY …``, section markers) is not the entry's text: nothing is kept."""
+
+    def body(self, text: str, section: str) -> None:
+        self.lines.append(text)
+
+
+def entry_text(entry: Entry) -> str:
+    """The text ``show`` renders of ``entry`` without the lines picompact writes itself (what the cross-session index
+    holds of an entry): ``render_entry``'s lines but the markers, joined with newlines, at a fraction of the cost."""
+    released = not entry.loaded
+    out = _TextLines(True)
+    _render_into(out, entry)
+    if released:
+        _ = entry.timestamp  # kept on the entry, as ``render_entry`` keeps it
+        entry.forget()
+    return "\n".join(out.lines)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # One-line previews
 
