@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.env import Environment
+from pi_compact.cli.env import Environment, printable
 from pi_compact.cli.options import JsonOpt
 from pi_compact.errors import ExitCode, UsageError
 
@@ -66,10 +66,11 @@ def rules(
         env.warn(f"{path}: skipped, cannot read it as a Pi session ({reason})")
     written = None
     if write and report.suggestions and report.target is not None:
+        from pi_compact.ops.rules_block import check_target, write_rules
+
+        check_target(report.target)  # a link, a FIFO, a device: refused before anything is asked
         chosen = [s.text for s in report.suggestions] if yes else _choose(env, report.suggestions, report.target)
         if chosen:
-            from pi_compact.ops.rules_block import write_rules
-
             written = write_rules(report.target, chosen)
     if json_output:
         env.emit({**report.to_json(), "written": written.to_json() if written is not None else None})
@@ -108,7 +109,7 @@ def _choose(env: Environment, suggestions: list[Any], target: str) -> list[str]:
     """Ask for each suggestion on the terminal: y adds it, n skips it, a adds it and all the rest, q stops."""
     chosen: list[str] = []
     for index, item in enumerate(suggestions):
-        answer = _ask(env, f"Add to {target}: {item.text!r}? [y/n/a/q] ")
+        answer = _ask(env, f"Add to {printable(target)}: {item.text!r}? [y/n/a/q] ")
         if answer == "a":
             chosen.extend(s.text for s in suggestions[index:])
             break
