@@ -292,10 +292,11 @@ class SearchPage(NamedTuple):
 def _in_scope(scope: Scope, filters: Filters) -> dict[int, ScopeFile]:
     if filters.cwd is None:
         return scope.files
+    from pi_compact.pi.sessions import header_cwd_matches
     from pi_compact.pi.settings import expand_path
 
-    wanted = expand_path(filters.cwd)
-    return {i: f for i, f in scope.files.items() if f.cwd and expand_path(f.cwd) == wanted}
+    wanted = expand_path(filters.cwd)  # a header's relative cwd ("."): never the project, wherever this runs
+    return {i: f for i, f in scope.files.items() if header_cwd_matches(f.cwd, wanted)}
 
 
 def _conditions(filters: Filters) -> tuple[str, list[Any]]:

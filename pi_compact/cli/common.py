@@ -23,10 +23,16 @@ def resolve_session_path(session: Path | None) -> Path:
 
     found = find_most_recent_session(os.getcwd())
     if found is None:
-        from pi_compact.pi.sessions import session_dir_for_cwd
+        from pi_compact.pi.sessions import configured_session_dir, ignored_session_dir, session_dir_for_cwd
 
-        where = session_dir_for_cwd(os.getcwd())
-        raise NotFoundError(f"no SESSION given and no Pi session found for this directory (looked in {where})")
+        where = configured_session_dir(os.getcwd()) or session_dir_for_cwd(os.getcwd())
+        ignored = ignored_session_dir(os.getcwd())
+        why = (
+            f"; the sessionDir of {ignored[0]} is ignored: Pi does not trust this project without asking"
+            if ignored is not None
+            else ""
+        )
+        raise NotFoundError(f"no SESSION given and no Pi session found for this directory (looked in {where}{why})")
     return Path(found)
 
 

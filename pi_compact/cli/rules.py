@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ def rules(
         )
     if cwd is not None and not cwd.is_dir():
         raise UsageError(f"--cwd {cwd}: not a directory")
+    _note_ignored_session_dir(env, str(cwd) if cwd is not None else os.getcwd())
     report = find_rules(str(cwd) if cwd is not None else None, all_=all_, min_sessions=min_sessions)
     for path, reason in report.unreadable:
         env.warn(f"{path}: skipped, cannot read it as a Pi session ({reason})")
@@ -128,3 +130,15 @@ def _ask(env: Environment, prompt: str) -> str:
     if not line:
         return "q"
     return line.strip().lower()[:1] or "n"
+
+
+def _note_ignored_session_dir(env: Environment, cwd: str) -> None:
+    from pi_compact.pi.sessions import ignored_session_dir
+
+    ignored = ignored_session_dir(cwd)
+    if ignored is not None:
+        env.warn(
+            f"{env.shown(ignored[0])}: sessionDir ({env.shown(ignored[1])}) ignored: Pi does not trust this project "
+            "without asking, so its settings do not choose the sessions read (trust it in Pi, or set "
+            "PI_CODING_AGENT_SESSION_DIR)"
+        )

@@ -10,6 +10,10 @@ unless an instruction file Pi loads for the project (``checkpoint.context_files`
 test against its lines and sentences, or ``instruction_text.covers``). Suggestions are ranked by the number of
 sessions, then by when they were last said. Deterministic; no model.
 
+Only sessions whose header ``cwd`` is the project directory count (``pi.sessions.header_cwd_matches``: absolute,
+never ``"."``), and a session directory from the project's own settings only in a project Pi trusts
+(``pi.sessions.configured_session_dir``): a cloned repository cannot plant the sessions its rules come from.
+
 ``rules_block.write_rules(path, lines)`` appends the chosen lines to the instruction file (``target_file``).
 
 A session that cannot be read is listed in ``RulesReport.unreadable`` with its path and reason, and skipped.
@@ -40,7 +44,7 @@ from pi_compact.ops.instruction_text import (
     similarity,
 )
 from pi_compact.ops.rules_block import target_file
-from pi_compact.pi.sessions import configured_session_dir, os_reason, search_locations
+from pi_compact.pi.sessions import configured_session_dir, header_cwd_matches, os_reason, search_locations
 from pi_compact.pi.settings import agent_dir as default_agent_dir
 from pi_compact.pi.settings import expand_path
 from pi_compact.session.jsonline import safe_text
@@ -263,7 +267,7 @@ def _read_session(path: Path, filter_cwd: str | None) -> tuple[str, str, list[tu
     from pi_compact.session.load import load_session
 
     session = load_session(path)
-    if filter_cwd is not None and (not session.cwd or expand_path(session.cwd) != filter_cwd):
+    if filter_cwd is not None and not header_cwd_matches(session.cwd, filter_cwd):
         return None
     messages = []
     for entry in session.entries:
@@ -381,6 +385,10 @@ def find_rules(
     where = os.getcwd() if cwd is None else os.fspath(cwd)
     agent = Path(expand_path(os.fspath(agent_dir))) if agent_dir is not None else default_agent_dir()
     files, filter_cwd, unreadable = _session_files(where, all_, agent)
+    if not all_:
+        # Only the project's own sessions, in Pi's default folder too (its name is shared by /a-b and /a/b): what
+        # they say is written into the project's instruction file.
+        filter_cwd = expand_path(where)
     said: list[_Said] = []
     cwds: set[str] = set()
     read = 0

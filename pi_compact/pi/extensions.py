@@ -122,17 +122,9 @@ def read_manifest(directory: Path) -> Manifest | None:
 def project_trust(cwd: str | os.PathLike[str] | None = None) -> tuple[bool | None, str]:
     """Whether Pi trusts the project at ``cwd`` (its ``trust.json``, then ``defaultProjectTrust``), and what
     that means for a project install, in words. None: undecided (Pi asks in interactive mode)."""
-    from pi_compact.pi.settings import _trust_decision, load_settings
+    from pi_compact.pi.settings import project_trust_decision
 
-    where = os.fspath(cwd if cwd is not None else os.getcwd())
-    warnings: list[str] = []
-    decision = _trust_decision(expand_path(where), agent_dir(), warnings)
-    if decision is None:
-        default = load_settings(where, project_trusted=False).merged.get("defaultProjectTrust", "ask")
-        if default == "always":
-            decision = True
-        elif default == "never":
-            decision = False
+    decision = project_trust_decision(os.fspath(cwd if cwd is not None else os.getcwd()), agent_dir())
     if decision is True:
         return True, "trusted: Pi loads project extensions and settings here"
     if decision is False:

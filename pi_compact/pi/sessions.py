@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from pi_compact.js import js_date
-from pi_compact.pi.settings import _agent_dir, expand_path, load_settings
+from pi_compact.pi.settings import _agent_dir, expand_path, load_settings, project_trust_decision
 from pi_compact.session.jsonline import parse_line, safe_text
 
 ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
@@ -172,22 +172,48 @@ def configured_session_dir(
 ) -> Path | None:
     """A session directory set by flag, ``$PI_CODING_AGENT_SESSION_DIR`` or ``sessionDir``; None for Pi's default.
 
-    Pi reads ``sessionDir`` from both settings files here, before asking whether the project is trusted.
+    Pi 1.6 reads ``sessionDir`` from both settings files before it asks whether the project is trusted; picompact
+    takes the project's ``.pi/settings.json`` only in a project Pi trusts without asking
+    (``project_trust_decision``), so that a cloned repository cannot choose the sessions picompact reads (its
+    planted sessions, say, that ``rules --write`` would turn into instructions). ``ignored_session_dir`` is the one
+    left out.
     """
     if session_dir is not None and os.fspath(session_dir):
         return Path(expand_path(os.fspath(session_dir), base=cwd))
     env = os.environ.get(ENV_SESSION_DIR)
     if env:
         return Path(expand_path(env, base=cwd))
-    configured = load_settings(cwd, agent_dir=agent_dir, project_trusted=True).merged.get("sessionDir")
+    trusted = project_trust_decision(cwd, agent_dir) is True
+    configured = load_settings(cwd, agent_dir=agent_dir, project_trusted=trusted).merged.get("sessionDir")
     if isinstance(configured, str) and configured:
         return Path(expand_path(configured, base=cwd))
     return None
 
 
+def ignored_session_dir(
+    cwd: str | os.PathLike[str], *, agent_dir: str | os.PathLike[str] | None = None
+) -> tuple[Path, Path] | None:
+    """(the settings file, the directory) of a project's ``sessionDir`` that ``configured_session_dir`` leaves out
+    because Pi does not trust the project without asking; None when there is none or it is used."""
+    if os.environ.get(ENV_SESSION_DIR) or project_trust_decision(cwd, agent_dir) is True:
+        return None
+    loaded = load_settings(cwd, agent_dir=agent_dir, project_trusted=True)
+    project = next((layer for layer in loaded.layers if layer.scope == "project"), None)
+    value = project.data.get("sessionDir") if project is not None else None
+    if project is None or not isinstance(value, str) or not value:
+        return None
+    return project.path, Path(expand_path(value, base=cwd))
+
+
+def header_cwd_matches(value: Any, resolved_cwd: str) -> bool:
+    """Whether a session header's ``cwd`` names the directory ``resolved_cwd`` (absolute, normalised). Pi writes
+    the absolute directory it ran in; a relative one (``"."``, ``"proj"``) would match wherever picompact runs, so,
+    unlike Pi's lexical resolve, it never matches."""
+    return isinstance(value, str) and os.path.isabs(value) and expand_path(value) == resolved_cwd
+
+
 def _cwd_matches(header: dict[str, Any], resolved_cwd: str) -> bool:
-    cwd = header.get("cwd")
-    return isinstance(cwd, str) and cwd != "" and expand_path(cwd) == resolved_cwd
+    return header_cwd_matches(header.get("cwd"), resolved_cwd)
 
 
 Problems = list[tuple[Path, str]]  # directories that could not be listed, and why
@@ -395,7 +421,7 @@ def list_sessions(
         sessions = _summaries(directory, problems)
         if filter_cwd:
             resolved = expand_path(os.fspath(cwd))
-            sessions = [s for s in sessions if s.cwd and expand_path(s.cwd) == resolved]
+            sessions = [s for s in sessions if header_cwd_matches(s.cwd, resolved)]
         return _sort(sessions)
     custom = configured_session_dir(cwd, agent_dir=agent_dir, session_dir=session_dir)
     if custom is not None:

@@ -197,6 +197,19 @@ def _trust_decision(cwd: str, base: Path, warnings: list[str]) -> bool | None:
         current = parent
 
 
+def project_trust_decision(cwd: str | os.PathLike[str], agent_dir: str | os.PathLike[str] | None = None) -> bool | None:
+    """Whether Pi trusts the project at ``cwd`` without asking: its remembered decision (``trust.json``, nearest
+    ancestor first), else ``defaultProjectTrust`` of the global settings (``"always"`` True, ``"never"`` False);
+    None where Pi would ask (undecided). What a project's files may choose for picompact (which sessions are read,
+    how wide a search goes) needs True here."""
+    base = _agent_dir(agent_dir)
+    decision = _trust_decision(expand_path(os.fspath(cwd)), base, [])
+    if decision is not None:
+        return decision
+    default = _load_layer("global", base / "settings.json", []).data.get("defaultProjectTrust", "ask")
+    return True if default == "always" else False if default == "never" else None
+
+
 def load_settings(
     cwd: str | os.PathLike[str],
     *,

@@ -151,6 +151,7 @@ def test_configured_session_dir_is_filtered_by_header_cwd(
 
 
 def test_relative_session_dir_setting_resolves_from_cwd(agent: Path, project: Path) -> None:
+    (agent / "trust.json").write_text(json.dumps({str(project): True}))  # a project's sessionDir: trusted only
     (project / ".pi").mkdir()
     (project / ".pi" / "settings.json").write_text(json.dumps({"sessionDir": "local-sessions"}))
     mine = write_session(project / "local-sessions" / "s.jsonl", simple("s", project))
