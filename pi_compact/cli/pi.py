@@ -336,6 +336,11 @@ def tool_command(
     session: Path = typer.Argument(..., metavar="SESSION", help="The Pi session file.", show_default=False),
     arguments: str = typer.Option("{}", "--args", metavar="JSON", help="The tool call's arguments (a JSON object)."),
     leaf: str | None = typer.Option(None, "--leaf", help="Search the branch ending here (default: the last entry)."),
+    trusted: bool | None = typer.Option(
+        None,
+        "--trusted/--untrusted",
+        help="Whether Pi trusts the session's project (default: Pi's stored decision; undecided is not trusted).",
+    ),
     json_output: bool = typer.Option(True, "--json", hidden=True),
 ) -> ExitCode:
     """Run one recovery tool call and print {"text": …}: what the agent reads.
@@ -352,5 +357,5 @@ def tool_command(
         raise UsageError("--args is not JSON") from None
     if not isinstance(args, dict):
         raise UsageError("--args must be a JSON object")
-    out.emit({"text": run_tool(session, leaf, name, args)})
+    out.emit({"text": run_tool(session, leaf, name, args, trusted)})
     return ExitCode.OK

@@ -109,33 +109,37 @@ def build_checkpoint(session: Path, settings: CheckOptions, request: CheckpointR
     }
 
 
-def run_tool(session: Path, leaf: str | None, tool: str, arguments: Mapping[str, Any]) -> str:
-    """One recovery tool call on the raw branch ending at ``leaf``: the text the agent reads."""
+def run_tool(
+    session: Path, leaf: str | None, tool: str, arguments: Mapping[str, Any], project_trusted: bool | None = None
+) -> str:
+    """One recovery tool call on the raw branch ending at ``leaf``: the text the agent reads. ``project_trusted``:
+    whether Pi trusts the session's project (None: Pi's stored decision, undecided counting as not trusted)."""
     from pi_compact.search.transcript import build_transcript
     from pi_compact.session.load import load_session
 
     if tool == SEARCH_SESSIONS:
-        return search_sessions(session, arguments)
+        return search_sessions(session, arguments, project_trusted)
     inner = TOOLS.get(tool)
     if inner is None:
         raise UsageError(f"unknown tool {tool!r}: one of {', '.join(sorted([*TOOLS, SEARCH_SESSIONS]))}")
     if tool == "context_show_entry" and arguments.get("session") is not None:
-        other = other_session(session, arguments["session"])
+        other = other_session(session, arguments["session"], project_trusted)
         rest = {k: v for k, v in arguments.items() if k != "session"}
         return run_search_tool(build_transcript(load_session(other), all_branches=True), inner, rest, name=tool)
     transcript = build_transcript(load_session(session), leaf_id=leaf)
     return run_search_tool(transcript, inner, arguments, name=tool)
 
 
-def _search_scope(session: Path) -> str | None:
+def _search_scope(session: Path, project_trusted: bool | None = None) -> str | None:
     """The project directory the search is kept to (None: every session), from ``picompact.crossSession`` for the
-    session's project; UsageError when the setting turns the tool off."""
+    session's project (a project's ``"all"`` only in a project trusted for certain: ``load_config``);
+    UsageError when the setting turns the tool off."""
     from pi_compact.pi.config import load_config
     from pi_compact.pi.sessions import read_session_header
 
     header = read_session_header(session) or {}
     cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else None
-    setting = load_config(cwd or os.getcwd()).cross_session
+    setting = load_config(cwd or os.getcwd(), project_trusted).cross_session
     if setting is None:
         raise UsageError(f"{SEARCH_SESSIONS} is off: picompact.crossSession is false in Pi's settings")
     return (cwd or os.getcwd()) if setting == "project" else None
@@ -151,7 +155,7 @@ def _open_index() -> Any:
         return temporary_store()
 
 
-def search_sessions(session: Path, arguments: Mapping[str, Any]) -> str:
+def search_sessions(session: Path, arguments: Mapping[str, Any], project_trusted: bool | None = None) -> str:
     """``context_search_sessions``: ``picompact search`` over this project's sessions (or all of them), as text."""
     from pi_compact.archive import Filters, Query, search, session_files
     from pi_compact.search.pages import parse_time
@@ -183,7 +187,7 @@ def search_sessions(session: Path, arguments: Mapping[str, Any]) -> str:
     cursor = arguments.get("cursor")
     if not isinstance(tool, str | None) or not isinstance(cursor, str | None):
         raise UsageError(f"{SEARCH_SESSIONS}: tool and cursor are strings")
-    cwd = _search_scope(session)
+    cwd = _search_scope(session, project_trusted)
     parsed = Query.parse(query, regex=flags["regex"], fixed=flags["fixed"], ignore_case=flags["ignore_case"])
     filters = Filters(
         cwd=cwd,
@@ -226,14 +230,14 @@ def search_sessions(session: Path, arguments: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def other_session(session: Path, wanted: Any) -> Path:
+def other_session(session: Path, wanted: Any, project_trusted: bool | None = None) -> Path:
     """The session file ``context_show_entry``'s ``session`` argument names: a session id (or file) that
     ``context_search_sessions`` can return, within the same scope."""
     from pi_compact.archive import session_files
 
     if not isinstance(wanted, str) or not wanted:
         raise UsageError("context_show_entry: session must be a session id from context_search_sessions")
-    cwd = _search_scope(session)
+    cwd = _search_scope(session, project_trusted)
     from pi_compact.pi.settings import expand_path
 
     with _open_index() as store:

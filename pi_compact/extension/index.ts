@@ -567,6 +567,8 @@ export default function picompact(pi: ExtensionAPI) {
 		const file = sessionFile(ctx);
 		if (!file) throw new Error("this session is in memory only: there is no session file to search");
 		const args = ["pi", "tool", name, file, "--args", JSON.stringify(params)];
+		// Pi's own answer, temporary trust (--approve) included: a project's crossSession widens the search only then.
+		args.push(ctx.isProjectTrusted() ? "--trusted" : "--untrusted");
 		// Other sessions are read whole; this session's branch stops before the call that asked.
 		const other = name === "context_search_sessions" || params.session !== undefined;
 		const leaf = other ? undefined : searchLeaf(ctx, toolCallId);

@@ -12,7 +12,9 @@ merged the way Pi merges settings (objects key by key, the project winning)::
 - ``lookupModel``: ``PROVIDER/ID`` of the model ``context_lookup`` uses (default: the session's model if
   picompact can call it, else ``PICOMPACT_MODEL``).
 - ``crossSession``: what ``context_search_sessions`` searches: ``"project"`` (default: the sessions of the
-  session's project), ``"all"`` (every session Pi can find), ``false`` (no such tool).
+  session's project), ``"all"`` (every session Pi can find), ``false`` (no such tool). A project's ``"all"``
+  counts only in a project trusted for certain (told so, or Pi's decision without asking): an undecided
+  project's repository cannot widen the search to other projects' sessions.
 
 A value of the wrong type is reported and ignored (the default applies), never fatal.
 """
@@ -24,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
-from pi_compact.pi.settings import load_settings
+from pi_compact.pi.settings import LoadedSettings, load_settings
 
 SETTINGS_KEY = "picompact"
 MODES = ("verbatim", "summary")
@@ -143,6 +145,36 @@ def load_config(cwd: str | os.PathLike[str], project_trusted: bool | None = None
             for key in own:
                 where[key] = layer.scope
     config = parse_config(loaded.merged, where, loaded.project_trusted)
+    if config.cross_session == "all" and where.get("crossSession") == "project":
+        config = _narrowed(config, loaded, cwd, project_trusted)
     if loaded.warnings:
         config = replace(config, warnings=(*loaded.warnings, *config.warnings))
     return config
+
+
+def _narrowed(
+    config: PicompactConfig, loaded: LoadedSettings, cwd: str | os.PathLike[str], project_trusted: bool | None
+) -> PicompactConfig:
+    """``config`` without the project's ``crossSession: "all"`` unless the project is trusted for certain: the
+    caller says so (``project_trusted`` True: Pi's own answer for the session), or Pi trusts it without asking.
+    Where Pi would ask, ``load_settings`` reads the project's settings, but a repository must not make the search
+    read every other project's sessions; the user's own settings decide then."""
+    from pi_compact.pi.settings import project_trust_decision
+
+    if project_trusted is True or (project_trusted is None and project_trust_decision(cwd) is True):
+        return config
+    own = next((layer for layer in loaded.layers if layer.scope == "global"), None)
+    mine = parse_config(own.data if own is not None else {})
+    project = next((layer for layer in loaded.layers if layer.scope == "project"), None)
+    where = project.path if project is not None else "project settings"
+    warning = (
+        f'{where}: {SETTINGS_KEY}.crossSession "all" ignored: Pi does not trust this project without asking, '
+        "and only your own settings (or a trusted project's) widen context_search_sessions to other projects"
+    )
+    sources = dict(config.sources)
+    own_settings = own.data.get(SETTINGS_KEY) if own is not None else None
+    if isinstance(own_settings, dict) and "crossSession" in own_settings:
+        sources["crossSession"] = "global"
+    else:
+        sources.pop("crossSession", None)
+    return replace(config, cross_session=mine.cross_session, sources=sources, warnings=(*config.warnings, warning))

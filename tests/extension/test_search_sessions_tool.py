@@ -88,6 +88,7 @@ def test_the_tool_searches_other_sessions_whole_and_show_entry_reads_one(tmp_pat
         session,
         "--args",
         '{"query":"timeout retry","max_count":5}',
+        "--untrusted",  # Pi's answer for the project (the harness's Pi trusts none)
     ]
     assert tool_calls[1] == [
         "pi",
@@ -96,6 +97,7 @@ def test_the_tool_searches_other_sessions_whole_and_show_entry_reads_one(tmp_pat
         session,
         "--args",
         '{"id":"8c2e91aa","session":"sess-b"}',
+        "--untrusted",
     ]
     assert "--leaf" in tool_calls[2]  # this session's own branch, before the call that asked
     assert "session" in done[4]["result"]["properties"]
