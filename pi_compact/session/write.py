@@ -370,6 +370,11 @@ def write_copy(
         raise os_error(exc, Path(dest)) from None
     if found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode):
         return _write_special(Path(dest), data)
+    if found is None and os.path.islink(dest):  # a dangling link: writing through it would make its target
+        raise UsageError(
+            "--output is a symbolic link to nothing; name the file itself (picompact never writes through a link)",
+            path=str(dest),
+        )
     if found is not None and stat.S_ISREG(found.st_mode) and os.path.islink(dest):
         if not _names_a_descriptor(dest):
             raise UsageError(
