@@ -47,11 +47,13 @@ from pi_compact.archive.scope import (
     decoder,
     delete_file_rows,
     drop_missing,
+    purge_deleted,
     unchanged,
 )
 from pi_compact.session.entries import Entry
 
 COMMIT_BYTES = 32 * 1024 * 1024  # a long session is committed in parts: an interrupted build keeps what it did
+PURGE_DELETED = True  # merge the FTS5 index after deletes (bench/secure_delete.py measures it off too)
 PARALLEL_BYTES = 1024 * 1024  # more than this to read: parsing runs in a thread of its own
 
 Progress = Callable[[int, int], None]  # (bytes indexed so far, bytes to index in all)
@@ -68,6 +70,7 @@ class _Writes:
         self.committed = committed
         self.open = False
         self.since = 0
+        self.deleted = 0  # entries deleted to index a file again from its start
 
     def begin_file(self) -> None:
         if not self.open:
@@ -164,6 +167,8 @@ def update_index(
     scope.indexed_bytes = done
     found = {path for path, _ in files}
     scope.dropped = drop_missing(conn, [p for p in known if p not in found])
+    if (scope.dropped or writes.deleted) and PURGE_DELETED:
+        purge_deleted(conn)  # a deleted session's words must not stay in the file
     # Nothing read, nothing dropped: the rows just read are the index's, as a second look would find them.
     cover(conn, scope, found, None if todo or scope.dropped else list(known.items()))
     return scope
@@ -283,7 +288,7 @@ class _Indexer:
                 ).fetchone()[0]
                 state = FileState(file_id)
             elif not resume:
-                delete_file_rows(conn, row[0])
+                self.writes.deleted += delete_file_rows(conn, row[0])
                 state = FileState(row[0])
                 state.save(conn, None)  # from nothing: a failure below leaves a row that says so
             else:
@@ -349,7 +354,7 @@ class _Indexer:
             session = load_session(self.path, keep_bodies=True)
         except PiCompactError as exc:
             raise OSError(5, exc.message) from None
-        delete_file_rows(conn, state.file_id)
+        self.writes.deleted += delete_file_rows(conn, state.file_id)
         end = last_newline(self.fd, self.st.st_size)
         state.status, state.entries, state.lines = "legacy", 0, 0
         next_id = conn.execute("select coalesce(max(id), 0) + 1 from entries").fetchone()[0]

@@ -4,6 +4,7 @@ the scope a search covers (the sessions found this time that the index holds).""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import sys
@@ -110,9 +111,25 @@ def unchanged(recorded: tuple[Any, ...], st: os.stat_result) -> bool:
     return recorded == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> None:
+def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> int:
+    """Delete what the index holds of a file's entries; the number of entries deleted."""
     conn.execute("delete from body where rowid in (select id from entries where file = ?)", (file_id,))
-    conn.execute("delete from entries where file = ?", (file_id,))
+    return conn.execute("delete from entries where file = ?", (file_id,)).rowcount
+
+
+def purge_deleted(conn: sqlite3.Connection) -> None:
+    """Leave nothing of deleted entries in the database file: the FTS5 index merged into one segment without them
+    (FTS5 only marks a deleted document until its segments merge, so its words stay in the file until then); the
+    pages freed are zeroed (the connection's ``secure_delete``). Costs about as much as writing the index again
+    (bench/RESULTS.md), so it runs only after an update that deleted something."""
+    conn.execute("begin immediate")
+    try:
+        conn.execute("insert into body(body) values ('optimize')")
+        conn.execute("commit")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("rollback")
+        raise
 
 
 def drop_missing(conn: sqlite3.Connection, paths: list[str]) -> int:

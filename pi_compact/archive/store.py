@@ -32,6 +32,7 @@ from pi_compact.errors import ExternalError
 DB_NAME = "sessions.sqlite3"
 BUSY_TIMEOUT_SECONDS = 30.0
 PAGE_SIZE = 16384
+SECURE_DELETE = True  # freed pages zeroed (bench/secure_delete.py measures it off too)
 WAL_CHECKPOINT_PAGES = 2_500  # about 40 MB of log between checkpoints (each one syncs): fewer waits when building
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
 
@@ -106,6 +107,8 @@ def _connect(target: str) -> sqlite3.Connection:
     # a chain of pages, and FTS5 writes fewer; the build costs SQLite a fifth less CPU (``bench/RESULTS.md``).
     conn.execute(f"pragma page_size = {PAGE_SIZE}")
     conn.execute("pragma cache_size = -16000")
+    # Pages freed by a delete are zeroed, not left holding a deleted session's text (bench/RESULTS.md: the cost).
+    conn.execute(f"pragma secure_delete = {'on' if SECURE_DELETE else 'off'}")
     return conn
 
 
