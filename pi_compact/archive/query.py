@@ -13,6 +13,7 @@ every entry in scope.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterator
 from typing import Any, NamedTuple, TypedDict
@@ -23,6 +24,7 @@ from pi_compact.archive.words import fts_expression, literal_words
 from pi_compact.errors import PatternError, UsageError
 
 HIGHLIGHT_START, HIGHLIGHT_END = "\ue000", "\ue001"  # private-use characters marking FTS5's snippet highlights
+_PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
 SNIPPET_TOKENS = 24
 SNIPPET_CHARS = 200
 DEFAULT_LIMIT = 20
@@ -393,10 +395,26 @@ def _in_path_order(rows: list[tuple[Any, ...]], score: Any) -> Iterator[tuple[An
         yield (*row[:6], score)
 
 
+def _markers(conn: Any, rowid: int) -> tuple[str, str]:
+    """Two characters the entry's text does not hold, to mark the snippet's highlights with: a session that holds
+    the usual private-use pair cannot fake a highlight (or hide one)."""
+    row = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()
+    text = (row[0] if row else "") or ""
+    if HIGHLIGHT_START not in text and HIGHLIGHT_END not in text:
+        return HIGHLIGHT_START, HIGHLIGHT_END
+    held = set(_PRIVATE_USE.findall(text))
+    free = (chr(c) for c in range(0xE002, 0xF900) if chr(c) not in held)
+    start, end = next(free, None), next(free, None)
+    if start is None or end is None:  # every private-use character in one entry: take the snippet unmarked
+        return "", ""
+    return start, end
+
+
 def _fts_snippet(conn: Any, query: Query, rowid: int) -> tuple[str, tuple[tuple[int, int], ...]]:
+    begin, finish = _markers(conn, rowid)
     row = conn.execute(
         "select snippet(body, 0, ?, ?, '…', ?) from body where body match ? and rowid = ?",
-        (HIGHLIGHT_START, HIGHLIGHT_END, SNIPPET_TOKENS, query.fts, rowid),
+        (begin, finish, SNIPPET_TOKENS, query.fts, rowid),
     ).fetchone()
     marked = (row[0] if row else "") or ""
     out: list[str] = []
@@ -404,9 +422,9 @@ def _fts_snippet(conn: Any, query: Query, rowid: int) -> tuple[str, tuple[tuple[
     start = -1
     size = 0
     for ch in marked:
-        if ch == HIGHLIGHT_START:
+        if begin and ch == begin:
             start = size
-        elif ch == HIGHLIGHT_END:
+        elif begin and ch == finish:
             if start >= 0:
                 spans.append((start, size))
             start = -1
