@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_session import parse_size  # noqa: E402
-from search_sessions import build_tree, log  # noqa: E402
+from gen_session import parse_size
+from search_sessions import build_tree, log
 
 MARK = "quaggaxv9kt2wplm"  # one word: one term of the index
 # FTS5 stores a term after the prefix it shares with the one before it: look for the end of the word only.

@@ -3,7 +3,8 @@ or the configured session directory), and any other trees named with ``--dir`` (
 
 A directory that cannot be listed is reported (path, reason) and skipped; so is a file that cannot be stat'ed.
 Only regular ``*.jsonl`` files count; symlinks to directories are not followed (a loop cannot hang the walk),
-symlinks to files are (Pi follows them too).
+symlinks to files are (Pi follows them too). A file reached by several names (hard links, symlinks, two roots)
+is listed once.
 """
 
 from __future__ import annotations
@@ -106,4 +107,20 @@ def session_files(dirs: list[str] | None = None, *, include_default: bool = True
             problems.append((root, "not a directory" if os.path.exists(root) else "no such directory"))
             continue
         _walk(root, None, files, problems)
-    return FoundFiles(sorted(files.items()), problems, roots)
+    return FoundFiles(sorted(_one_name_each(files).items()), problems, roots)
+
+
+def _one_name_each(files: dict[str, os.stat_result]) -> dict[str, os.stat_result]:
+    """One path per file (``st_dev``, ``st_ino``): a session reached through a hard link, a symlink or two roots is
+    searched once, by its first name that is not a symlink (else its first name), the same one every time."""
+    by_file: dict[tuple[int, int], list[str]] = {}
+    for path, st in files.items():
+        by_file.setdefault((st.st_dev, st.st_ino), []).append(path)
+    if len(by_file) == len(files):
+        return files
+    kept: dict[str, os.stat_result] = {}
+    for paths in by_file.values():
+        paths.sort()
+        name = next((p for p in paths if not os.path.islink(p)), paths[0])
+        kept[name] = files[name]
+    return kept

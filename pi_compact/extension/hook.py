@@ -205,8 +205,13 @@ def search_sessions(session: Path, arguments: Mapping[str, Any], project_trusted
     if not page.hits:
         return f"No entry matches {query!r} in {where} ({page.sessions} sessions searched)."
     lines = [f"{len(page.hits)} results in {where} ({page.sessions} sessions searched), best first:", ""]
+    ids: dict[str | None, int] = {}
+    for file in scope.files.values():
+        ids[file.session_id] = ids.get(file.session_id, 0) + 1
     for number, hit in enumerate(page.hits, 1):
         this = " (this session)" if os.path.abspath(hit.session) == current else ""
+        if ids.get(hit.session_id, 0) > 1:
+            this += f" (its id is shared by {ids[hit.session_id]} files: give this file as session)"
         lines.append(
             f"{number}. session {hit.session_id}{this}, entry {hit.entry_id} ({hit.role}, {hit.timestamp or 'no time'})"
         )
@@ -252,6 +257,11 @@ def other_session(session: Path, wanted: Any, project_trusted: bool | None = Non
         raise UsageError(
             f"context_show_entry: no session {wanted!r} among those context_search_sessions searches; "
             "give a session id it returned"
+        )
+    if len(found) > 1:  # copies of a session, or a forged header: never guess which one was meant
+        raise UsageError(
+            f"context_show_entry: session id {wanted!r} is held by {len(found)} files ({', '.join(found)}); "
+            "give the file context_search_sessions showed as session"
         )
     return Path(found[0])
 

@@ -113,7 +113,7 @@ def _show_tool(cross_session: str | None) -> dict[str, Any]:
                     "session": {
                         "type": "string",
                         "description": f"Only for an entry of another session: the session id {SEARCH_SESSIONS} "
-                        "gave with it.",
+                        "gave with it (or its file, when it says the id is shared).",
                     }
                 }
             ),

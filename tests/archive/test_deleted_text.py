@@ -4,7 +4,6 @@ merge, is merged after an update that deleted something."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -46,9 +45,7 @@ def _indexed(home: Path) -> None:
 
 
 @pytest.mark.parametrize("change", ["deleted", "rewritten", "truncated"])
-def test_a_session_s_text_does_not_stay_in_the_index_file(
-    tree: Path, isolated_home: Path, change: str
-) -> None:
+def test_a_session_s_text_does_not_stay_in_the_index_file(tree: Path, isolated_home: Path, change: str) -> None:
     victim = _session(tree, "victim", f"{RAW} and {SECRET}")
     _indexed(isolated_home)
     data = _db_bytes(isolated_home)
