@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -43,6 +44,14 @@ def sessions(
         directory, filter_cwd = search_locations(where, all_=all_)
         looked = f"{directory}" + (f" (sessions whose cwd is {filter_cwd})" if filter_cwd else "")
         env.note(f"no sessions found in {looked}" + ("" if all_ else "; try --all"))
+        from pi_compact.pi.sessions import ignored_session_dir
+
+        ignored = ignored_session_dir(where or os.getcwd())
+        if ignored is not None:
+            env.note(
+                f"{env.shown(ignored[0])}: its sessionDir ({env.shown(ignored[1])}) is ignored: Pi does not trust "
+                "this project without asking"
+            )
         return code
     env.text(f"  {'LAST MESSAGE':<16}  {'FILE MODIFIED':<16}  {'ENTRIES':>7}  {'SIZE':>9}  PATH")
     for s in found:

@@ -122,6 +122,8 @@ def test_search_sessions_and_check_do_not_read_an_untrusted_clone_s_session_dir(
     assert found.code == 1 and str(planted) not in found.stdout
     listed = run("sessions", "--json", cwd=clone)
     assert listed.json["sessions"] == []
+    told = run("sessions", cwd=clone)
+    assert "sessionDir" in told.stderr and "ignored" in told.stderr
     check = run("check", cwd=clone)
     assert check.code == 2 and "sessionDir" in check.stderr and "not trust" in check.stderr
     # the user's own sessions of the clone, where Pi keeps them by default, are found as before
