@@ -243,6 +243,7 @@ def other_session(session: Path, wanted: Any, project_trusted: bool | None = Non
     if not isinstance(wanted, str) or not wanted:
         raise UsageError("context_show_entry: session must be a session id from context_search_sessions")
     cwd = _search_scope(session, project_trusted)
+    from pi_compact.pi.sessions import header_cwd_matches
     from pi_compact.pi.settings import expand_path
 
     with _open_index() as store:
@@ -250,8 +251,7 @@ def other_session(session: Path, wanted: Any, project_trusted: bool | None = Non
     found = sorted(
         f.path
         for f in scope.files.values()
-        if (f.session_id == wanted or f.path == wanted)
-        and (cwd is None or (f.cwd is not None and expand_path(f.cwd) == expand_path(cwd)))
+        if (f.session_id == wanted or f.path == wanted) and (cwd is None or header_cwd_matches(f.cwd, expand_path(cwd)))
     )
     if not found:
         raise UsageError(

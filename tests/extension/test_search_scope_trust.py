@@ -173,3 +173,13 @@ def test_a_planted_session_with_a_relative_cwd_is_not_the_project_s(sessions: di
         cwd=repo,
     )
     assert result.code == 0 and "sess-planted" not in result.json["text"]
+    show = run(
+        "pi",
+        "tool",
+        "context_show_entry",
+        sessions["here"][0],
+        "--args",
+        json.dumps({"id": "a0000001", "session": "sess-planted"}),
+        cwd=repo,
+    )
+    assert show.code == 2 and "no session 'sess-planted'" in show.stderr
