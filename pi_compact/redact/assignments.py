@@ -70,6 +70,8 @@ _VALUE_GROUPS = ("dq", "sq", "bq", "bare")
 def assignments(text: str) -> Iterator[Finding]:
     for match in _ASSIGNMENT.finditer(text):
         name = match.group("name")
+        if text.endswith("://", 0, match.start()):  # a URL's user name: the URL rule masks its password
+            continue
         kind = _name_kind(name)
         if kind is None:
             continue

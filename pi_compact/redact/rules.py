@@ -50,6 +50,18 @@ def _user_password_ok(match: Any) -> bool:
     return not value.isdigit() and not REFERENCE.search(value) and value.lower() not in ("password", "pass")
 
 
+def _discord_ok(match: Any) -> bool:
+    """A Discord bot token: its first part is a user id in base64 (digits in it), its parts not all letters."""
+    first = match.group().split(".", 1)[0]
+    return any(c.isdigit() for c in first) and any(c.isdigit() for c in match.group()[len(first) :])
+
+
+def _telegram_ok(match: Any) -> bool:
+    """A Telegram bot token: the bot's id, a colon and 35 characters mixing cases or digits (not a word)."""
+    secret = match.group("secret").split(":", 1)[1]
+    return any(c.isupper() for c in secret) and any(c.islower() for c in secret)
+
+
 _TOKEN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 _WORD = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -124,6 +136,40 @@ RULES: tuple[Rule, ...] = (
     _token("pypi-token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
     _token("sendgrid-key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
     _token("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}", wrap=_TOKEN + "."),
+    # More issuers, by their published formats (gitleaks' rule set has the same shapes).
+    _token("twilio-key", r"SK[0-9a-fA-F]{32}", after=_WORD),
+    _token("mailgun-key", r"key-[0-9a-f]{32}", after=_WORD),
+    _token("shopify-token", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", after=_WORD),
+    _token(
+        "discord-token",
+        r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}",
+        accept=_discord_ok,
+        after=_TOKEN,
+        wrap="",
+    ),
+    _token("telegram-token", r"(?:bot)?(?P<secret>\d{8,10}:[A-Za-z0-9_-]{35})", accept=_telegram_ok, after=_TOKEN),
+    _token("vault-token", r"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
+    _token("doppler-token", r"dp\.(?:st|pt|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,40}\.)?[A-Za-z0-9]{40,}", after=_WORD),
+    _token("linear-key", r"lin_(?:api|oauth)_[A-Za-z0-9]{40,64}", after=_WORD),
+    _token("notion-token", r"(?:ntn_[0-9]{11}[A-Za-z0-9]{32,40}|secret_[A-Za-z0-9]{43})", after=_WORD),
+    _token("atlassian-token", r"AT(?:ATT|CTT)[A-Za-z0-9_=-]{60,}", after=_TOKEN),
+    _token("digitalocean-token", r"do[opr]_v1_[a-f0-9]{64}", after=_WORD),
+    _token("supabase-token", r"(?:sbp_(?:oauth_)?[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})", after=_WORD),
+    _token("sentry-token", r"(?:sntrys_eyJ[A-Za-z0-9_=+/-]{50,}|sntryu_[a-f0-9]{64})", wrap=_TOKEN + "+/="),
+    _token("postman-key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", after=_WORD),
+    _token("databricks-token", r"dapi[a-f0-9]{32}(?:-\d)?", after=_WORD),
+    _token("pulumi-token", r"pul-[a-f0-9]{40}", after=_WORD),
+    _token("terraform-token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}"),
+    _token("facebook-token", r"EAA[CGM][A-Za-z0-9]{60,}", after=_WORD),
+    _token(
+        "square-token", r"(?:sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43}|EAAA[A-Za-z0-9_-]{60})", after=_TOKEN
+    ),
+    Rule(
+        "braintree-token",
+        compile_pattern(r"access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}"),
+        after=_WORD,
+    ),
+    _token("fcm-key", r"AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}"),
     Rule(
         "url-password",
         compile_pattern(r":(?:\\?/){2}[^\s:/@'\"<>\\]{0,256}:(?P<secret>[^\s@/'\"<>\\]{3,256})@"),
