@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pi_compact.redact.literal import METAVAR, REFERENCE, literal_secret
+from pi_compact.redact.literal import METAVAR, REFERENCE, assigned_secret, literal_secret
 from pi_compact.redact.patterns import compile_pattern
 from pi_compact.redact.private_keys import NEWLINE, pem_body_prefixes
 
@@ -43,6 +43,12 @@ def _flag_value_ok(match: Any) -> bool:
     if METAVAR.search(value):
         return False
     return literal_secret(value, quoted=True, env_style=False, min_length=4)
+
+
+def _any_value_ok(match: Any) -> bool:
+    """A password given on a command line: anything but a reference (``"$PASS"``) or a placeholder."""
+    value = next((v for v in (match.group("secret"), match.group("secret_q"), match.group("secret_s")) if v), "")
+    return assigned_secret(value, kind="password", style="quoted")
 
 
 def _user_password_ok(match: Any) -> bool:
@@ -198,6 +204,31 @@ RULES: tuple[Rule, ...] = (
         ),
         _user_password_ok,
     ),  # mysql -pPASSWORD
+    Rule(
+        "password",
+        compile_pattern(
+            r"sshpass[ \t]+(?:-[A-Za-z][ \t]+)*-p[ \t]*"
+            r"(?:\"(?P<secret_q>[^\"\n]+)\"|'(?P<secret_s>[^'\n]+)'|(?P<secret>[^\s\"']+))"
+        ),
+        _any_value_ok,
+    ),  # sshpass -p PASSWORD
+    Rule(
+        "password",
+        compile_pattern(
+            r"(?m:^[ \t]*[^\s:#][^\s:]*:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:(?P<secret>[^\s:][^\s]*)[ \t]*\r?$)"
+        ),
+        _user_password_ok,
+        boundary=False,
+    ),  # a .pgpass line: host:port:database:user:password
+    Rule(
+        "password",
+        compile_pattern(
+            r"(?:machine[ \t]+(?:[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+|localhost|\[[0-9a-fA-F:]+\])|default)"
+            r"(?:\s+(?:login|account|port|protocol|user)[ \t]+\S+)*\s+password[ \t]+"
+            r"(?P<secret>\S+)"
+        ),
+        _user_password_ok,
+    ),  # a .netrc entry: machine HOST login USER password PASSWORD, on one line or several
     Rule(
         "password",
         compile_pattern(rf"--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd|passphrase){_FLAG_VALUE}"),

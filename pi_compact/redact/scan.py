@@ -7,13 +7,13 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 
-from pi_compact.redact.assignments import assignments
+from pi_compact.redact.assignments import assignments, config_elements
 from pi_compact.redact.finding import Finding
 from pi_compact.redact.patterns import PLACEHOLDER, compile_pattern
 from pi_compact.redact.private_keys import private_key_blocks
 from pi_compact.redact.rules import RULES
 
-SCANNERS: tuple[Callable[[str], Iterator[Finding]], ...] = (private_key_blocks, assignments)
+SCANNERS: tuple[Callable[[str], Iterator[Finding]], ...] = (private_key_blocks, assignments, config_elements)
 
 
 def _word_char(char: str) -> bool:
