@@ -66,10 +66,15 @@ def _name_kind(name: str) -> str | None:
 
 _VALUE_GROUPS = ("dq", "sq", "bq", "brace", "bare")
 # What may come before an assignment that starts a line of a config file, an env file or a header.
-_LINE_LEAD = compile_pattern(
-    r"^[ \t]*(?:(?:- |export |set |setx |ENV |declare -x |readonly )[ \t]*|(?:-H|--header)[ \t]+[\"'])?$"
-)
+_LINE_LEAD = compile_pattern(r"^[ \t]*(?:(?:- |export |set |setx |ENV |declare -x |readonly )[ \t]*)?$")
 _LOOK_BACK = 48  # characters before an assignment read to tell whether it starts a line
+
+
+_HEADER_FLAG = compile_pattern(r"(?:^|[ \t])(?:-H|--header)[ \t]+[\"']?$")  # curl -H 'X-Api-Key: …'
+
+
+def _after_header_flag(text: str, start: int) -> bool:
+    return _HEADER_FLAG.search(text[max(0, start - 12) : start]) is not None
 
 
 def _starts_line(text: str, start: int) -> bool:
@@ -118,8 +123,8 @@ def assignments(text: str) -> Iterator[Finding]:
         value = match.group(group)
         start, end = match.span(_ASSIGNMENT.groupindex[group])
         sep = match.group("sep")
-        if group not in ("bare", "brace"):
-            style = "quoted"
+        if group not in ("bare", "brace") or (sep == ":" and _after_header_flag(text, match.start())):
+            style = "quoted"  # a string, or a header's value
         elif sep == "=" and not match.group("close") and name.upper() == name:
             style = "env"
         elif sep in (":", "=") and _starts_line(text, match.start()):

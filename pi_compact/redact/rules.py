@@ -51,6 +51,14 @@ def _any_value_ok(match: Any) -> bool:
     return assigned_secret(value, kind="password", style="quoted")
 
 
+_AUTHORIZATION = r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"  # the header, as a line or in code
+_CREDENTIAL = r"[A-Za-z0-9._~+/=:$-]{4,}"
+
+
+def _header_value_ok(match: Any) -> bool:
+    return assigned_secret(match.group("secret"), kind="secret", style="quoted")
+
+
 def _user_password_ok(match: Any) -> bool:
     value = match.group("secret")
     return not value.isdigit() and not REFERENCE.search(value) and value.lower() not in ("password", "pass")
@@ -191,6 +199,30 @@ RULES: tuple[Rule, ...] = (
         ),
         after=_B64,
     ),
+    Rule(
+        "bearer-token",
+        compile_pattern(rf"{_AUTHORIZATION}(?i:bearer)[ \t]+(?P<secret>{_CREDENTIAL})"),
+        _header_value_ok,
+    ),  # a short bearer token in an Authorization header
+    Rule(
+        "secret",
+        compile_pattern(
+            rf"{_AUTHORIZATION}(?i:token|bot|sso-key|api-?key|key|hmac|jwt|splunk|ghtoken|oauth)[ \t]+"
+            rf"(?P<secret>{_CREDENTIAL})"
+        ),
+        _header_value_ok,
+    ),  # Authorization: token X (GitHub), Bot X (Discord), SSWS X, …
+    Rule(
+        "secret",
+        compile_pattern(
+            rf"{_AUTHORIZATION}(?i:digest|negotiate|ntlm|aws4-hmac-sha256|hawk|ssws|signature)[ \t]+"
+            r"(?P<secret>[^\r\n]{4,1000})"
+        ),
+    ),  # a scheme with parameters: the rest of the header
+    Rule(
+        "secret",
+        compile_pattern(r"(?:(?i:cookie)[ \t]*:|--cookie)[ \t]*[\"']?(?P<secret>[^\s=;,\"']+=[^\r\n\"']+)"),
+    ),  # Cookie: and Set-Cookie: headers, curl --cookie
     Rule(
         "password",
         compile_pattern(r"(?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:\"'$]+:(?P<secret>[^\s\"']{3,})"),
