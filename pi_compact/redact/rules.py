@@ -186,7 +186,7 @@ RULES: tuple[Rule, ...] = (
     _token("fcm-key", r"AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}"),
     Rule(
         "url-password",
-        compile_pattern(r":(?:\\?/){2}[^\s:/@'\"<>\\]{0,256}:(?P<secret>[^\s@/'\"<>\\]{3,256})@"),
+        compile_pattern(r":(?:\\?/){2}[^\s:/@'\"<>\\]{0,256}:(?P<secret>[^\s/'\"<>\\]{1,256})@"),
         _url_password_ok,
         boundary=False,
     ),  # scheme://user:password@host, scheme://:password@host, and JSON's https:\/\/user:password@host
