@@ -72,7 +72,7 @@ def literal_secret(value: str, *, quoted: bool, env_style: bool, min_length: int
 _NOT_SECRET_VALUES = words(
     "none null nil undefined true false yes no on off required optional string str int integer bool boolean "
     "number float bytes any object text hidden secret secrets password passwd token key bearer basic header query "
-    "cookie env file"
+    "cookie env file async await function lambda new def fn class require import return yield typeof"
 )
 _CODE_VALUE = compile_pattern(
     r"^(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"  # an attribute: request.form, self.token
@@ -107,6 +107,8 @@ def assigned_secret(value: str, *, kind: str, style: str, sep: str = "=") -> boo
         return False
     lowered = value.lower()
     if lowered in _EMPTY_WORDS or any(word in lowered for word in _PLACEHOLDER_WORDS):
+        return False
+    if "..." in value or "…" in value:  # elided: sk-ant-..., ghp_…
         return False
     if value.isdigit():
         return len(value) >= (4 if kind == "password" else 12 if style == "code" else 8)
