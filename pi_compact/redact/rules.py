@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pi_compact.redact.literal import METAVAR, REFERENCE, literal_secret
+from pi_compact.redact.literal import METAVAR, REFERENCE, assigned_secret, literal_secret
 from pi_compact.redact.patterns import compile_pattern
 from pi_compact.redact.private_keys import NEWLINE, pem_body_prefixes
 
@@ -45,9 +45,35 @@ def _flag_value_ok(match: Any) -> bool:
     return literal_secret(value, quoted=True, env_style=False, min_length=4)
 
 
+def _any_value_ok(match: Any) -> bool:
+    """A password given on a command line: anything but a reference (``"$PASS"``) or a placeholder."""
+    value = next((v for v in (match.group("secret"), match.group("secret_q"), match.group("secret_s")) if v), "")
+    return assigned_secret(value, kind="password", style="quoted")
+
+
+_AUTHORIZATION = r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"  # the header, as a line or in code
+_CREDENTIAL = r"[A-Za-z0-9._~+/=:$-]{4,}"
+
+
+def _header_value_ok(match: Any) -> bool:
+    return assigned_secret(match.group("secret"), kind="secret", style="quoted")
+
+
 def _user_password_ok(match: Any) -> bool:
     value = match.group("secret")
     return not value.isdigit() and not REFERENCE.search(value) and value.lower() not in ("password", "pass")
+
+
+def _discord_ok(match: Any) -> bool:
+    """A Discord bot token: its first part is a user id in base64 (digits in it), its parts not all letters."""
+    first = match.group().split(".", 1)[0]
+    return any(c.isdigit() for c in first) and any(c.isdigit() for c in match.group()[len(first) :])
+
+
+def _telegram_ok(match: Any) -> bool:
+    """A Telegram bot token: the bot's id, a colon and 35 characters mixing cases or digits (not a word)."""
+    secret = match.group("secret").split(":", 1)[1]
+    return any(c.isupper() for c in secret) and any(c.islower() for c in secret)
 
 
 _TOKEN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
@@ -124,9 +150,43 @@ RULES: tuple[Rule, ...] = (
     _token("pypi-token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
     _token("sendgrid-key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
     _token("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}", wrap=_TOKEN + "."),
+    # More issuers, by their published formats (gitleaks' rule set has the same shapes).
+    _token("twilio-key", r"SK[0-9a-fA-F]{32}", after=_WORD),
+    _token("mailgun-key", r"key-[0-9a-f]{32}", after=_WORD),
+    _token("shopify-token", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", after=_WORD),
+    _token(
+        "discord-token",
+        r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}",
+        accept=_discord_ok,
+        after=_TOKEN,
+        wrap="",
+    ),
+    _token("telegram-token", r"(?:bot)?(?P<secret>\d{8,10}:[A-Za-z0-9_-]{35})", accept=_telegram_ok, after=_TOKEN),
+    _token("vault-token", r"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
+    _token("doppler-token", r"dp\.(?:st|pt|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,40}\.)?[A-Za-z0-9]{40,}", after=_WORD),
+    _token("linear-key", r"lin_(?:api|oauth)_[A-Za-z0-9]{40,64}", after=_WORD),
+    _token("notion-token", r"(?:ntn_[0-9]{11}[A-Za-z0-9]{32,40}|secret_[A-Za-z0-9]{43})", after=_WORD),
+    _token("atlassian-token", r"AT(?:ATT|CTT)[A-Za-z0-9_=-]{60,}", after=_TOKEN),
+    _token("digitalocean-token", r"do[opr]_v1_[a-f0-9]{64}", after=_WORD),
+    _token("supabase-token", r"(?:sbp_(?:oauth_)?[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})", after=_WORD),
+    _token("sentry-token", r"(?:sntrys_eyJ[A-Za-z0-9_=+/-]{50,}|sntryu_[a-f0-9]{64})", wrap=_TOKEN + "+/="),
+    _token("postman-key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", after=_WORD),
+    _token("databricks-token", r"dapi[a-f0-9]{32}(?:-\d)?", after=_WORD),
+    _token("pulumi-token", r"pul-[a-f0-9]{40}", after=_WORD),
+    _token("terraform-token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}"),
+    _token("facebook-token", r"EAA[CGM][A-Za-z0-9]{60,}", after=_WORD),
+    _token(
+        "square-token", r"(?:sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43}|EAAA[A-Za-z0-9_-]{60})", after=_TOKEN
+    ),
+    Rule(
+        "braintree-token",
+        compile_pattern(r"access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}"),
+        after=_WORD,
+    ),
+    _token("fcm-key", r"AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}"),
     Rule(
         "url-password",
-        compile_pattern(r":(?:\\?/){2}[^\s:/@'\"<>\\]{0,256}:(?P<secret>[^\s@/'\"<>\\]{3,256})@"),
+        compile_pattern(r":(?:\\?/){2}[^\s:/@'\"<>\\]{0,256}:(?P<secret>[^\s/'\"<>\\]{1,256})@"),
         _url_password_ok,
         boundary=False,
     ),  # scheme://user:password@host, scheme://:password@host, and JSON's https:\/\/user:password@host
@@ -140,6 +200,30 @@ RULES: tuple[Rule, ...] = (
         after=_B64,
     ),
     Rule(
+        "bearer-token",
+        compile_pattern(rf"{_AUTHORIZATION}(?i:bearer)[ \t]+(?P<secret>{_CREDENTIAL})"),
+        _header_value_ok,
+    ),  # a short bearer token in an Authorization header
+    Rule(
+        "secret",
+        compile_pattern(
+            rf"{_AUTHORIZATION}(?i:token|bot|sso-key|api-?key|key|hmac|jwt|splunk|ghtoken|oauth)[ \t]+"
+            rf"(?P<secret>{_CREDENTIAL})"
+        ),
+        _header_value_ok,
+    ),  # Authorization: token X (GitHub), Bot X (Discord), SSWS X, …
+    Rule(
+        "secret",
+        compile_pattern(
+            rf"{_AUTHORIZATION}(?i:digest|negotiate|ntlm|aws4-hmac-sha256|hawk|ssws|signature)[ \t]+"
+            r"(?P<secret>[^\r\n]{4,1000})"
+        ),
+    ),  # a scheme with parameters: the rest of the header
+    Rule(
+        "secret",
+        compile_pattern(r"(?:(?i:cookie)[ \t]*:|--cookie)[ \t]*[\"']?(?P<secret>[^\s=;,\"']+=[^\r\n\"']+)"),
+    ),  # Cookie: and Set-Cookie: headers, curl --cookie
+    Rule(
         "password",
         compile_pattern(r"(?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:\"'$]+:(?P<secret>[^\s\"']{3,})"),
         _user_password_ok,
@@ -152,6 +236,31 @@ RULES: tuple[Rule, ...] = (
         ),
         _user_password_ok,
     ),  # mysql -pPASSWORD
+    Rule(
+        "password",
+        compile_pattern(
+            r"sshpass[ \t]+(?:-[A-Za-z][ \t]+)*-p[ \t]*"
+            r"(?:\"(?P<secret_q>[^\"\n]+)\"|'(?P<secret_s>[^'\n]+)'|(?P<secret>[^\s\"']+))"
+        ),
+        _any_value_ok,
+    ),  # sshpass -p PASSWORD
+    Rule(
+        "password",
+        compile_pattern(
+            r"(?m:^[ \t]*[^\s:#][^\s:]*:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:(?P<secret>[^\s:][^\s]*)[ \t]*\r?$)"
+        ),
+        _user_password_ok,
+        boundary=False,
+    ),  # a .pgpass line: host:port:database:user:password
+    Rule(
+        "password",
+        compile_pattern(
+            r"(?:machine[ \t]+(?:[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+|localhost|\[[0-9a-fA-F:]+\])|default)"
+            r"(?:\s+(?:login|account|port|protocol|user)[ \t]+\S+)*\s+password[ \t]+"
+            r"(?P<secret>\S+)"
+        ),
+        _user_password_ok,
+    ),  # a .netrc entry: machine HOST login USER password PASSWORD, on one line or several
     Rule(
         "password",
         compile_pattern(rf"--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd|passphrase){_FLAG_VALUE}"),

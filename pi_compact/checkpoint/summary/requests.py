@@ -239,6 +239,7 @@ def plan_requests(
     still leaves that much output.
     """
     mask = _masker(redactor)
+    cut_mask = redactor.redact if redactor is not None else None  # a tool result masked before Pi's cut
     kinds: list[tuple[RequestKind, str]] = []
     split = plan.cut.is_split_turn and bool(plan.turn_prefix_messages)
     focus = mask(options.instructions)
@@ -246,13 +247,15 @@ def plan_requests(
     later: tuple[str, ...] = ()
     cap: int | None = None
     if plan.messages_to_summarize or not split:
-        conversation = mask(serialize_messages(plan.messages_to_summarize, include_thinking=options.include_thinking))
+        conversation = mask(
+            serialize_messages(plan.messages_to_summarize, include_thinking=options.include_thinking, mask=cut_mask)
+        )
         user = history_prompt(conversation, previous, focus)
         reserve = reserved_output(model)
         whole = fit_request("history", user, model, thinking)
         if whole.max_tokens < reserve and plan.messages_to_summarize:
             parts = [
-                mask(serialize_messages([m], include_thinking=options.include_thinking))
+                mask(serialize_messages([m], include_thinking=options.include_thinking, mask=cut_mask))
                 for m in plan.messages_to_summarize
             ]
             pieces = chunk_conversation([p for p in parts if p], model, reserve, previous, focus)
@@ -265,7 +268,9 @@ def plan_requests(
         else:
             kinds.append(("history", user))
     if split:
-        conversation = serialize_messages(plan.turn_prefix_messages, include_thinking=options.include_thinking)
+        conversation = serialize_messages(
+            plan.turn_prefix_messages, include_thinking=options.include_thinking, mask=cut_mask
+        )
         kinds.append(("turn_prefix", turn_prefix_prompt(mask(conversation), focus)))
     count = 1 + len(later) if cap is not None else 0
     first = tuple(

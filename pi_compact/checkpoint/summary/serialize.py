@@ -13,7 +13,7 @@ versions did, as an ``[Assistant thinking]:`` block before the visible text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pi_compact.js import js_join, js_len, js_string, js_stringify
@@ -100,10 +100,13 @@ def _assistant_parts(message: JsonDict, include_thinking: bool) -> list[str]:
     return parts
 
 
-def serialize_conversation(messages: Iterable[JsonDict], *, include_thinking: bool = False) -> str:
+def serialize_conversation(
+    messages: Iterable[JsonDict], *, include_thinking: bool = False, mask: Callable[[str], str] | None = None
+) -> str:
     """Serialise messages already converted for the wire (``convert_to_llm``); blocks joined by a blank line.
 
-    System messages are skipped: they are prompt state, not conversation.
+    System messages are skipped: they are prompt state, not conversation. ``mask`` (secret redaction) is applied to a
+    tool result's whole text before it is cut, so a cut never leaves the first part of a key unmasked.
     """
     parts: list[str] = []
     for message in messages:
@@ -117,10 +120,12 @@ def serialize_conversation(messages: Iterable[JsonDict], *, include_thinking: bo
         elif role == "toolResult":
             text = _content_text(message.get("content"), "")
             if text:
-                parts.append(f"[Tool result]: {truncate_for_summary(text)}")
+                parts.append(f"[Tool result]: {truncate_for_summary(mask(text) if mask is not None else text)}")
     return "\n\n".join(parts)
 
 
-def serialize_messages(messages: list[JsonDict], *, include_thinking: bool = False) -> str:
+def serialize_messages(
+    messages: list[JsonDict], *, include_thinking: bool = False, mask: Callable[[str], str] | None = None
+) -> str:
     """Context messages (custom, bash, summaries included) → text: ``convert_to_llm`` then serialise, as Pi does."""
-    return serialize_conversation(convert_to_llm(messages), include_thinking=include_thinking)
+    return serialize_conversation(convert_to_llm(messages), include_thinking=include_thinking, mask=mask)
