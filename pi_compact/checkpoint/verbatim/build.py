@@ -54,7 +54,7 @@ from pi_compact.checkpoint.verbatim.spans import (
     summary_span,
     user_text,
 )
-from pi_compact.checkpoint.verbatim.standing import render_standing, standing_instructions
+from pi_compact.checkpoint.verbatim.standing import render_standing, standing_instructions, verbatim_user_entries
 from pi_compact.errors import NothingToCompactError, UsageError
 from pi_compact.js import js_len
 from pi_compact.pi.plan import CompactionPlan
@@ -239,7 +239,9 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     new_span = build_span(number, compacted, outcomes, cwd, plan.cut.is_split_turn, known_facts)
     spans = [*old_spans, new_span]
     opening = spans[0].source == "verbatim"  # else the session's opening is in an earlier summary
-    standing = render_standing(standing_instructions(_user_messages(spans), _tail_user_messages(plan), opening=opening))
+    messages = _user_messages(spans)
+    instructions = standing_instructions(messages, _tail_user_messages(plan), opening=opening)
+    standing = render_standing(instructions)
 
     read_files, modified_files = cumulative_files(plan)
     previous_state = previous_mine.get("startupReads") if previous_mine is not None else None
@@ -248,28 +250,40 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     read_lines, modified_lines = _file_lines(annotations, cwd)
 
     recovery = Recovery(options.session_path, options.lookup_available, options.recovery_tools)
-    intro = introduction(recovery, cwd, bool(retained))
-    if standing:
-        intro = f"{intro}\n\n{standing}"
     failures = _open_errors(spans, plan, outcomes, cwd)
-    if failures:
-        intro = f"{intro}\n\n## Errors not resolved later\n" + "\n".join(failures)
+
+    def head(standing: str) -> str:
+        intro = introduction(recovery, cwd, bool(retained))
+        if standing:
+            intro = f"{intro}\n\n{standing}"
+        if failures:
+            intro = f"{intro}\n\n## Errors not resolved later\n" + "\n".join(failures)
+        return intro
+
+    intro = head(standing)
     reads_text = retained_reads_section(retained)
     lists_text = file_lists_section(annotations.header, read_lines, modified_lines)
     appendix = "\n\n".join(part for part in (reads_text, lists_text) if part)
     boundary = evidence_boundary()
 
-    budget: int | None = None
-    if options.cap_tokens is not None:
-        cap_chars = options.cap_tokens * 4
-        overhead = js_len(_assemble(intro, "", appendix, boundary))
-        budget = cap_chars - overhead
-        if reads_text and js_len(reads_text) > cap_chars:
-            warnings.append(
-                f"the retained startup reads alone (~{math.ceil(js_len(reads_text) / 4)} tokens) exceed the cap of "
-                f"{options.cap_tokens} tokens; they are kept in full"
-            )
-    fitted = fit_spans(spans, budget)
+    def budget_for(intro: str) -> int | None:
+        if options.cap_tokens is None:
+            return None
+        return options.cap_tokens * 4 - js_len(_assemble(intro, "", appendix, boundary))
+
+    if options.cap_tokens is not None and reads_text and js_len(reads_text) > options.cap_tokens * 4:
+        warnings.append(
+            f"the retained startup reads alone (~{math.ceil(js_len(reads_text) / 4)} tokens) exceed the cap of "
+            f"{options.cap_tokens} tokens; they are kept in full"
+        )
+    fitted = fit_spans(spans, budget_for(intro))
+    # The block leaves out what the spans still show word for word; the room it frees goes to the spans, which
+    # then keep at least the same messages whole (a larger budget never keeps less), so nothing left out is lost.
+    shown = verbatim_user_entries(messages, fitted.text)
+    if shown and (shorter := render_standing(instructions, verbatim=shown)) != standing:
+        refitted = fit_spans(spans, budget_for(head(shorter))) if any(fitted.trimmed) else fitted
+        if refitted is fitted or shown <= verbatim_user_entries(messages, refitted.text):
+            intro, fitted = head(shorter), refitted
     summary = _assemble(intro, fitted.text, appendix, boundary)
     tokens = math.ceil(js_len(summary) / 4)
     if options.cap_tokens and tokens > options.cap_tokens:  # a cap of 0 asks for the smallest: no warning
