@@ -262,7 +262,7 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
 
     intro = head(standing)
     reads_text = retained_reads_section(retained)
-    lists_text = file_lists_section(annotations.header, read_lines, modified_lines)
+    lists_text = file_lists_section(read_lines, modified_lines, recovery)
     appendix = "\n\n".join(part for part in (reads_text, lists_text) if part)
     boundary = evidence_boundary()
 

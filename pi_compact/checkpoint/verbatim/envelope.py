@@ -7,6 +7,7 @@ boundary + start-of-tail marker. The reminder is a separate custom message place
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,22 +83,110 @@ def _attr(value: object) -> str:
     return f'"{text}"' if all(c not in text for c in '"\\\n') else js_stringify(text) or '""'
 
 
+MAX_MODIFIED_LINES = 16  # modified files shown one a line; the rest counted
+MAX_FILE_LINES = 24  # files shown in both lists together (modified first); the rest counted, with how to list them
+_RANGED = re.compile(r"^(?P<file>.*[^:#\s])(?::(?P<a>\d+)(?:(?P<sep>[-:])(?P<b>\d+))?|#L(?P<c>\d+)(?:-L?(?P<d>\d+))?)$")
+
+
+@dataclass(frozen=True, slots=True)
+class FileLine:
+    """One file of a list: its path, its evidence label, and the line ranges of the listed paths that named a
+    part of it (``Dashboard.tsx:1-104``), merged; ``listed`` counts the paths it stands for."""
+
+    path: str
+    label: str | None
+    ranges: tuple[tuple[int, int], ...] = ()
+    listed: int = 1
+
+    def render(self, counted: str) -> str:
+        notes = []
+        if self.ranges:
+            spans = [f"{a}-{b}" if b != a else str(a) for a, b in self.ranges]
+            shown = (
+                ", ".join(spans)
+                if len(spans) <= 3
+                else f"{self.ranges[0][0]}-{self.ranges[-1][1]} in {len(spans)} parts"
+            )
+            notes.append(f"lines {shown}")
+        if self.listed > 1:
+            notes.append(f"{self.listed} {counted}")
+        if self.label:
+            notes.append(self.label)
+        return f"- {self.path} ({'; '.join(notes)})" if notes else f"- {self.path}"
+
+
+def group_files(rows: Sequence[tuple[str, str | None]]) -> list[FileLine]:
+    """One line per file, sorted by path: the paths that name a line range of a file (``a.tsx:1-104``,
+    ``a.tsx#L5-L9``, ``a.tsx:12``) join the file's own line, their ranges merged where they touch."""
+    groups: dict[str, list[tuple[str | None, tuple[int, int] | None]]] = {}
+    for path, label in rows:
+        match = _RANGED.match(path)
+        if match is None:
+            groups.setdefault(path, []).append((label, None))
+            continue
+        start = int(match["a"] or match["c"])
+        end = start if match["sep"] == ":" else int(match["b"] or match["d"] or start)  # file:line:column: a line
+        groups.setdefault(match["file"], []).append((label, (min(start, end), max(start, end))))
+    out = []
+    for path in sorted(groups):
+        members = groups[path]
+        ranges = sorted(r for _, r in members if r is not None)
+        whole = any(r is None for _, r in members)
+        merged: list[tuple[int, int]] = []
+        for a, b in ranges:
+            if merged and a <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        own = next((label for label, r in members if r is None and label), None)
+        label = own or next((label for label, _ in members if label), None)
+        out.append(FileLine(path, label, () if whole else tuple(merged), len(members)))
+    return out
+
+
 def file_lists_section(
-    header: str, read: Sequence[tuple[str, str | None]], modified: Sequence[tuple[str, str | None]]
+    read: Sequence[tuple[str, str | None]],
+    modified: Sequence[tuple[str, str | None]],
+    recovery: Recovery | None = None,
+    max_lines: int = MAX_FILE_LINES,
 ) -> str:
-    """Cumulative read / modified lists (paths only, never contents), each path with its evidence label if any."""
+    """Cumulative modified / read lists (paths only, never contents), one line a file (its ranged paths merged),
+    each with its evidence label if any; modified first. Past ``max_lines`` files the rest are counted, with the
+    search that lists every path the session's file tools named."""
     if not read and not modified:
         return ""
-
-    def lines(rows: Sequence[tuple[str, str | None]]) -> str:
-        return "\n".join(f"- {path} ({label})" if label else f"- {path}" for path, label in rows)
-
-    parts = ["## Files in the compacted history\n" + header]
-    if read:
-        parts.append("Read:\n" + lines(read))
-    if modified:
-        parts.append("Modified:\n" + lines(modified))
+    changed, looked = group_files(modified), group_files(read)
+    shown_changed = changed[: min(MAX_MODIFIED_LINES, max_lines)]
+    room = max(max_lines - len(shown_changed), 0)
+    # Read files with evidence in view first, then the most read, shown in path order.
+    ranked = {id(f) for f in sorted(looked, key=lambda f: (f.label is None, -f.listed))[:room]}
+    shown_looked = [f for f in looked if id(f) in ranked]
+    labelled = any(f.label for f in (*shown_changed, *shown_looked))
+    note = (
+        "Labels: what this checkpoint and its tail hold, not the live files; no label: no read output kept."
+        if labelled
+        else "No read output of them is kept."
+    )
+    parts = ["## Files in the compacted history\n" + note]
+    how = _list_files_command(recovery)
+    for title, shown, every, counted in (
+        ("Modified", shown_changed, changed, "paths"),
+        ("Read", shown_looked, looked, "reads"),
+    ):
+        if not every:
+            continue
+        lines = [f.render(counted) for f in shown]
+        if len(every) > len(shown):
+            lines.append(f"- + {len(every) - len(shown)} more {title.lower()} files: {how}")
+        parts.append(f"{title}:\n" + "\n".join(lines))
     return "\n\n".join(parts)
+
+
+def _list_files_command(recovery: Recovery | None) -> str:
+    """The search that prints every path a file tool was called with."""
+    if recovery is not None and recovery.tools:
+        return '`context_grep("^path: ")`'
+    return "`picompact grep '^path: ' FILE`"
 
 
 def evidence_boundary() -> str:

@@ -456,7 +456,7 @@ class _Found:
         return item
 
 
-HEADER = "## Standing instructions (the user's words, from the compacted part)"
+HEADER = "## Standing instructions\nThe user's, in their words:"
 MIN_GOAL_CHARS = 40  # what the opening request keeps, at least, when the block must fit a small share
 SHORT_SENTENCE_CHARS = 120  # a line's sentence when the block must fit a share (its quoted old value: half)
 MAX_SLOT_SPAN = 4  # tokens that may differ between lines merged into one: one or two slots close together
