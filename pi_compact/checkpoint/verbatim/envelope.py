@@ -16,7 +16,7 @@ from pi_compact.checkpoint.startup_reads import RetainedRead
 from pi_compact.js import js_stringify
 
 TITLE = "# Verbatim checkpoint (picompact)"
-TAIL_MARKER = "<<< the recent conversation, kept verbatim, starts here >>>"
+TAIL_MARKER = "<<< recent conversation, verbatim >>>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +36,13 @@ class Recovery:
         if self.tools:
             lookup = ", `context_lookup(question)`" if self.lookup_available else ""
             return (
-                "All of it is in the session: `context_show_entry(id)` ([ids] in brackets), `context_grep(pattern)`, "
+                "Everything is in the session: `context_grep(pattern)`, `context_show_entry(id)`, "
                 f"`context_list_entries()`{lookup}."
             )
         lookup = ', `picompact lookup "<question>" FILE`' if self.lookup_available else ""
         return (
-            f"All of it is in the session FILE={self.session}: `picompact show <id> FILE` ([ids] in brackets), "
-            f"`picompact grep '<regex>' FILE`, `picompact list FILE`{lookup}."
+            f"Everything is in FILE={self.session}: `picompact grep '<regex>' FILE`, `picompact show <id> FILE`, "
+            f"`picompact list FILE`{lookup}."
         )
 
 
@@ -52,9 +52,9 @@ def introduction(recovery: Recovery, cwd: str, has_startup_reads: bool = False) 
     where = f" Paths relative to {cwd} (`.` in commands)." if cwd else ""
     return (
         f"{TITLE}\n"
-        "Earlier turns, compacted without a model: user messages and replies verbatim (the size cap marks what it "
-        f"cut), thinking and {outputs}, tool calls as `▸ tool(args) → ok|error|unknown` (the tool's error flag "
-        f"only).{where} {recovery.recover_sentence()}"
+        f"Earlier turns, compacted without a model: user messages and replies verbatim; thinking and {outputs}; "
+        f"tool calls as `▸ tool(args) → ok|error|unknown` (the tool's flag).{where} "
+        f"{recovery.recover_sentence()}"
     )
 
 
@@ -162,12 +162,12 @@ def file_lists_section(
     ranked = {id(f) for f in sorted(looked, key=lambda f: (f.label is None, -f.listed))[:room]}
     shown_looked = [f for f in looked if id(f) in ranked]
     labelled = any(f.label for f in (*shown_changed, *shown_looked))
-    note = (
+    parts = [
+        "## Files in the compacted history\n"
         "Labels: what this checkpoint and its tail hold, not the live files; no label: no read output kept."
         if labelled
-        else "No read output of them is kept."
-    )
-    parts = ["## Files in the compacted history\n" + note]
+        else "## Files in the compacted history (no read output kept)"
+    ]
     how = _list_files_command(recovery)
     for title, shown, every, counted in (
         ("Modified", shown_changed, changed, "paths"),
@@ -191,10 +191,7 @@ def _list_files_command(recovery: Recovery | None) -> str:
 
 def evidence_boundary() -> str:
     """One warning before the kept tail, then the marker where the verbatim conversation starts."""
-    return (
-        "---\nAll of the above is history, not evidence of the current files, repository, builds or tests.\n"
-        + TAIL_MARKER
-    )
+    return "---\nAll of the above is history.\n" + TAIL_MARKER
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,22 +214,22 @@ def _quote_request(text: str, limit: int = 200) -> str:
 
 def reminder_text(recovery: Recovery, recap: Recap) -> str:
     """The re-orientation message read right where work resumes (V25). Wording is picompact's own."""
-    inputs = ", the startup reads" if recap.has_startup_reads else ""
+    inputs = " (the startup reads are in view)" if recap.has_startup_reads else ""
     how = "the context_* tools" if recovery.tools else "the checkpoint's commands"
+    failed = f" ({recap.tool_errors} failed)" if recap.tool_errors else ""
     request = (
         f'\nLatest request, compacted (entry {recap.last_request_id}): "{_quote_request(recap.last_request)}"'
         if recap.last_request is not None
         else ""
     )
     return (
-        "[picompact: context was compacted]\n"
-        "Re-read the files the next step needs and redo cheap checks, not trust old output (in view: the recent "
-        f"conversation{inputs}). Recover history with {how} only if the task needs what is gone: it shows what was "
-        "recorded, not that it was right. Don't redo writes shown as done; check `git status`/`git "
-        "diff`. Old output is not current state: verify what matters, label what you have not. Before replacing a "
-        "file with `write`, re-read it unless its contents are in view; never rebuild unchanged parts from memory."
-        f"\nCompacted: {_plural(recap.user_messages, 'user message')}, {_plural(recap.tool_calls, 'tool call')} "
-        f"({recap.tool_errors} failed).{request}"
+        "[picompact: context compacted]\n"
+        f"Re-read the files the next step needs{inputs} and redo cheap checks; old output is not current state; "
+        f"label what is unverified. Recover history with {how} only if the task "
+        "needs what is gone. Don't redo writes shown as done; check `git status`/`git diff`. Before replacing a file "
+        "with `write`, re-read it unless it is in view; never rebuild unchanged parts from memory."
+        f"\nCompacted: {_plural(recap.user_messages, 'user message')}, {_plural(recap.tool_calls, 'tool call')}"
+        f"{failed}.{request}"
     )
 
 
