@@ -299,14 +299,16 @@ def classify(sentence: str) -> str | None:
 
 def is_fragment(sentence: str) -> bool:
     """Whether a sentence needs an earlier one to mean anything: its subject or object is a pronoun ("do not
-    redo it.", "both are needed to reproduce it.") and nothing in it names what it is about (no value, name,
-    identifier, and fewer than two words of substance)."""
-    if not _ANAPHORA.search(sentence):
-        return False
+    redo it.", "both are needed to reproduce it.") and nothing in it names what it is about."""
+    return bool(_ANAPHORA.search(sentence)) and not names_something(sentence)
+
+
+def names_something(sentence: str) -> bool:
+    """Whether a sentence names what it is about: a value, a name or identifier, a noun after a determiner ("the
+    release branch"), or three words of substance."""
     if _VALUE.search(sentence) or _NAMED.search(sentence[1:]) or _DETERMINED.search(sentence):
-        return False
-    substance = [w for w in _content(sentence) if w not in _GENERIC]
-    return len(substance) < 3
+        return True
+    return len([w for w in _content(sentence) if w not in _GENERIC]) >= 3
 
 
 def _gist(sentence: str) -> str:
@@ -353,7 +355,7 @@ def standing_instructions(
                 continue
             if is_fragment(sentence):
                 joined = f"{before} {sentence}"
-                if not before or is_fragment(before) or len(joined) > SENTENCE_CHARS:
+                if not before or not names_something(before) or len(joined) > SENTENCE_CHARS:
                     taken = None
                     continue  # no antecedent in reach: not an instruction a reader can act on
                 if taken is not None and not is_later:  # the antecedent was taken: it now holds both
