@@ -85,7 +85,9 @@ def _attr(value: object) -> str:
 
 MAX_MODIFIED_LINES = 16  # modified files shown one a line; the rest counted
 MAX_FILE_LINES = 24  # files shown in both lists together (modified first); the rest counted, with how to list them
-_RANGED = re.compile(r"^(?P<file>.*[^:#\s])(?::(?P<a>\d+)(?:(?P<sep>[-:])(?P<b>\d+))?|#L(?P<c>\d+)(?:-L?(?P<d>\d+))?)$")
+_RANGED = re.compile(
+    r"^(?P<file>.*?[^:#\s])(?::(?P<a>\d+)(?:(?P<sep>[-:])(?P<b>\d+))?|#L(?P<c>\d+)(?:-L?(?P<d>\d+))?)$"
+)
 
 
 @dataclass(frozen=True, slots=True)
