@@ -630,7 +630,7 @@ def render_standing(
     left_out = sum(line.count for line in lines if line.kind != "goal") - sum(row[0].count for row in kept)
     head = [r for _, r in goal]
     if goal and total > budget:  # the opening request alone is too long: cut it, not below MIN_GOAL_CHARS
-        room = max(MIN_GOAL_CHARS, SHORT_SENTENCE_CHARS - (total - budget))
+        room = max(MIN_GOAL_CHARS, min(len(goal[0][0].text), SHORT_SENTENCE_CHARS) - (total - budget))
         head = [goal[0][0].render(room)]
     body = [*head, *([_note(left_out)] if left_out else []), *(r for _, r in kept)]
     return HEADER + "\n" + "\n".join(body)
