@@ -571,8 +571,9 @@ def _common_prefix(texts: list[str]) -> str:
 
 
 def _slot(variants: list[str]) -> str:
-    """The variants of a slot as one token: a common prefix and suffix around braces, numeric runs as ranges
-    (``component-{001..019}``), other variants listed (``{Redux,MobX}``), past ``MAX_VARIANTS`` counted."""
+    """The variants of a slot as one token: each variant whole (``{Redux, MobX}``: a path or a name stays one
+    string a search finds), except a run of more than three numbers around a common prefix and suffix, written as
+    ranges (``component-{001..019}``); past ``MAX_VARIANTS`` the rest counted."""
     prefix = _common_prefix(variants)
     suffix = _common_prefix([v[len(prefix) :][::-1] for v in variants])[::-1]
     while prefix and prefix[-1].isdigit():  # numbers stay whole
@@ -580,7 +581,7 @@ def _slot(variants: list[str]) -> str:
     while suffix and suffix[0].isdigit():
         suffix = suffix[1:]
     middles = [v[len(prefix) : len(v) - len(suffix)] for v in variants]
-    if all(m.isdigit() for m in middles):
+    if len(variants) > 3 and all(m.isdigit() for m in middles):
         numbers = sorted(set(middles), key=lambda m: (int(m), m))
         runs: list[list[str]] = []
         for m in numbers:
@@ -589,12 +590,12 @@ def _slot(variants: list[str]) -> str:
             else:
                 runs.append([m])
         parts = [run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}" for run in runs]
-    else:
-        parts = middles
-    more = len(parts) - MAX_VARIANTS
-    sep = " | " if any(" " in p or "," in p for p in parts) else ","
-    listed = sep.join(parts[:MAX_VARIANTS]) + (f"{sep}… {more} more" if more > 0 else "")
-    return f"{prefix}{{{listed}}}{suffix}"
+        more = len(parts) - MAX_VARIANTS
+        listed = ",".join(parts[:MAX_VARIANTS]) + (f",… {more} more" if more > 0 else "")
+        return f"{prefix}{{{listed}}}{suffix}"
+    more = len(variants) - MAX_VARIANTS
+    sep = " | " if any("," in v for v in variants) else ", "
+    return "{" + sep.join(variants[:MAX_VARIANTS]) + (f"{sep}… {more} more" if more > 0 else "") + "}"
 
 
 def render_standing(
