@@ -123,6 +123,41 @@ CASES = (
 )
 
 
+# Written after the cases above and measured once before the code saw it (precision 5/6, recall 5/9), then the
+# misses fixed: a pronoun the rule acts on ("never restart it"), a short antecedent ("We tag releases by hand."),
+# "make sure it doesn't …", a one-digit value.
+CASES += (
+    Case(
+        "second set",
+        (
+            "Port the scheduler to asyncio.",
+            "The staging cluster is shared with the data team. Never restart it during office hours.",
+            "Leave it as is.",
+            "We tag releases by hand. Don't automate that.",
+            "Never log request bodies, they contain customer emails.",
+            "These are flaky on CI. Skip them for now.",
+            "Always use UTC timestamps in the logs.",
+            "Don't bother with that.",
+            "I'd rather you use pathlib than os.path.",
+            "The retry limit should be 5.",
+            "Make sure it doesn't break the old clients.",
+            "Do not upgrade numpy; the models were trained with 1.24.",
+        ),
+        (
+            "Port the scheduler",
+            "shared with the data team. Never restart it during office hours",
+            "We tag releases by hand. Don't automate that",
+            "request bodies",
+            "UTC timestamps",
+            "pathlib",
+            "retry limit should be 5",
+            "break the old clients",
+            "numpy",
+        ),
+    ),
+)
+
+
 @dataclass(frozen=True)
 class Score:
     right: int  # lines that hold an instruction not matched before

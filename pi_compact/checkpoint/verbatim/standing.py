@@ -69,6 +69,10 @@ _NOT_AN_INSTRUCTION = re.compile(
     r"|\bdon't worry\b|\bthank|Error:|ENOENT|Traceback|\\n",
     re.IGNORECASE,
 )
+# "Make sure it doesn't …": a rule about what must not happen, not a report that something does not work.
+_ENSURE = re.compile(
+    r"\b(?:make sure|ensure|so that)\s+(?:that\s+)?(?:it|this|that|they)\s+(?:don't|do not|doesn't|never)\b", re.I
+)
 # What starts a request for work rather than a statement of what holds ("Refactor X so that …", "move a to b").
 _TASK = re.compile(
     r"^\W*(?:(?:ok|okay|alright|so|now|next|then|and|also|please|good|great|thanks)\W+)*(?:can you |could you |"
@@ -96,6 +100,7 @@ _VALUE = re.compile(
     r"https?://\S+|`[^`\n]{1,60}`|\b[\w.-]+:\d{2,5}\b|\b\d+\.\d+(?:\.\d+)*\b|\b\d{2,}\b"
     r"|(?<![\w])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*"
 )
+_SMALL_VALUE = re.compile(r"\b(?:is|be|=|to|at)\s+\d\b(?![.,]\d)")  # "the retry limit should be 5"
 _RENAMED = re.compile(
     r"\b(?:(?:got |was |were |has been |have been )?(?:renamed|moved) to|is now|are now|now lives (?:in|at))\s+\S"
 )
@@ -177,6 +182,15 @@ _ANAPHORA = re.compile(
 # dotted, hyphenated with digits), `code`, a quoted name.
 _NAMED = re.compile(
     r"(?<![.!?]\s)\b[A-Z][a-z]+[A-Z]?\w*|\b\w+_\w+|\b[a-z]+[A-Z]\w*|\b\w+\.\w{1,5}\b|`[^`]+`|\"[^\"]{2,}\"|'[^' ]{2,}'"
+)
+# The pronoun is what the instruction is about: its subject ("It must not …", "Both are …") or the object of its
+# first verb ("Never restart it …", "Don't automate that").
+_ACTS_ON_PRONOUN = re.compile(
+    r"^\W*(?:(?:it|this|that|these|those|they|both|either|neither)\b(?!'s\b)"
+    r"|(?:(?:please|always|never|do not|don't|dont|must not|you must|make sure (?:to|you)|remember to|"
+    r"from now on,?)\s+)*"
+    r"(?:not\s+)?[a-z]+\s+(?:it|them|this|that|these|those|both)\b(?!\s+(?:is|are|was|were)\b))",
+    re.IGNORECASE,
 )
 # A noun after a determiner ("the linter", "our staging database"): the sentence names what it is about.
 _DETERMINED = re.compile(
@@ -277,7 +291,7 @@ def _cut(text: str, limit: int = SENTENCE_CHARS) -> str:
 
 def classify(sentence: str) -> str | None:
     """The kind of a user sentence that states a standing instruction, else None."""
-    if sentence.rstrip().endswith("?") or _NOT_AN_INSTRUCTION.search(sentence):
+    if sentence.rstrip().endswith("?") or (_NOT_AN_INSTRUCTION.search(sentence) and not _ENSURE.search(sentence)):
         return None
     if _GOAL_CHANGE.search(sentence):
         return "goal"
@@ -288,7 +302,8 @@ def classify(sentence: str) -> str | None:
     declarative = not _TASK.match(sentence)
     if _RENAMED.search(sentence) and _SETTING.search(sentence):
         return "value"
-    if declarative and _SETTING.search(sentence) and _VALUE.search(sentence) and _LINK.search(sentence):
+    valued = _VALUE.search(sentence) or _SMALL_VALUE.search(sentence)
+    if declarative and _SETTING.search(sentence) and valued and _LINK.search(sentence):
         return "value"
     if _CONSTRAINT.search(sentence):
         return "constraint"
@@ -299,16 +314,21 @@ def classify(sentence: str) -> str | None:
 
 def is_fragment(sentence: str) -> bool:
     """Whether a sentence needs an earlier one to mean anything: its subject or object is a pronoun ("do not
-    redo it.", "both are needed to reproduce it.") and nothing in it names what it is about."""
-    return bool(_ANAPHORA.search(sentence)) and not names_something(sentence)
+    redo it.", "never restart it during office hours", "both are needed to reproduce it.") and nothing in it
+    names what it is about (a pronoun that the instruction acts on needs a value or a name to stand without)."""
+    if not _ANAPHORA.search(sentence):
+        return False
+    if _ACTS_ON_PRONOUN.search(_FILLER.sub("", sentence)):
+        return not (_VALUE.search(sentence) or _NAMED.search(sentence[1:]))
+    return not names_something(sentence)
 
 
-def names_something(sentence: str) -> bool:
+def names_something(sentence: str, words: int = 3) -> bool:
     """Whether a sentence names what it is about: a value, a name or identifier, a noun after a determiner ("the
-    release branch"), or three words of substance."""
+    release branch"), or ``words`` words of substance."""
     if _VALUE.search(sentence) or _NAMED.search(sentence[1:]) or _DETERMINED.search(sentence):
         return True
-    return len([w for w in _content(sentence) if w not in _GENERIC]) >= 3
+    return len([w for w in _content(sentence) if w not in _GENERIC]) >= words
 
 
 def _gist(sentence: str) -> str:
@@ -355,7 +375,7 @@ def standing_instructions(
                 continue
             if is_fragment(sentence):
                 joined = f"{before} {sentence}"
-                if not before or not names_something(before) or len(joined) > SENTENCE_CHARS:
+                if not before or not names_something(before, 2) or len(joined) > SENTENCE_CHARS:
                     taken = None
                     continue  # no antecedent in reach: not an instruction a reader can act on
                 if taken is not None and not is_later:  # the antecedent was taken: it now holds both
