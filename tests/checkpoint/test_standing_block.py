@@ -106,3 +106,36 @@ def test_v31_a_pasted_list_of_thousands_of_rules_is_one_line_per_template() -> N
     assert [line.render() for line in lines] == [
         "- [u1] Never call legacy_api_{0..4999} directly. (5000 in one message)"
     ]
+
+
+def test_v31_nineteen_templated_rules_at_a_tight_cap_are_one_line_beside_the_whole_messages(
+    builder: SessionBuilder, tmp_path: Path
+) -> None:
+    """The shape of a 38-entry span at a cap of 1,000 tokens: nineteen rules that differ only by a component."""
+    import re
+
+    builder.user(
+        "Audit the component library, for each component whether it may adopt X. The audit must stay read-only."
+    )
+    builder.assistant("Starting the audit.")
+    for n in range(1, 20):
+        builder.user(
+            f"Do not adopt X for component-{n:03d}; the owners of component-{n:03d} said the API is frozen until "
+            f"2027-0{1 + n % 9}-15 and the migration budget is {100 + n * 7} hours."
+        )
+        builder.tool("read", {"path": f"lib/component-{n:03d}/index.ts"}, "x\n" * 40)
+        builder.assistant(f"Noted for component-{n:03d}: frozen API, budget {100 + n * 7} h.")
+    builder.user("next")
+    _, cp = compact(builder, tmp_path, cap=1000)
+    block = block_of(cp.summary)
+    lines = [line for line in block.split("\n") if line.startswith("- [")]
+    assert len(lines) == 2 and lines[0].startswith("- [e0000001] Audit the component library")
+    merged = re.fullmatch(
+        r"- \[e0000003\.\.e\d+\] Do not adopt X for component-\{001\.\.(\d{3})\}; \((\d+) messages\)", lines[1]
+    )
+    assert merged is not None, lines[1]
+    last = int(merged[1])
+    assert int(merged[2]) == last
+    whole = {int(m) for m in re.findall(r"\] user:\nDo not adopt X for component-(\d{3}); the owners", cp.summary)}
+    assert whole == set(range(last + 1, 20))  # every rule is either in the block or whole in the span, once
+    assert cp.tokens <= 1000

@@ -73,6 +73,9 @@ __all__ = [
 ]
 
 
+STANDING_ROUNDS = 3  # fits of the spans, at most, as the standing block leaves out what they show whole
+
+
 @dataclass(frozen=True)
 class VerbatimOptions:
     """How to build the checkpoint. ``cap_tokens`` None means no cap (``--no-cap``)."""
@@ -278,12 +281,17 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
         )
     fitted = fit_spans(spans, budget_for(intro))
     # The block leaves out what the spans still show word for word; the room it frees goes to the spans, which
-    # then keep at least the same messages whole (a larger budget never keeps less), so nothing left out is lost.
-    shown = verbatim_user_entries(messages, fitted.text)
-    if shown and (shorter := render_standing(instructions, verbatim=shown)) != standing:
+    # must then keep at least the same messages whole (checked: else the block stays as it was), so nothing left
+    # out is lost. The room may keep more messages whole: a few rounds, while the block shrinks.
+    for _ in range(STANDING_ROUNDS):
+        shown = verbatim_user_entries(messages, fitted.text)
+        shorter = render_standing(instructions, verbatim=shown) if shown else standing
+        if shorter == standing:
+            break
         refitted = fit_spans(spans, budget_for(head(shorter))) if any(fitted.trimmed) else fitted
-        if refitted is fitted or shown <= verbatim_user_entries(messages, refitted.text):
-            intro, fitted = head(shorter), refitted
+        if refitted is not fitted and not shown <= verbatim_user_entries(messages, refitted.text):
+            break
+        standing, intro, fitted = shorter, head(shorter), refitted
     summary = _assemble(intro, fitted.text, appendix, boundary)
     tokens = math.ceil(js_len(summary) / 4)
     if options.cap_tokens and tokens > options.cap_tokens:  # a cap of 0 asks for the smallest: no warning
