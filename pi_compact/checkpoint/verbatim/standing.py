@@ -14,8 +14,13 @@ Those sentences are what a resumed agent most needs and what an oldest-first cap
 - ``goal``: the opening request of the session, and a later change of plan ("scratch that, …").
 
 A later value of the same setting supersedes the earlier one: the block shows the new sentence with the old one
-and both entry ids. Questions, code blocks, pasted logs and long sentences are left out. Deterministic: the same
-spans give the same block, so it is carried forward by the spans themselves.
+and both entry ids. Questions, code blocks, pasted logs and long sentences are left out. A sentence that leans on
+an earlier one ("Do not redo it.") is taken with that sentence or not at all. Deterministic: the same spans give
+the same block, so it is carried forward by the spans themselves.
+
+``render_standing(items, max_tokens, verbatim=ids)`` writes the block: lines that differ only in a name or a
+number merged into one (``standing_lines``), the instructions of messages the checkpoint shows whole
+(``verbatim_user_entries``) left out, and, given a share of the budget, compressed to fit it.
 """
 
 from __future__ import annotations
