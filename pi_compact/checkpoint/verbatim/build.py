@@ -279,10 +279,19 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
             f"the retained startup reads alone (~{math.ceil(js_len(reads_text) / 4)} tokens) exceed the cap of "
             f"{options.cap_tokens} tokens; they are kept in full"
         )
-    fitted = fit_spans(spans, budget_for(intro))
     # The block leaves out what the spans still show word for word; the room it frees goes to the spans, which
     # must then keep at least the same messages whole (checked: else the block stays as it was), so nothing left
-    # out is lost. The room may keep more messages whole: a few rounds, while the block shrinks.
+    # out is lost. First the best case: every message the uncapped spans show whole stays whole under the cap.
+    fitted = fit_spans(spans, None)
+    whole = verbatim_user_entries(messages, fitted.text)
+    if options.cap_tokens is not None:
+        least = render_standing(instructions, verbatim=whole)
+        trial = fit_spans(spans, budget_for(head(least)))
+        if whole <= verbatim_user_entries(messages, trial.text):
+            standing, intro, fitted = least, head(least), trial
+        else:
+            fitted = fit_spans(spans, budget_for(intro))
+    # Else from the whole block: the room may keep more messages whole, a few rounds while the block shrinks.
     for _ in range(STANDING_ROUNDS):
         shown = verbatim_user_entries(messages, fitted.text)
         shorter = render_standing(instructions, verbatim=shown) if shown else standing
