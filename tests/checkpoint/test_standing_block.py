@@ -139,3 +139,17 @@ def test_v31_nineteen_templated_rules_at_a_tight_cap_are_one_line_beside_the_who
     whole = {int(m) for m in re.findall(r"\] user:\nDo not adopt X for component-(\d{3}); the owners", cp.summary)}
     assert whole == set(range(last + 1, 20))  # every rule is either in the block or whole in the span, once
     assert cp.tokens <= 1000
+
+
+def test_v31_a_checkpoint_that_fits_without_the_cap_is_the_uncapped_one(
+    builder: SessionBuilder, tmp_path: Path
+) -> None:
+    """With its messages whole the block is empty and the checkpoint fits: the cap changes nothing (with the block
+    of the whole messages it would not have fitted)."""
+    builder.user("Never modify data/ledger.db, the nightly import job writes it. " + "Details of the import. " * 40)
+    builder.assistant("Understood.")
+    builder.user("next")
+    _, free = compact(builder, tmp_path)
+    assert block_of(free.summary) == ""
+    _, capped = compact(builder, tmp_path, cap=free.tokens)
+    assert capped.summary == free.summary and not capped.trimmed
