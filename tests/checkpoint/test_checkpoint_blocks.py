@@ -209,11 +209,13 @@ def test_v32_errors_not_resolved_later_are_listed_once_and_never_trimmed(
 
 
 def test_v31_the_block_is_bounded_whatever_the_session_keeping_the_goal_and_the_newest() -> None:
+    # Sentences that differ in several places far apart: no two of them merge into one line.
     messages = [("u0", "Build the exporter.")] + [
-        (f"u{n}", f"Never modify data/ledger-{n}.db, it is production.") for n in range(1, 101)
+        (f"u{n}", f"Never modify data/ledger-{n}.db, the job {n} reads it every {n} minutes for region {n}.")
+        for n in range(1, 101)
     ]
     block = render_standing(standing_instructions(messages))
     lines = block.split("\n")[2:]
     assert lines[0] == "- [u0] Build the exporter."
-    assert lines[1] == "- … 61 older instructions not shown here (they are in the spans and the session file)"
+    assert lines[1] == "- … 61 more not shown here (in the spans and the session file)"
     assert lines[-1].startswith("- [u100] ") and len(lines) == 41

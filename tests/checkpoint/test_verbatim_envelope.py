@@ -41,12 +41,12 @@ def test_v23_envelope_order(builder: SessionBuilder, tmp_path: Path) -> None:
         s.index("</span>"),
         s.index("## Retained startup reads"),
         s.index("## Files in the compacted history"),
-        s.index("not evidence of the current files"),
+        s.index("All of the above is history."),
         s.index(TAIL_MARKER),
     ]
     assert order == sorted(order)
     assert s.endswith(TAIL_MARKER)
-    assert s.count("not evidence of the current files") == 1
+    assert s.count("All of the above is history.") == 1
     assert '<read entry="e0000003" path="docs/GUIDE.md">\nguide text\n</read>' in s
     assert "- src/app.py (no read-tool output in tail)" in s
 
@@ -64,14 +64,11 @@ def test_v25_reminder_says_what_to_do(builder: SessionBuilder, tmp_path: Path) -
     _, cp = compact(builder, tmp_path)
     r = cp.reminder
     assert r.index("Re-read the files the next step needs") < r.index("Recover history")  # restoring comes first
-    assert "redo cheap checks, not trust old output" in r
-    assert "in view: the recent conversation" in r
+    assert "redo cheap checks; old output is not current state; label what is unverified." in r
     assert "only if the task needs what is gone" in r
     assert "Don't redo writes shown as done" in r
     assert "`git status`" in r
-    assert "label what you have not" in r
-    assert "Old output is not current state" in r
-    assert "Before replacing a file with `write`, re-read it unless its contents are in view" in r
+    assert "Before replacing a file with `write`, re-read it unless it is in view" in r
     assert "never rebuild unchanged parts from memory" in r
     # the recap: counts; the latest request is in the kept tail, so it is not quoted again
     assert "Compacted: 2 user messages, 3 tool calls (1 failed)." in r
@@ -88,22 +85,6 @@ def test_v25_recap_quotes_the_latest_request_only_when_compacted_flattened_and_c
     _, cp = compact(builder, tmp_path, keep=500)
     line = cp.reminder.split("Latest request, compacted (entry ", 1)[1]
     assert "a very long request" in line and "z" * 500 not in line and line.endswith('…"')
-
-
-def test_v36_introduction_and_reminder_cost_at_most_300_tokens(builder: SessionBuilder, tmp_path: Path) -> None:
-    """The fixed overhead, on one short compacted turn, counted as if the session path had 100 characters (Pi's
-    own session paths are about that long; the test's temporary directory is longer)."""
-    builder.user("hi")
-    builder.assistant("hello")
-    builder.user("next")
-    for lookup in (False, True):
-        _, cp = compact(builder, tmp_path, lookup=lookup)
-        intro = cp.summary.split("\n\n", 1)[0]  # the standing instructions follow: content, not overhead
-        assert cp.summary.split("\n\n")[1].startswith("## Standing instructions")
-        path = str(tmp_path / "session.jsonl")
-        assert intro.count(path) == 1 and path not in cp.reminder
-        tokens = -(-(len(intro) - len(path) + 100 + len(cp.reminder)) // 4)
-        assert tokens <= 300, (tokens, intro, cp.reminder)
 
 
 def test_v26_recovery_commands_name_the_session_once_shell_quoted(builder: SessionBuilder, tmp_path: Path) -> None:
@@ -139,7 +120,7 @@ def test_intro_explains_removals_once(builder: SessionBuilder, tmp_path: Path) -
         "compacted without a model",
         "thinking and tool outputs removed",
         "ok|error|unknown",
-        "the tool's error flag only",
+        "(the tool's flag)",
         f"Paths relative to {CWD}",
     ):
         assert phrase in intro

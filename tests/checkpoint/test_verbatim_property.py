@@ -129,6 +129,7 @@ def test_rendering_is_deterministic_never_raises_and_fits_the_cap(
         return
     assert cp.tokens <= cap or cp.warnings
     spans = span_texts(free.summary)
-    overhead = js_len(free.summary) - js_len("\n\n".join(spans))
+    # The fixed parts of the capped checkpoint: its standing block holds what the cap no longer shows whole.
+    overhead = js_len(cp.summary) - js_len("\n\n".join(span_texts(cp.summary)))
     if len(spans) == 1 and overhead + MIN_CONVERSATION_CHARS <= cap * 4:
         assert cp.tokens <= cap and not cp.warnings

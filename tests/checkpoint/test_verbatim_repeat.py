@@ -32,7 +32,7 @@ def test_v13_saved_spans_rerendered_unchanged_then_new_span(builder: SessionBuil
     # the previous checkpoint's kept range (the second request) is compacted now
     assert "[e0000007] user:\nsecond request" in spans[1]
     # its own re-orientation message, right after the compaction entry, is not rendered
-    assert "picompact: context was compacted" not in cp.summary
+    assert "picompact: context compacted" not in cp.summary
     saved = cp.details["picompact"]["spans"]
     assert [s["compaction"] for s in saved] == [1, 2]
     assert is_verbatim_details(cp.details)
@@ -107,7 +107,8 @@ def test_v14_lists_are_cumulative_and_relative(builder: SessionBuilder, tmp_path
     assert "Read:\n- c.py" in files
     assert "Modified:\n- a.py" in files and "\n- b.py" in files
     assert CWD not in files.split("\n", 2)[2]  # only relative paths after the header
-    assert "unless annotated, no retained read-tool output identified" in files
+    assert files.index("Modified:") < files.index("Read:")  # modified first
+    assert "no label: no read output kept" in files or "(no read output kept)" in files
 
 
 def test_v14_no_duplicates_when_pi_also_carries_the_lists(builder: SessionBuilder, tmp_path: Path) -> None:

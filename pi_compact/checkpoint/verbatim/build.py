@@ -54,7 +54,7 @@ from pi_compact.checkpoint.verbatim.spans import (
     summary_span,
     user_text,
 )
-from pi_compact.checkpoint.verbatim.standing import render_standing, standing_instructions
+from pi_compact.checkpoint.verbatim.standing import render_standing, standing_instructions, verbatim_user_entries
 from pi_compact.errors import NothingToCompactError, UsageError
 from pi_compact.js import js_len
 from pi_compact.pi.plan import CompactionPlan
@@ -71,6 +71,9 @@ __all__ = [
     "is_verbatim_details",
     "saved_spans",
 ]
+
+
+STANDING_ROUNDS = 3  # fits of the spans, at most, as the standing block leaves out what they show whole
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,9 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     new_span = build_span(number, compacted, outcomes, cwd, plan.cut.is_split_turn, known_facts)
     spans = [*old_spans, new_span]
     opening = spans[0].source == "verbatim"  # else the session's opening is in an earlier summary
-    standing = render_standing(standing_instructions(_user_messages(spans), _tail_user_messages(plan), opening=opening))
+    messages = _user_messages(spans)
+    instructions = standing_instructions(messages, _tail_user_messages(plan), opening=opening)
+    standing = render_standing(instructions)
 
     read_files, modified_files = cumulative_files(plan)
     previous_state = previous_mine.get("startupReads") if previous_mine is not None else None
@@ -248,28 +253,54 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     read_lines, modified_lines = _file_lines(annotations, cwd)
 
     recovery = Recovery(options.session_path, options.lookup_available, options.recovery_tools)
-    intro = introduction(recovery, cwd, bool(retained))
-    if standing:
-        intro = f"{intro}\n\n{standing}"
     failures = _open_errors(spans, plan, outcomes, cwd)
-    if failures:
-        intro = f"{intro}\n\n## Errors not resolved later\n" + "\n".join(failures)
+
+    def head(standing: str) -> str:
+        intro = introduction(recovery, cwd, bool(retained))
+        if standing:
+            intro = f"{intro}\n\n{standing}"
+        if failures:
+            intro = f"{intro}\n\n## Errors not resolved later\n" + "\n".join(failures)
+        return intro
+
+    intro = head(standing)
     reads_text = retained_reads_section(retained)
-    lists_text = file_lists_section(annotations.header, read_lines, modified_lines)
+    lists_text = file_lists_section(read_lines, modified_lines, recovery)
     appendix = "\n\n".join(part for part in (reads_text, lists_text) if part)
     boundary = evidence_boundary()
 
-    budget: int | None = None
+    def budget_for(intro: str) -> int | None:
+        if options.cap_tokens is None:
+            return None
+        return options.cap_tokens * 4 - js_len(_assemble(intro, "", appendix, boundary))
+
+    if options.cap_tokens is not None and reads_text and js_len(reads_text) > options.cap_tokens * 4:
+        warnings.append(
+            f"the retained startup reads alone (~{math.ceil(js_len(reads_text) / 4)} tokens) exceed the cap of "
+            f"{options.cap_tokens} tokens; they are kept in full"
+        )
+    # The block leaves out what the spans still show word for word; the room it frees goes to the spans, which
+    # must then keep at least the same messages whole (checked: else the block stays as it was), so nothing left
+    # out is lost. First the best case: every message the uncapped spans show whole stays whole under the cap.
+    fitted = fit_spans(spans, None)
+    whole = verbatim_user_entries(messages, fitted.text)
     if options.cap_tokens is not None:
-        cap_chars = options.cap_tokens * 4
-        overhead = js_len(_assemble(intro, "", appendix, boundary))
-        budget = cap_chars - overhead
-        if reads_text and js_len(reads_text) > cap_chars:
-            warnings.append(
-                f"the retained startup reads alone (~{math.ceil(js_len(reads_text) / 4)} tokens) exceed the cap of "
-                f"{options.cap_tokens} tokens; they are kept in full"
-            )
-    fitted = fit_spans(spans, budget)
+        least = render_standing(instructions, verbatim=whole)
+        trial = fit_spans(spans, budget_for(head(least)))
+        if whole <= verbatim_user_entries(messages, trial.text):
+            standing, intro, fitted = least, head(least), trial
+        else:
+            fitted = fit_spans(spans, budget_for(intro))
+    # Else from the whole block: the room may keep more messages whole, a few rounds while the block shrinks.
+    for _ in range(STANDING_ROUNDS):
+        shown = verbatim_user_entries(messages, fitted.text)
+        shorter = render_standing(instructions, verbatim=shown) if shown else standing
+        if shorter == standing:
+            break
+        refitted = fit_spans(spans, budget_for(head(shorter))) if any(fitted.trimmed) else fitted
+        if refitted is not fitted and not shown <= verbatim_user_entries(messages, refitted.text):
+            break
+        standing, intro, fitted = shorter, head(shorter), refitted
     summary = _assemble(intro, fitted.text, appendix, boundary)
     tokens = math.ceil(js_len(summary) / 4)
     if options.cap_tokens and tokens > options.cap_tokens:  # a cap of 0 asks for the smallest: no warning

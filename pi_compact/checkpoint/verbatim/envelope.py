@@ -7,6 +7,7 @@ boundary + start-of-tail marker. The reminder is a separate custom message place
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pi_compact.checkpoint.startup_reads import RetainedRead
 from pi_compact.js import js_stringify
 
 TITLE = "# Verbatim checkpoint (picompact)"
-TAIL_MARKER = "<<< the recent conversation, kept verbatim, starts here >>>"
+TAIL_MARKER = "<<< recent conversation, verbatim >>>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +36,13 @@ class Recovery:
         if self.tools:
             lookup = ", `context_lookup(question)`" if self.lookup_available else ""
             return (
-                "All of it is in the session: `context_show_entry(id)` ([ids] in brackets), `context_grep(pattern)`, "
+                "Everything is in the session: `context_grep(pattern)`, `context_show_entry(id)`, "
                 f"`context_list_entries()`{lookup}."
             )
         lookup = ', `picompact lookup "<question>" FILE`' if self.lookup_available else ""
         return (
-            f"All of it is in the session FILE={self.session}: `picompact show <id> FILE` ([ids] in brackets), "
-            f"`picompact grep '<regex>' FILE`, `picompact list FILE`{lookup}."
+            f"Everything is in FILE={self.session}: `picompact grep '<regex>' FILE`, `picompact show <id> FILE`, "
+            f"`picompact list FILE`{lookup}."
         )
 
 
@@ -51,9 +52,9 @@ def introduction(recovery: Recovery, cwd: str, has_startup_reads: bool = False) 
     where = f" Paths relative to {cwd} (`.` in commands)." if cwd else ""
     return (
         f"{TITLE}\n"
-        "Earlier turns, compacted without a model: user messages and replies verbatim (the size cap marks what it "
-        f"cut), thinking and {outputs}, tool calls as `▸ tool(args) → ok|error|unknown` (the tool's error flag "
-        f"only).{where} {recovery.recover_sentence()}"
+        f"Earlier turns, compacted without a model: user messages and replies verbatim; thinking and {outputs}; "
+        f"tool calls as `▸ tool(args) → ok|error|unknown` (the tool's flag).{where} "
+        f"{recovery.recover_sentence()}"
     )
 
 
@@ -82,30 +83,117 @@ def _attr(value: object) -> str:
     return f'"{text}"' if all(c not in text for c in '"\\\n') else js_stringify(text) or '""'
 
 
+MAX_MODIFIED_LINES = 16  # modified files shown one a line; the rest counted
+MAX_FILE_LINES = 24  # files shown in both lists together (modified first); the rest counted, with how to list them
+_RANGED = re.compile(
+    r"^(?P<file>.*?[^:#\s])(?::(?P<a>\d+)(?:(?P<sep>[-:])(?P<b>\d+))?|#L(?P<c>\d+)(?:-L?(?P<d>\d+))?)$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FileLine:
+    """One file of a list: its path, its evidence label, and the line ranges of the listed paths that named a
+    part of it (``Dashboard.tsx:1-104``), merged; ``listed`` counts the paths it stands for."""
+
+    path: str
+    label: str | None
+    ranges: tuple[tuple[int, int], ...] = ()
+    listed: int = 1
+
+    def render(self, counted: str) -> str:
+        notes = []
+        if self.ranges:
+            spans = [f"{a}-{b}" if b != a else str(a) for a, b in self.ranges]
+            shown = (
+                ", ".join(spans)
+                if len(spans) <= 3
+                else f"{self.ranges[0][0]}-{self.ranges[-1][1]} in {len(spans)} parts"
+            )
+            notes.append(f"lines {shown}")
+        if self.listed > 1:
+            notes.append(f"{self.listed} {counted}")
+        if self.label:
+            notes.append(self.label)
+        return f"- {self.path} ({'; '.join(notes)})" if notes else f"- {self.path}"
+
+
+def group_files(rows: Sequence[tuple[str, str | None]]) -> list[FileLine]:
+    """One line per file, sorted by path: the paths that name a line range of a file (``a.tsx:1-104``,
+    ``a.tsx#L5-L9``, ``a.tsx:12``) join the file's own line, their ranges merged where they touch."""
+    groups: dict[str, list[tuple[str | None, tuple[int, int] | None]]] = {}
+    for path, label in rows:
+        match = _RANGED.match(path)
+        if match is None:
+            groups.setdefault(path, []).append((label, None))
+            continue
+        start = int(match["a"] or match["c"])
+        end = start if match["sep"] == ":" else int(match["b"] or match["d"] or start)  # file:line:column: a line
+        groups.setdefault(match["file"], []).append((label, (min(start, end), max(start, end))))
+    out = []
+    for path in sorted(groups):
+        members = groups[path]
+        ranges = sorted(r for _, r in members if r is not None)
+        whole = any(r is None for _, r in members)
+        merged: list[tuple[int, int]] = []
+        for a, b in ranges:
+            if merged and a <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        own = next((label for label, r in members if r is None and label), None)
+        label = own or next((label for label, _ in members if label), None)
+        out.append(FileLine(path, label, () if whole else tuple(merged), len(members)))
+    return out
+
+
 def file_lists_section(
-    header: str, read: Sequence[tuple[str, str | None]], modified: Sequence[tuple[str, str | None]]
+    read: Sequence[tuple[str, str | None]],
+    modified: Sequence[tuple[str, str | None]],
+    recovery: Recovery | None = None,
+    max_lines: int = MAX_FILE_LINES,
 ) -> str:
-    """Cumulative read / modified lists (paths only, never contents), each path with its evidence label if any."""
+    """Cumulative modified / read lists (paths only, never contents), one line a file (its ranged paths merged),
+    each with its evidence label if any; modified first. Past ``max_lines`` files the rest are counted, with the
+    search that lists every path the session's file tools named."""
     if not read and not modified:
         return ""
-
-    def lines(rows: Sequence[tuple[str, str | None]]) -> str:
-        return "\n".join(f"- {path} ({label})" if label else f"- {path}" for path, label in rows)
-
-    parts = ["## Files in the compacted history\n" + header]
-    if read:
-        parts.append("Read:\n" + lines(read))
-    if modified:
-        parts.append("Modified:\n" + lines(modified))
+    changed, looked = group_files(modified), group_files(read)
+    shown_changed = changed[: min(MAX_MODIFIED_LINES, max_lines)]
+    room = max(max_lines - len(shown_changed), 0)
+    # Read files with evidence in view first, then the most read, shown in path order.
+    ranked = {id(f) for f in sorted(looked, key=lambda f: (f.label is None, -f.listed))[:room]}
+    shown_looked = [f for f in looked if id(f) in ranked]
+    labelled = any(f.label for f in (*shown_changed, *shown_looked))
+    parts = [
+        "## Files in the compacted history\n"
+        "Labels: what this checkpoint and its tail hold, not the live files; no label: no read output kept."
+        if labelled
+        else "## Files in the compacted history (no read output kept)"
+    ]
+    how = _list_files_command(recovery)
+    for title, shown, every, counted in (
+        ("Modified", shown_changed, changed, "paths"),
+        ("Read", shown_looked, looked, "reads"),
+    ):
+        if not every:
+            continue
+        lines = [f.render(counted) for f in shown]
+        if len(every) > len(shown):
+            lines.append(f"- + {len(every) - len(shown)} more {title.lower()} files: {how}")
+        parts.append(f"{title}:\n" + "\n".join(lines))
     return "\n\n".join(parts)
+
+
+def _list_files_command(recovery: Recovery | None) -> str:
+    """The search that prints every path a file tool was called with."""
+    if recovery is not None and recovery.tools:
+        return '`context_grep("^path: ")`'
+    return "`picompact grep '^path: ' FILE`"
 
 
 def evidence_boundary() -> str:
     """One warning before the kept tail, then the marker where the verbatim conversation starts."""
-    return (
-        "---\nAll of the above is history, not evidence of the current files, repository, builds or tests.\n"
-        + TAIL_MARKER
-    )
+    return "---\nAll of the above is history.\n" + TAIL_MARKER
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,22 +216,22 @@ def _quote_request(text: str, limit: int = 200) -> str:
 
 def reminder_text(recovery: Recovery, recap: Recap) -> str:
     """The re-orientation message read right where work resumes (V25). Wording is picompact's own."""
-    inputs = ", the startup reads" if recap.has_startup_reads else ""
+    inputs = " (the startup reads are in view)" if recap.has_startup_reads else ""
     how = "the context_* tools" if recovery.tools else "the checkpoint's commands"
+    failed = f" ({recap.tool_errors} failed)" if recap.tool_errors else ""
     request = (
         f'\nLatest request, compacted (entry {recap.last_request_id}): "{_quote_request(recap.last_request)}"'
         if recap.last_request is not None
         else ""
     )
     return (
-        "[picompact: context was compacted]\n"
-        "Re-read the files the next step needs and redo cheap checks, not trust old output (in view: the recent "
-        f"conversation{inputs}). Recover history with {how} only if the task needs what is gone: it shows what was "
-        "recorded, not that it was right. Don't redo writes shown as done; check `git status`/`git "
-        "diff`. Old output is not current state: verify what matters, label what you have not. Before replacing a "
-        "file with `write`, re-read it unless its contents are in view; never rebuild unchanged parts from memory."
-        f"\nCompacted: {_plural(recap.user_messages, 'user message')}, {_plural(recap.tool_calls, 'tool call')} "
-        f"({recap.tool_errors} failed).{request}"
+        "[picompact: context compacted]\n"
+        f"Re-read the files the next step needs{inputs} and redo cheap checks; old output is not current state; "
+        f"label what is unverified. Recover history with {how} only if the task "
+        "needs what is gone. Don't redo writes shown as done; check `git status`/`git diff`. Before replacing a file "
+        "with `write`, re-read it unless it is in view; never rebuild unchanged parts from memory."
+        f"\nCompacted: {_plural(recap.user_messages, 'user message')}, {_plural(recap.tool_calls, 'tool call')}"
+        f"{failed}.{request}"
     )
 
 

@@ -14,17 +14,24 @@ Those sentences are what a resumed agent most needs and what an oldest-first cap
 - ``goal``: the opening request of the session, and a later change of plan ("scratch that, …").
 
 A later value of the same setting supersedes the earlier one: the block shows the new sentence with the old one
-and both entry ids. Questions, code blocks, pasted logs and long sentences are left out. Deterministic: the same
-spans give the same block, so it is carried forward by the spans themselves.
+and both entry ids. Questions, code blocks, pasted logs and long sentences are left out. A sentence that leans on
+an earlier one ("Do not redo it.") is taken with that sentence or not at all. Deterministic: the same spans give
+the same block, so it is carried forward by the spans themselves.
+
+``render_standing(items, max_tokens, verbatim=ids)`` writes the block: lines that differ only in a name or a
+number merged into one (``standing_lines``), the instructions of messages the checkpoint shows whole
+(``verbatim_user_entries``) left out, and, given a share of the budget, compressed to fit it.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from pi_compact.checkpoint.verbatim.signatures import shorten
+from pi_compact.js import js_len
 
 KINDS = ("goal", "rule", "constraint", "preference", "value")
 MAX_LINES = 40  # a bound on the block whatever the session: the opening request and the newest instructions
@@ -67,6 +74,10 @@ _NOT_AN_INSTRUCTION = re.compile(
     r"|\bdon't worry\b|\bthank|Error:|ENOENT|Traceback|\\n",
     re.IGNORECASE,
 )
+# "Make sure it doesn't …": a rule about what must not happen, not a report that something does not work.
+_ENSURE = re.compile(
+    r"\b(?:make sure|ensure|so that)\s+(?:that\s+)?(?:it|this|that|they)\s+(?:don't|do not|doesn't|never)\b", re.I
+)
 # What starts a request for work rather than a statement of what holds ("Refactor X so that …", "move a to b").
 _TASK = re.compile(
     r"^\W*(?:(?:ok|okay|alright|so|now|next|then|and|also|please|good|great|thanks)\W+)*(?:can you |could you |"
@@ -94,6 +105,7 @@ _VALUE = re.compile(
     r"https?://\S+|`[^`\n]{1,60}`|\b[\w.-]+:\d{2,5}\b|\b\d+\.\d+(?:\.\d+)*\b|\b\d{2,}\b"
     r"|(?<![\w])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*"
 )
+_SMALL_VALUE = re.compile(r"\b(?:is|be|=|to|at)\s+\d\b(?![.,]\d)")  # "the retry limit should be 5"
 _RENAMED = re.compile(
     r"\b(?:(?:got |was |were |has been |have been )?(?:renamed|moved) to|is now|are now|now lives (?:in|at))\s+\S"
 )
@@ -165,6 +177,46 @@ _FILLER = re.compile(
     re.IGNORECASE,
 )
 _FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+# Words that stand for something said before: a sentence with one and nothing of its own is a fragment.
+_ANAPHORA = re.compile(
+    r"\b(?:it|its|this|that|these|those|they|them|their|both|either|neither|one|ones|same|such|there|here|"
+    r"he|she|him|her|so|too|again)\b",
+    re.IGNORECASE,
+)
+# What names a thing in a sentence: a capitalised word past the first, an identifier (snake_case, camelCase,
+# dotted, hyphenated with digits), `code`, a quoted name.
+_NAMED = re.compile(
+    r"(?<![.!?]\s)\b[A-Z][a-z]+[A-Z]?\w*|\b\w+_\w+|\b[a-z]+[A-Z]\w*|\b\w+\.\w{1,5}\b|`[^`]+`|\"[^\"]{2,}\"|'[^' ]{2,}'"
+)
+# The pronoun is what the instruction is about: its subject ("It must not …", "Both are …") or the object of its
+# first verb ("Never restart it …", "Don't automate that").
+_ACTS_ON_PRONOUN = re.compile(
+    r"^\W*(?:(?:it|this|that|these|those|they|both|either|neither)\b(?!'s\b)"
+    r"|(?:(?:please|always|never|do not|don't|dont|must not|you must|make sure (?:to|you)|remember to|"
+    r"from now on,?)\s+)*"
+    r"(?:not\s+)?[a-z]+\s+(?:it|them|this|that|these|those|both)\b(?!\s+(?:is|are|was|were)\b))",
+    re.IGNORECASE,
+)
+# A noun after a determiner ("the linter", "our staging database"): the sentence names what it is about.
+_DETERMINED = re.compile(
+    r"\b(?:the|a|an|our|your|my|each|every|any|all|no)\s+(?:(?:new|old|other|latest|previous|current|same)\s+)?"
+    r"(?!(?:it|one|ones|same|other|others|way|thing|things|time|rest|first|last|next|new|old)\b)[a-z][\w-]{2,}",
+    re.IGNORECASE,
+)
+# Verbs and qualifiers of instructions that say what to do, not what it is done to.
+_GENERIC = frozenset(
+    re.findall(
+        r"\w+",
+        """redo undo repeat reproduce needed need needs want wants anything everything something nothing thing things
+    stuff work works working change changes changed touch touched modify modified remove removed delete deleted keep
+    kept leave left make made done doing fine good right wrong again first last later before after without asking
+    ask asked tell told sure okay happen happens ever either neither both same such there here their them they those
+    these really anymore unless until while since because otherwise exactly always never must should would could
+    going stay stays better worse enough important careful forget remember mind time times
+    """,
+    )
+)
+LINK_REACH = 64  # how many earlier values of a setting (or shape) a new value may supersede, newest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +296,7 @@ def _cut(text: str, limit: int = SENTENCE_CHARS) -> str:
 
 def classify(sentence: str) -> str | None:
     """The kind of a user sentence that states a standing instruction, else None."""
-    if sentence.rstrip().endswith("?") or _NOT_AN_INSTRUCTION.search(sentence):
+    if sentence.rstrip().endswith("?") or (_NOT_AN_INSTRUCTION.search(sentence) and not _ENSURE.search(sentence)):
         return None
     if _GOAL_CHANGE.search(sentence):
         return "goal"
@@ -255,13 +307,33 @@ def classify(sentence: str) -> str | None:
     declarative = not _TASK.match(sentence)
     if _RENAMED.search(sentence) and _SETTING.search(sentence):
         return "value"
-    if declarative and _SETTING.search(sentence) and _VALUE.search(sentence) and _LINK.search(sentence):
+    valued = _VALUE.search(sentence) or _SMALL_VALUE.search(sentence)
+    if declarative and _SETTING.search(sentence) and valued and _LINK.search(sentence):
         return "value"
     if _CONSTRAINT.search(sentence):
         return "constraint"
     if declarative and _CORRECTION.search(sentence) and _VALUE.search(sentence):
         return "value"
     return None
+
+
+def is_fragment(sentence: str) -> bool:
+    """Whether a sentence needs an earlier one to mean anything: its subject or object is a pronoun ("do not
+    redo it.", "never restart it during office hours", "both are needed to reproduce it.") and nothing in it
+    names what it is about (a pronoun that the instruction acts on needs a value or a name to stand without)."""
+    if not _ANAPHORA.search(sentence):
+        return False
+    if _ACTS_ON_PRONOUN.search(_FILLER.sub("", sentence)):
+        return not (_VALUE.search(sentence) or _NAMED.search(sentence[1:]))
+    return not names_something(sentence)
+
+
+def names_something(sentence: str, words: int = 3) -> bool:
+    """Whether a sentence names what it is about: a value, a name or identifier, a noun after a determiner ("the
+    release branch"), or ``words`` words of substance."""
+    if _VALUE.search(sentence) or _NAMED.search(sentence[1:]) or _DETERMINED.search(sentence):
+        return True
+    return len([w for w in _content(sentence) if w not in _GENERIC]) >= words
 
 
 def _gist(sentence: str) -> str:
@@ -284,84 +356,348 @@ def standing_instructions(
     """The standing instructions in ``messages`` ((entry id, user text), oldest first): the first message's
     opening as the goal, then every classified sentence, deduplicated (a repeated sentence keeps its latest id).
     ``later`` are newer user messages (the kept tail): they only mark what they supersede. ``opening`` False: the
-    first message is not the session's opening (an earlier summary holds that), so no goal is taken from it."""
-    found: list[Instruction] = []
+    first message is not the session's opening (an earlier summary holds that), so no goal is taken from it.
+
+    A sentence that leans on an earlier one for its subject ("Do not redo it.") is taken together with the
+    sentence before it in the same message when that one names something, and left out otherwise. Linear in the
+    number of sentences (a pasted list of thousands of rules is one pass)."""
+    found = _Found()
+    goal: Instruction | None = None
     if messages and opening:
         entry, text = messages[0]
         head = _opening(text)
         if head:
-            found.append(Instruction(entry, "goal", _cut(head, GOAL_CHARS)))
+            goal = found.add(Instruction(entry, "goal", _cut(head, GOAL_CHARS)))
     for index, (entry, text) in enumerate([*messages, *later]):
         is_later = index >= len(messages)
+        previous = ""
+        taken: Instruction | None = None  # the instruction the previous sentence gave, if any
         for sentence in _sentences(text):
             kind = classify(sentence)
+            before, previous = previous, sentence
             if kind is None or (index == 0 and opening and kind == "goal"):
+                taken = None
                 continue
+            if is_fragment(sentence):
+                joined = f"{before} {sentence}"
+                if not before or not names_something(before, 2) or len(joined) > SENTENCE_CHARS:
+                    taken = None
+                    continue  # no antecedent in reach: not an instruction a reader can act on
+                if taken is not None and not is_later:  # the antecedent was taken: it now holds both
+                    taken = found.widen(taken, joined)
+                    continue
+                sentence = joined
             values = _VALUE.findall(sentence)
             shape = _shape(values[-1]) if values else ""
             item = Instruction(entry, kind, _cut(sentence), _keys(sentence), shape, words=_content(sentence))
             if kind == "value":
-                item = _link(found, item)
+                item = found.link(item)
             if is_later:
                 if item.replaces is not None:
-                    _mark(found, item.replaces, entry)
+                    found.mark(item.replaces, entry)
+                taken = None
                 continue
-            same = _gist(item.text)
-            found = [f for f in found if _gist(f.text) != same]
-            found.append(item)
-    return found
+            if goal is not None and entry == goal.entry and item.text in goal.text:
+                taken = None  # the opening request already says it, in the same words
+                continue
+            taken = found.add(item)
+    return found.items()
 
 
-def _link(found: list[Instruction], item: Instruction) -> Instruction:
-    """The item, with ``replaces`` set to the newest earlier value it supersedes (same setting noun, or a
-    correction with a value of the same shape and no setting noun of its own)."""
-    correction = bool(_CORRECTION.search(item.text))
-    words = item.words
-    for index in range(len(found) - 1, -1, -1):
-        earlier = found[index]
-        if earlier.kind != "value" or earlier.superseded_by is not None:
-            continue
-        shared = words & earlier.words
-        # A shared setting noun and a word of what it is set for ("the dev server port"), or a correction ("no,
-        # make it 4317") with a value of the same shape that names the same thing, or names nothing at all.
-        same_setting = (
-            bool(item.keys & earlier.keys) and bool(shared - item.keys) and (correction or item.shape == earlier.shape)
-        )
-        bare = correction and item.shape == earlier.shape and (bool(shared) or not words)
-        if same_setting or bare:
-            found[index] = replace(earlier, superseded_by=item.entry)
-            return replace(item, keys=item.keys | earlier.keys, replaces=earlier)
-    return item
+class _Found:
+    """The instructions found so far, in order, with the indexes that keep each step constant-time: by gist (a
+    restated instruction moves to the end), by setting noun and by value shape (what a new value may supersede)."""
+
+    def __init__(self) -> None:
+        self.slots: list[Instruction | None] = []
+        self.by_gist: dict[str, int] = {}
+        self.by_key: dict[str, list[int]] = {}
+        self.by_shape: dict[str, list[int]] = {}
+        self.by_item: dict[tuple[str, str], int] = {}
+
+    def add(self, item: Instruction) -> Instruction:
+        gist = _gist(item.text)
+        old = self.by_gist.get(gist)
+        if old is not None and self.slots[old] is not None:
+            self.remove(self.slots[old])  # type: ignore[arg-type]
+        index = len(self.slots)
+        self.slots.append(item)
+        self.by_gist[gist] = index
+        self.by_item[(item.entry, item.text)] = index
+        if item.kind == "value":
+            for key in item.keys:
+                self.by_key.setdefault(key, []).append(index)
+            self.by_shape.setdefault(item.shape, []).append(index)
+        return item
+
+    def remove(self, item: Instruction) -> None:
+        index = self.by_item.pop((item.entry, item.text), None)
+        if index is not None:
+            self.slots[index] = None
+            gist = _gist(item.text)
+            if self.by_gist.get(gist) == index:
+                del self.by_gist[gist]
+
+    def widen(self, item: Instruction, text: str) -> Instruction:
+        """``item`` in place, its sentence now ``text`` (the sentence and the one that leans on it)."""
+        index = self.by_item.pop((item.entry, item.text))
+        wider = replace(item, text=_cut(text), keys=item.keys | _keys(text), words=_content(text))
+        self.slots[index] = wider
+        self.by_item[(wider.entry, wider.text)] = index
+        return wider
+
+    def items(self) -> list[Instruction]:
+        return [item for item in self.slots if item is not None]
+
+    def mark(self, old: Instruction, by: str) -> None:
+        index = self.by_item.get((old.entry, old.text))
+        if index is not None and (item := self.slots[index]) is not None:
+            self.slots[index] = replace(item, superseded_by=by)
+
+    def link(self, item: Instruction) -> Instruction:
+        """The item, with ``replaces`` set to the newest earlier value it supersedes (same setting noun, or a
+        correction with a value of the same shape and no setting noun of its own)."""
+        correction = bool(_CORRECTION.search(item.text))
+        words = item.words
+        candidates: set[int] = set()
+        for key in item.keys:
+            candidates.update(self.by_key.get(key, [])[-LINK_REACH:])
+        if correction:
+            candidates.update(self.by_shape.get(item.shape, [])[-LINK_REACH:])
+        for index in sorted(candidates, reverse=True):
+            earlier = self.slots[index]
+            if earlier is None or earlier.kind != "value" or earlier.superseded_by is not None:
+                continue
+            shared = words & earlier.words
+            # A shared setting noun and a word of what it is set for ("the dev server port"), or a correction
+            # ("no, make it 4317") with a value of the same shape that names the same thing, or names nothing.
+            same_setting = (
+                bool(item.keys & earlier.keys)
+                and bool(shared - item.keys)
+                and (correction or item.shape == earlier.shape)
+            )
+            bare = correction and item.shape == earlier.shape and (bool(shared) or not words)
+            if same_setting or bare:
+                self.slots[index] = replace(earlier, superseded_by=item.entry)
+                return replace(item, keys=item.keys | earlier.keys, replaces=earlier)
+        return item
 
 
-def _mark(found: list[Instruction], old: Instruction, by: str) -> None:
-    for index, item in enumerate(found):
-        if item.entry == old.entry and item.text == old.text:
-            found[index] = replace(item, superseded_by=by)
+HEADER = "## Standing instructions\nThe user's, in their words:"
+MIN_GOAL_CHARS = 40  # what the opening request keeps, at least, when the block must fit a small share
+SHORT_SENTENCE_CHARS = 120  # a line's sentence when the block must fit a share (its quoted old value: half)
+MAX_SLOT_SPAN = 4  # tokens that may differ between lines merged into one: one or two slots close together
+MAX_VARIANTS = 12  # variants listed in a merged line's slot; the rest counted
+_DIGITS = re.compile(r"\d+")
 
 
-def render_standing(items: Sequence[Instruction]) -> str:
-    """The block, or "" when there is nothing: one line per instruction, superseded ones folded into the line of
-    what replaced them (or marked with the id that replaced them, when that is in the kept conversation)."""
+@dataclass(frozen=True, slots=True)
+class StandingLine:
+    """One line of the block: the instruction (a template with its variants when several were merged), its entry
+    ids, oldest first, and how many instructions it stands for."""
+
+    kind: str
+    entries: tuple[str, ...]
+    text: str
+    old: Instruction | None = None  # the earlier value this one supersedes, quoted on the line
+    superseded_by: str | None = None
+    count: int = 1
+    order: int = 0  # the position of its newest instruction (the block is oldest first)
+
+    def render(self, limit: int | None = None) -> str:
+        ids = list(dict.fromkeys(self.entries))
+        where = ", ".join(ids) if len(ids) <= 3 else f"{ids[0]}..{ids[-1]}"
+        text = self.text if limit is None else _cut(self.text, limit)
+        line = f"- [{where}] {text}"
+        if self.old is not None:
+            line += f' (supersedes [{self.old.entry}] "{_cut(self.old.text, 100 if limit is None else limit // 2)}")'
+        elif self.superseded_by is not None:
+            line += f" (superseded by [{self.superseded_by}])"
+        if self.count > 1:
+            line += (
+                f" ({self.count} messages)"
+                if len(ids) == self.count
+                else (f" ({self.count} in one message)" if len(ids) == 1 else f" ({self.count} in {len(ids)} messages)")
+            )
+        return line
+
+
+def standing_lines(items: Sequence[Instruction], verbatim: Collection[str] = ()) -> list[StandingLine]:
+    """The block's lines, oldest first: superseded values folded into the line of what replaced them (or marked
+    with the id of the kept-tail message that replaced them), instructions whose message the checkpoint shows
+    verbatim left out (``verbatim``: their entry ids), and lines that differ only in a name or a number merged
+    into one line that lists the variants."""
     replaced = {(i.replaces.entry, i.replaces.text) for i in items if i.replaces is not None}
-    lines = []
+    shown = set(verbatim)
+    lines: list[StandingLine] = []
     for item in items:
-        if (item.entry, item.text) in replaced:
+        if (item.entry, item.text) in replaced or item.entry in shown:
             continue
-        text = f"- [{item.entry}] {item.text}"
-        if item.replaces is not None:
-            text += f' (supersedes [{item.replaces.entry}] "{_cut(item.replaces.text, 100)}")'
-        elif item.superseded_by is not None:
-            text += f" (superseded by [{item.superseded_by}])"
-        lines.append(text)
+        lines.append(StandingLine(item.kind, (item.entry,), item.text, item.replaces, item.superseded_by))
+    return _merge_templates(lines)
+
+
+def _merge_templates(lines: list[StandingLine]) -> list[StandingLine]:
+    """Lines identical but for one or two nearby words (a name, a number) become one line listing the variants.
+
+    Linear in the lines: each line is filed under its words with the numbers masked, once as a whole and once per
+    word left out; the largest files are merged first, each line into one merged line at most."""
+    tokens = [line.text.split(" ") for line in lines]
+    buckets: dict[tuple[object, ...], list[int]] = {}
+    for index, line in enumerate(lines):
+        if line.kind == "goal" or line.old is not None or line.superseded_by is not None:
+            continue
+        masked = tuple("\x00" if _DIGITS.search(t) else t for t in tokens[index])
+        buckets.setdefault((line.kind, -1, masked), []).append(index)
+        for j in range(len(masked)):
+            buckets.setdefault((line.kind, j, masked[:j], masked[j + 1 :]), []).append(index)
+    groups = sorted((ix for ix in buckets.values() if len(ix) > 1), key=lambda ix: (-len(ix), ix[0]))
+    merged: dict[int, StandingLine] = {}  # the newest member's index -> the merged line
+    used: set[int] = set()
+    for members in groups:
+        free = [i for i in members if i not in used]
+        if len(free) < 2:
+            continue
+        group = _merged_line([lines[i] for i in free], [tokens[i] for i in free])
+        if group is None:
+            continue
+        used.update(free)
+        merged[free[-1]] = replace(group, order=free[-1])
+    out = []
+    for index, line in enumerate(lines):
+        if index in merged:
+            out.append(merged[index])
+        elif index not in used:
+            out.append(replace(line, order=index))
+    return out
+
+
+def _merged_line(lines: list[StandingLine], tokens: list[list[str]]) -> StandingLine | None:
+    """One line for ``lines`` (same number of words), or None when the words that differ are too far apart."""
+    first = tokens[0]
+    differ = [j for j in range(len(first)) if any(t[j] != first[j] for t in tokens)]
+    entries = tuple(e for line in lines for e in line.entries)
+    if not differ:
+        return StandingLine(lines[-1].kind, entries, lines[-1].text, count=len(lines))
+    lo, hi = differ[0], differ[-1]
+    if hi - lo >= MAX_SLOT_SPAN:
+        return None
+    variants = list(dict.fromkeys(" ".join(t[lo : hi + 1]) for t in tokens))
+    text = " ".join([*first[:lo], _slot(variants), *first[hi + 1 :]])
+    return StandingLine(lines[-1].kind, entries, text, count=len(lines))
+
+
+def _common_prefix(texts: list[str]) -> str:
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+def _slot(variants: list[str]) -> str:
+    """The variants of a slot as one token: each variant whole (``{Redux, MobX}``: a path or a name stays one
+    string a search finds), except a run of more than three numbers around a common prefix and suffix, written as
+    ranges (``component-{001..019}``); past ``MAX_VARIANTS`` the rest counted."""
+    prefix = _common_prefix(variants)
+    suffix = _common_prefix([v[len(prefix) :][::-1] for v in variants])[::-1]
+    while prefix and prefix[-1].isdigit():  # numbers stay whole
+        prefix = prefix[:-1]
+    while suffix and suffix[0].isdigit():
+        suffix = suffix[1:]
+    middles = [v[len(prefix) : len(v) - len(suffix)] for v in variants]
+    if len(variants) > 3 and all(m.isdigit() for m in middles):
+        numbers = sorted(set(middles), key=lambda m: (int(m), m))
+        runs: list[list[str]] = []
+        for m in numbers:
+            if runs and int(m) == int(runs[-1][-1]) + 1:
+                runs[-1].append(m)
+            else:
+                runs.append([m])
+        parts = [run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}" for run in runs]
+        more = len(parts) - MAX_VARIANTS
+        listed = ",".join(parts[:MAX_VARIANTS]) + (f",… {more} more" if more > 0 else "")
+        return f"{prefix}{{{listed}}}{suffix}"
+    more = len(variants) - MAX_VARIANTS
+    sep = " | " if any("," in v for v in variants) else ", "
+    return "{" + sep.join(variants[:MAX_VARIANTS]) + (f"{sep}… {more} more" if more > 0 else "") + "}"
+
+
+def render_standing(
+    items: Sequence[Instruction], max_tokens: int | None = None, *, verbatim: Collection[str] = ()
+) -> str:
+    """The block, or "" when there is nothing to say (see ``standing_lines``): at most ``MAX_LINES`` lines (the
+    opening request, a line counting what is left out, the newest). ``max_tokens`` (Pi's chars/4): the block
+    compresses itself to fit: sentences cut short first, then the least valuable lines left out (preferences, then
+    the oldest), the opening request last; below the smallest block (the header, the count and the opening request
+    cut to ``MIN_GOAL_CHARS``) it is that smallest block."""
+    lines = standing_lines(items, verbatim)
     if not lines:
         return ""
-    if len(lines) > MAX_LINES:  # the opening request, a count of what is left out, the newest instructions
-        head = lines[:1] if items and items[0].kind == "goal" else []
-        newest = lines[-(MAX_LINES - len(head)) :]
-        left_out = len(lines) - len(head) - len(newest)
-        note = f"- … {left_out} older instructions not shown here (they are in the spans and the session file)"
-        lines = [*head, note, *newest]
-    return "## Standing instructions\nSaid by the user in the compacted part, in their words (never trimmed):\n" + (
-        "\n".join(lines)
-    )
+    text = _render(lines, None, MAX_LINES)
+    if max_tokens is None or _tokens(text) <= max_tokens:
+        return text
+    budget = max_tokens * 4
+    rows = [(line, line.render(SHORT_SENTENCE_CHARS)) for line in lines]
+    goal = [row for row in rows if row[0].kind == "goal"]
+    rest = [row for row in rows if row[0].kind != "goal"]
+    if len(goal) + len(rest) > MAX_LINES:  # the newest, as without a budget
+        rest = rest[-(MAX_LINES - len(goal)) :]
+    # What goes first: preferences, then everything else, oldest first within each.
+    order = sorted(rest, key=lambda row: (row[0].kind != "preference", row[0].order))
+    total = js_len(HEADER) + sum(js_len(r) + 1 for _, r in (*goal, *rest)) + NOTE_CHARS
+    dropped: set[int] = set()
+    for line, rendered in order:
+        if total <= budget:
+            break
+        dropped.add(line.order)
+        total -= js_len(rendered) + 1
+    kept = [row for row in rest if row[0].order not in dropped]
+    left_out = sum(line.count for line in lines if line.kind != "goal") - sum(row[0].count for row in kept)
+    head = [r for _, r in goal]
+    if goal and total > budget:  # the opening request alone is too long: cut it, not below MIN_GOAL_CHARS
+        room = max(MIN_GOAL_CHARS, min(len(goal[0][0].text), SHORT_SENTENCE_CHARS) - (total - budget))
+        head = [goal[0][0].render(room)]
+    body = [*head, *([_note(left_out)] if left_out else []), *(r for _, r in kept)]
+    return HEADER + "\n" + "\n".join(body)
+
+
+NOTE_CHARS = 64  # about what the line counting the left-out instructions costs
+
+
+def _note(count: int) -> str:
+    return f"- … {count} more not shown here (in the spans and the session file)"
+
+
+def _render(lines: list[StandingLine], limit: int | None, max_lines: int) -> str:
+    rendered = [line.render(limit) for line in lines]
+    if len(rendered) > max_lines:  # the opening request, a count of what is left out, the newest instructions
+        head = rendered[:1] if lines[0].kind == "goal" else []
+        newest = rendered[-(max_lines - len(head)) :]
+        left_out = sum(line.count for line in lines[len(head) : len(lines) - len(newest)])
+        rendered = [*head, _note(left_out), *newest]
+    return HEADER + "\n" + "\n".join(rendered)
+
+
+def _tokens(text: str) -> int:
+    return math.ceil(js_len(text) / 4)
+
+
+_USER_HEAD = re.compile(r"^\[([^\]\n]+)\] user:\n", re.MULTILINE)
+
+
+def verbatim_user_entries(messages: Sequence[tuple[str, str]], rendered: str) -> frozenset[str]:
+    """The entry ids of ``messages`` ((entry id, text)) that ``rendered`` (the spans as the cap left them) shows
+    whole under their own header (``[id] user:``, as spans render a user message): the block need not repeat
+    them. One pass over the text."""
+    starts: dict[str, list[int]] = {}
+    for match in _USER_HEAD.finditer(rendered):
+        starts.setdefault(match[1], []).append(match.end())
+    whole = set()
+    for entry, text in messages:
+        for at in starts.get(entry, ()):
+            end = at + len(text)
+            if text and rendered.startswith(text, at) and (end == len(rendered) or rendered[end] == "\n"):
+                whole.add(entry)
+                break
+    return frozenset(whole)
