@@ -215,7 +215,9 @@ def plot(env: Environment, data: Mapping[str, Any], width: int | None = None) ->
     legend = f"█ context tokens (recorded total, else Pi's estimate)   ─ threshold {threshold:,}"
     if compaction_cols:
         freed = ", ".join(
-            f"{m['entry_id']} freed ~{m['freed']:,}" for m in data["markers"] if m["kind"] == "compaction"
+            f"{env.shown_text(m['entry_id'])} freed ~{m['freed']:,}"
+            for m in data["markers"]
+            if m["kind"] == "compaction"
         )
         legend += f"   ▲ compaction ({freed})"
     text.append(legend + "\n", style="dim")

@@ -224,7 +224,8 @@ def _print_hits(env: Environment, page: Any) -> None:
         if number:
             env.text("")
         where = env.style(env.shown(hit.session), "heading")
-        env.text(f"{where}  {hit.timestamp or '-'}  {env.style(hit.entry_id or '-', 'id')}  {hit.role}")
+        stamp, role = env.shown_text(hit.timestamp or "-"), env.shown_text(hit.role)
+        env.text(f"{where}  {stamp}  {env.style(hit.entry_id or '-', 'id')}  {role}")
         snippet = safe_text(hit.snippet)
         parts: list[str] = []
         at = 0
