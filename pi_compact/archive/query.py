@@ -119,6 +119,7 @@ class Query:
     def parse(cls, text: str, *, regex: bool = False, fixed: bool = False, ignore_case: bool = False) -> Query:
         if regex and fixed:
             raise UsageError("--regex and -F clash: -F takes the pattern as a literal string")
+        _check_text(text, "pattern" if regex or fixed else "query")
         if not regex and not fixed:
             if ignore_case:
                 raise UsageError("-i applies to --regex and -F: words match whatever their case")
@@ -145,6 +146,15 @@ class Query:
 
     def digest(self) -> dict[str, Any]:
         return {"text": self.text, "mode": self.mode, "i": self.ignore_case}
+
+
+def _check_text(text: str, what: str) -> None:
+    """UsageError for a query no index holds: bytes that are not UTF-8 (a shell passes them as they are; Python
+    keeps each as a lone surrogate), which no session text can contain either."""
+    for at, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            byte = f" 0x{ord(char) - 0xDC00:02x}" if char >= "\udc80" else ""
+            raise UsageError(f"the {what} is not UTF-8 text: byte{byte} at character {at + 1} is not a character")
 
 
 class Filters(NamedTuple):

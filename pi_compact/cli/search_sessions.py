@@ -210,7 +210,7 @@ class _Indexing:
 def _print_stats(env: Environment, figures: dict[str, Any], *, reindexed: bool) -> None:
     if reindexed:
         env.note("the search index was built again")
-    env.text(f"index:     {figures['path']}")
+    env.text(f"index:     {env.shown(figures['path']) if figures['path'] else 'none (a temporary one, as --no-index)'}")
     env.text(f"sessions:  {figures['sessions']:,} ({figures['other_files']:,} other .jsonl files)")
     env.text(f"entries:   {figures['entries']:,}")
     env.text(f"indexed:   {human_size(figures['indexed_bytes'])} of session files")
