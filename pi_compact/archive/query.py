@@ -467,8 +467,12 @@ def search(
         raise UsageError(f"--max-count must be between 1 and {MAX_LIMIT} (got {limit})")
     params = {"q": query.digest(), "f": filters.digest()}  # a cursor's digest, made only when one is read or written
     skip = _decode_cursor(cursor, _digest(params)) if cursor is not None else 0
-    files = _in_scope(scope, filters)
-    return store.run(lambda: _search(store, files, scope, query, filters, limit, skip, params))
+
+    def attempt() -> SearchPage:
+        current = store.rebuilt_scope or scope  # the index built again by ``store.run``: its own file ids
+        return _search(store, _in_scope(current, filters), current, query, filters, limit, skip, params)
+
+    return store.run(attempt)
 
 
 # Cursors as ``search.cursor`` writes them (format, kind, query digest, position), made here so that a search with

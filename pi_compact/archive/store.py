@@ -149,6 +149,10 @@ class Store:
         self.conn = conn
         self.path = path
         self.warnings = warnings
+        # The files of the last ``update``: a database found corrupt later (by a query) is built again from them
+        self.files: list[tuple[str, os.stat_result]] | None = None
+        # The scope of that new index once built again (the file ids of the one before it mean nothing there)
+        self.rebuilt_scope: Scope | None = None
 
     # ------------------------------------------------------------------------------------------- life cycle
 
@@ -166,6 +170,7 @@ class Store:
         """Delete the database and make an empty one (a corrupt, foreign or outdated file), with a warning."""
         self.close()
         if self.path is None:
+            self.warnings.append(f"the temporary search index: {reason}: it is built again")
             self.conn = _connect("")
             create_schema(self.conn)
             return
@@ -186,11 +191,16 @@ class Store:
         create_schema(self.conn)
 
     def run(self, action: Callable[[], Any]) -> Any:
-        """``action()``, once more after building the index again if the database turned out corrupt."""
+        """``action()``, once more after building the index again if the database turned out corrupt: made anew
+        and, when an ``update`` had brought it up to date, indexed again from the same files (a query that finds
+        the corruption is answered from the sessions, never from an empty index: ``rebuilt_scope``)."""
         try:
             return action()
         except CorruptIndexError as exc:
             self.rebuild(f"the database is corrupt ({exc.message})")
+            if self.files is not None:
+                self.rebuilt_scope = self._update(self.files, None)
+                self.warnings[-1] += " from the session files, and the search run again"
             return action()
 
     @contextlib.contextmanager
@@ -220,6 +230,7 @@ class Store:
     def update(self, files: list[tuple[str, os.stat_result]], progress: Progress | None = None) -> Scope:
         """Bring the index up to date with ``files`` (path, stat) and return them as a search scope; on a full disk
         under the index, with a temporary one instead (``fall_back``)."""
+        self.files = files
         try:
             return self._update(files, progress)
         except IndexUnavailable as exc:

@@ -138,7 +138,10 @@ def search_command(
             else:
                 _print_stats(env, figures, reindexed=reindex)
             return ExitCode.OK
+        shown = len(store.warnings)
         page = search(store, scope, parsed, filters, limit=max_count, cursor=cursor)
+        for warning in store.warnings[shown:]:  # the index found corrupt by the query itself, built again
+            env.warn(warning)
     finally:
         store.close()
     if json_output:
