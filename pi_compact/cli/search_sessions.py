@@ -34,9 +34,12 @@ from nothing; --stats describes it.
 
 --json prints one document {"schema_version", "query", "mode", "results": [{session, session_id, cwd,
 entry_id, line, role, timestamp, score, snippet, highlights [{start, end}], show}], "matches",
-"sessions_searched", "complete", "next_cursor", "skipped": [{path, reason}]}; --json-lines prints a
-{"type": "match", "version": 1, "data": {...}} record per result, then a "summary" record (the document's other
-keys). Pages hold --max-count results (default 20); the next page is printed as a command with --cursor.
+"sessions_searched", "complete", "next_cursor", "skipped": [{path, reason}], "stopped"}; --json-lines prints
+a {"type": "match", "version": 1, "data": {...}} record per result, then a "summary" record (the document's
+other keys). Pages hold --max-count results (default 20); the next page is printed as a command with --cursor.
+A --regex or -F search stops after 10 s of matching in all (a pattern slow on every entry): "stopped" then
+says so, and the results are those found until then (RE2 runs every pattern it reads as Python does, in linear
+time).
 """
 
 
@@ -142,6 +145,8 @@ def search_command(
         page = search(store, scope, parsed, filters, limit=max_count, cursor=cursor)
         for warning in store.warnings[shown:]:  # the index found corrupt by the query itself, built again
             env.warn(warning)
+        if page.stopped:
+            env.warn(page.stopped)
     finally:
         store.close()
     if json_output:
