@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from pi_compact.js import js_double, js_integer
+from pi_compact.js import js_double, js_integer, js_string
 from pi_compact.pi.messages import current_system_message, entry_messages
 from pi_compact.pi.tokens import estimate_tokens
 from pi_compact.session.entries import Entry, JsonDict
@@ -209,7 +209,7 @@ class ContextTokens(NamedTuple):
     def describe(self) -> str:
         if self.method == "usage+estimate" and self.usage_entry is not None:
             return (
-                f"usage of entry {self.usage_entry.id} ({self.usage_tokens}) + estimate of "
+                f"usage of entry {self.usage_entry.id} ({js_string(self.usage_tokens)}) + estimate of "
                 f"{self.trailing_messages} later message{'s' if self.trailing_messages != 1 else ''} "
                 f"({self.trailing_tokens})"
             )

@@ -115,6 +115,8 @@ def test_check_of_a_leaf_with_an_infinite_usage_agrees_with_pi(tmp_path: Path) -
     assert result.code == 1, result.stderr  # over the threshold: compaction needed
     doc = result.json
     assert doc["context_tokens"] is None and doc["should_compact"] is True
+    human = run("check", path, "--context-window", "200000").stdout
+    assert "context tokens  Infinity" in human and "YES: Infinity tokens over the threshold" in human
     if oracle_for_comparison():
         pi = ask_oracle("analyze", path).json
         assert pi["contextEstimate"]["tokens"] is None and pi["shouldCompact"] is True
