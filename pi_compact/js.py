@@ -159,6 +159,32 @@ def js_double(value: int) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+# JavaScript's Infinity where picompact counts in integers (tokens of a usage of 1e400): past the largest double, so
+# that ``js_double`` (and so JSON output) makes it Infinity (null) again, and any sum with a real count stays past it.
+JS_INFINITY = 2**1024
+
+
+def js_integer(value: float) -> int:
+    """A number of a session as an integer count: truncated, ``JS_INFINITY`` (or its negative) for an infinity
+    (``JSON.parse`` reads 1e400 as Infinity), 0 for NaN; an integer as it is."""
+    if isinstance(value, int):
+        return value
+    if math.isnan(value):
+        return 0
+    if math.isinf(value):
+        return JS_INFINITY if value > 0 else -JS_INFINITY
+    return int(value)
+
+
+def js_quotient(dividend: float, divisor: float) -> float:
+    """``dividend / divisor`` as JavaScript's doubles give it: an integer count past any double (10^400 tokens)
+    over a small one is Infinity, not Python's OverflowError."""
+    try:
+        return dividend / divisor
+    except OverflowError:
+        return math.inf if (dividend > 0) == (divisor > 0) else -math.inf
+
+
 def js_string(value: Any) -> str:
     """JavaScript's ``String(value)`` for a parsed JSON value: ``String([1, [2, 3]])`` is "1,2,3", ``String(1e21)``
     "1e+21", ``String(null)`` "null", an object "[object Object]"."""
@@ -207,7 +233,7 @@ def js_to_number(value: Any) -> float:
     if re.fullmatch(_JS_DECIMAL, text):
         return float(text.replace("Infinity", "inf"))
     if re.fullmatch(_JS_RADIX, text):
-        return float(int(text, 0))
+        return js_double(int(text, 0))  # "0x" and 300 "f": Infinity
     return math.nan
 
 
@@ -224,7 +250,9 @@ def js_truthy(value: Any) -> bool:
 
 def js_date(value: Any) -> datetime | None:
     """``new Date(value)`` for the values sessions hold: epoch milliseconds or an ISO 8601 string; None for an
-    invalid date (and for what Python's datetime cannot hold, past the year 9999)."""
+    invalid date (and for a string Python's datetime cannot read, past the year 9999). A date the offset moves out
+    of Python's years 1 to 9999 (year 1 at +05:00, 9999-12-31 late at -05:00), which JavaScript holds, is the
+    first or the last moment Python has: it sorts where JavaScript sorts it."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -237,10 +265,13 @@ def js_date(value: Any) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        # JavaScript reads a date-only string as UTC and a date-time without offset as local time.
-        parsed = parsed.replace(tzinfo=UTC) if len(value) <= 10 else parsed.astimezone()
-    return parsed.astimezone(UTC)
+    try:
+        if parsed.tzinfo is None:
+            # JavaScript reads a date-only string as UTC and a date-time without offset as local time.
+            parsed = parsed.replace(tzinfo=UTC) if len(value) <= 10 else parsed.astimezone()
+        return parsed.astimezone(UTC)
+    except (OverflowError, OSError, ValueError):
+        return (datetime.min if parsed.year < 5000 else datetime.max).replace(tzinfo=UTC)
 
 
 def _from_ms(ms: float) -> datetime | None:

@@ -38,6 +38,7 @@ from pi_compact.archive.reading import (
     parse,
     parse_new,
     prefetch,
+    unindexable,
 )
 from pi_compact.archive.scope import (
     FILE_COLUMNS,
@@ -354,6 +355,10 @@ class _Indexer:
             session = load_session(self.path, keep_bodies=True)
         except PiCompactError as exc:
             raise OSError(5, exc.message) from None
+        except OSError:
+            raise
+        except Exception as exc:
+            raise unindexable(exc) from exc
         self.writes.deleted += delete_file_rows(conn, state.file_id)
         end = last_newline(self.fd, self.st.st_size)
         state.status, state.entries, state.lines = "legacy", 0, 0

@@ -13,9 +13,11 @@ every entry in scope.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, TypedDict
 
 from pi_compact.archive.scope import Scope, ScopeFile
@@ -27,9 +29,17 @@ HIGHLIGHT_START, HIGHLIGHT_END = "\ue000", "\ue001"  # private-use characters ma
 _PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
 SNIPPET_TOKENS = 24
 SNIPPET_CHARS = 200
+# FTS5's snippet() takes time quadratic in the hits of a text (a 250 KB entry repeating the word: 23 s): for a text
+# longer than this the snippet is a window cut in Python around the first hit (``_window_snippet``), linear.
+SNIPPET_FTS_CHARS = 8192
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000
 REGEX_TIMEOUT = 2.0  # seconds one entry may take to match
+# Seconds of CPU time one --regex or -F search may spend matching in all (a pattern slow on every entry, each
+# within REGEX_TIMEOUT): past it the search stops, the results found so far stand, and the page says so
+# (``SearchPage.stopped``). A pattern RE2 runs (``_Linear``) is linear in the text and seldom comes near it.
+SEARCH_BUDGET = 10.0
+_clock: Callable[[], float] = time.process_time  # the clock ``regex`` counts its timeout on
 
 
 _LITERAL_CHARS = 1000  # a -F string up to this long is matched by ``_Literal`` (far below ``regex``'s size limits)
@@ -72,6 +82,53 @@ class _Literal:
         while at >= 0:
             yield _Found(at, at + size)
             at = string.find(self.text, at + size, end)
+
+
+class _Linear:
+    """A pattern run by RE2 (``google-re2``), in time linear in the text: what ``regex`` would match, for the
+    patterns whose meaning the two engines share (``_linear``); ``search`` and ``finditer`` as ``regex``'s (the
+    timeout is accepted and needs no enforcing)."""
+
+    __slots__ = ("compiled", "ignore_case", "source")
+
+    def __init__(self, source: str, ignore_case: bool, compiled: Any) -> None:
+        self.source, self.ignore_case, self.compiled = source, ignore_case, compiled
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _linear, (self.source, self.ignore_case)
+
+    def search(self, string: str, pos: int = 0, endpos: int | None = None, timeout: float | None = None) -> Any:
+        return self.compiled.search(string, pos, len(string) if endpos is None else endpos)
+
+    def finditer(self, string: str, pos: int = 0, endpos: int | None = None, timeout: float | None = None) -> Any:
+        return self.compiled.finditer(string, pos, len(string) if endpos is None else endpos)
+
+
+# What RE2 and ``regex`` (VERSION0, as Python's re) would read differently, or RE2 not at all: the Unicode classes
+# and boundaries (ASCII in RE2), inline groups and flags, ``{,n}`` (a literal to RE2), POSIX classes (a set of
+# characters to ``regex``), and any escape of a letter or digit but \n \t \r \f \v and \xHH.
+_NOT_LINEAR = r"\\(?:[0-9A-Za-wyz]|x(?![0-9A-Fa-f]{2}))|\(\?(?!:)|\{,|\[:"
+
+
+def _linear(source: str, ignore_case: bool) -> _Linear | None:
+    """``source`` (``regex`` syntax, MULTILINE) compiled by RE2 when both engines give it the same meaning."""
+    import re
+
+    allowed = re.sub(r"\\[\\ntrfv]", "", source)  # an escaped backslash, and the escapes both read alike
+    if re.search(_NOT_LINEAR, allowed):
+        return None
+    try:
+        import re2
+    except ImportError:  # pragma: no cover - a dependency
+        return None
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False
+    options.max_mem = 64 << 20
+    try:
+        return _Linear(source, ignore_case, re2.compile("(?m)" + source, options))
+    except re2.error:
+        return None
 
 
 class Query:
@@ -121,6 +178,7 @@ class Query:
     def parse(cls, text: str, *, regex: bool = False, fixed: bool = False, ignore_case: bool = False) -> Query:
         if regex and fixed:
             raise UsageError("--regex and -F clash: -F takes the pattern as a literal string")
+        _check_text(text, "pattern" if regex or fixed else "query")
         if not regex and not fixed:
             if ignore_case:
                 raise UsageError("-i applies to --regex and -F: words match whatever their case")
@@ -137,6 +195,7 @@ class Query:
             from pi_compact.search.prefilter import required_literals
 
             pattern = compile_pattern(text, ignore_case=ignore_case, fixed=fixed, multiline=True)
+            pattern = _linear(pattern.pattern, ignore_case) or pattern
             literals = required_literals(text, fixed=fixed)
         fts: str | None = None
         if literals:
@@ -147,6 +206,15 @@ class Query:
 
     def digest(self) -> dict[str, Any]:
         return {"text": self.text, "mode": self.mode, "i": self.ignore_case}
+
+
+def _check_text(text: str, what: str) -> None:
+    """UsageError for a query no index holds: bytes that are not UTF-8 (a shell passes them as they are; Python
+    keeps each as a lone surrogate), which no session text can contain either."""
+    for at, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            byte = f" 0x{ord(char) - 0xDC00:02x}" if char >= "\udc80" else ""
+            raise UsageError(f"the {what} is not UTF-8 text: byte{byte} at character {at + 1} is not a character")
 
 
 class Filters(NamedTuple):
@@ -204,6 +272,7 @@ class _SearchEndJSON(TypedDict):
     complete: bool
     next_cursor: str | None
     skipped: list[dict[str, str]]
+    stopped: str | None
 
 
 class SearchSummaryJSON(_SearchQueryJSON, _SearchEndJSON):
@@ -261,6 +330,9 @@ class SearchPage(NamedTuple):
     sessions: int  # sessions in scope (after --cwd)
     next_cursor: str | None
     skipped: list[tuple[str, str]]
+    # Why the search stopped before it had looked at every candidate (``SEARCH_BUDGET``): the hits are those found
+    # until then. None: it looked at all it had to.
+    stopped: str | None = None
 
     def summary_json(self) -> SearchSummaryJSON:
         return {
@@ -268,9 +340,10 @@ class SearchPage(NamedTuple):
             "mode": self.query.mode,
             "matches": len(self.hits),
             "sessions_searched": self.sessions,
-            "complete": self.next_cursor is None,
+            "complete": self.next_cursor is None and self.stopped is None,
             "next_cursor": self.next_cursor,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "stopped": self.stopped,
         }
 
     def to_json(self) -> SearchPageJSON:
@@ -284,6 +357,7 @@ class SearchPage(NamedTuple):
             "complete": summary["complete"],
             "next_cursor": summary["next_cursor"],
             "skipped": summary["skipped"],
+            "stopped": summary["stopped"],
         }
 
 
@@ -434,13 +508,117 @@ def _fts_snippet(conn: Any, query: Query, rowid: int) -> tuple[str, tuple[tuple[
     return "".join(out), tuple(spans)
 
 
-def _pattern_match(query: Query, text: str) -> Any:
+def _snippet(conn: Any, query: Query, rowid: int) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The snippet of a hit of words: FTS5's for a short text, else ``_window_snippet``'s (bounded work)."""
+    size = conn.execute("select length(text) from body where rowid = ?", (rowid,)).fetchone()
+    if size is None or size[0] is None or size[0] <= SNIPPET_FTS_CHARS:
+        return _fts_snippet(conn, query, rowid)
+    text = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()[0]
+    return _window_snippet(query.fts or "", text)
+
+
+@functools.cache
+def _snippet_patterns() -> tuple[Any, Any]:
+    import re
+
+    # a quoted term of an FTS5 expression (``words._quote``'s), with its prefix star; unicode61's tokens
+    return re.compile(r'"((?:[^"]|"")*)"(\*?)'), re.compile(r"[^\W_]+")
+
+
+def _fold(word: str) -> str:
+    """A token as unicode61 with remove_diacritics compares it: case folded, accents off."""
+    import unicodedata
+
+    if word.isascii():
+        return word.lower()
+    return "".join(c for c in unicodedata.normalize("NFKD", word.casefold()) if not unicodedata.combining(c))
+
+
+def _window_snippet(fts: str, text: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """What FTS5's snippet() shows, in time linear in the text: ``SNIPPET_TOKENS`` tokens starting a few before the
+    first token a term of ``fts`` matches (case and accents aside; a prefix term by its start), every such token
+    in them highlighted, "…" where the text goes on."""
+    from collections import deque
+    from itertools import islice
+
+    quoted, token = _snippet_patterns()
+    exact: set[str] = set()
+    prefixes: list[str] = []
+    for m in quoted.finditer(fts):
+        words = token.findall(m.group(1).replace('""', '"'))
+        for n, word in enumerate(words):
+            if m.group(2) and n == len(words) - 1:
+                prefixes.append(_fold(word))
+            else:
+                exact.add(_fold(word))
+    starts = tuple(prefixes)
+
+    def hit(word: str) -> bool:
+        folded = _fold(word)
+        return folded in exact or bool(starts and folded.startswith(starts))
+
+    tokens = token.finditer(text)
+    before: deque[Any] = deque(maxlen=SNIPPET_TOKENS // 2 - 2)  # about where FTS5 puts its first hit
+    window: list[Any] = []
+    for m in tokens:
+        if hit(m.group()):
+            window = [*before, m]
+            break
+        before.append(m)
+    if not window:  # no term found (a NOT-only match cannot be): the text's start
+        window = list(islice(token.finditer(text), SNIPPET_TOKENS))
+    else:
+        window.extend(islice(tokens, SNIPPET_TOKENS - len(window)))
+    if not window:
+        return text[:SNIPPET_CHARS].translate(_SPACES), ()
+    start, end = window[0].start(), window[-1].end()
+    lead = "…" if start > 0 else ""
+    trail = "…" if end < len(text) else ""
+    spans = tuple((m.start() - start + len(lead), m.end() - start + len(lead)) for m in window if hit(m.group()))
+    return lead + text[start:end].translate(_SPACES) + trail, spans
+
+
+_SPACES = str.maketrans("\n\r\t", "   ")
+
+
+class _Budget:
+    """What is left of ``SEARCH_BUDGET`` in one search, and how many entries were matched."""
+
+    def __init__(self) -> None:
+        self.left = SEARCH_BUDGET
+        self.entries = 0
+
+    def notice(self) -> str:
+        return (
+            f"the pattern took more than {SEARCH_BUDGET:g} s (CPU time) matching in all: the search stopped after "
+            f"{self.entries:,} entries, and the results are those found in them (simplify the pattern, or add "
+            "words every match holds, which narrow the entries it is matched on)"
+        )
+
+
+_OUT_OF_TIME: Any = object()  # ``_pattern_match``: the search's budget ran out
+
+
+def _pattern_match(query: Query, text: str, budget: _Budget | None = None) -> Any:
+    """The pattern's first match in ``text`` (None: none); ``_OUT_OF_TIME`` when ``budget`` ran out."""
+    limit = REGEX_TIMEOUT
+    if budget is not None:
+        if budget.left <= 0:
+            return _OUT_OF_TIME
+        limit = min(limit, budget.left)
+        budget.entries += 1
+    start = _clock()
     try:
-        return query.pattern.search(text, timeout=REGEX_TIMEOUT)
+        return query.pattern.search(text, timeout=limit)
     except TimeoutError:
+        if limit < REGEX_TIMEOUT:
+            return _OUT_OF_TIME
         raise PatternError(
             f"the pattern {query.text!r} took more than {REGEX_TIMEOUT:g} s on one entry: simplify it"
         ) from None
+    finally:
+        if budget is not None:
+            budget.left -= _clock() - start
 
 
 def _pattern_snippet(query: Query, text: str, match: Any) -> tuple[str, tuple[tuple[int, int], ...]]:
@@ -476,8 +654,12 @@ def search(
         raise UsageError(f"--max-count must be between 1 and {MAX_LIMIT} (got {limit})")
     params = {"q": query.digest(), "f": filters.digest()}  # a cursor's digest, made only when one is read or written
     skip = _decode_cursor(cursor, _digest(params)) if cursor is not None else 0
-    files = _in_scope(scope, filters)
-    return store.run(lambda: _search(store, files, scope, query, filters, limit, skip, params))
+
+    def attempt() -> SearchPage:
+        current = store.rebuilt_scope or scope  # the index built again by ``store.run``: its own file ids
+        return _search(store, _in_scope(current, filters), current, query, filters, limit, skip, params)
+
+    return store.run(attempt)
 
 
 # Cursors as ``search.cursor`` writes them (format, kind, query digest, position), made here so that a search with
@@ -537,6 +719,7 @@ def _search(
 ) -> SearchPage:
     hits: list[Hit] = []
     more = False
+    stopped: str | None = None
     # The files in scope are all the sessions the index holds (the usual case): the entries are taken as they come
     # and those of a file added since left out here; else SQL narrows them to the files of ``temp.scope``.
     narrow = not scope.complete or len(files) != len(scope.files)
@@ -550,6 +733,7 @@ def _search(
                 conn.executemany("insert into temp.scope values (?)", ((i,) for i in sorted(files)))
             branches: dict[int, set[int]] = {}
             seen = 0
+            budget = _Budget() if query.pattern is not None else None
             for rowid, file_id, line, entry_id, kind, ts, score in _candidates(conn, query, filters, narrow):
                 info = files.get(file_id)
                 if info is None:
@@ -563,7 +747,11 @@ def _search(
                 match = None
                 if query.pattern is not None:
                     text = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()[0]
-                    match = _pattern_match(query, text)
+                    match = _pattern_match(query, text, budget)
+                    if match is _OUT_OF_TIME:
+                        assert budget is not None
+                        stopped = budget.notice()
+                        break
                     if match is None:
                         continue
                 seen += 1
@@ -575,7 +763,7 @@ def _search(
                 if match is not None:
                     snippet, spans = _pattern_snippet(query, text, match)
                 else:
-                    snippet, spans = _fts_snippet(conn, query, rowid)
+                    snippet, spans = _snippet(conn, query, rowid)
                 hits.append(
                     Hit(
                         info.path,
@@ -593,4 +781,4 @@ def _search(
         finally:
             conn.execute("commit")
     next_cursor = _encode_cursor(_digest(params), skip + len(hits)) if more else None
-    return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped))
+    return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped), stopped)

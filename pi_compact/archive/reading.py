@@ -6,6 +6,7 @@ A long read is parsed in a thread of its own (``prefetch``), a bounded number of
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import stat
@@ -96,7 +97,10 @@ def is_legacy(fd: int) -> bool:
         if value is None:
             continue
         if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
-            return header_version(value, [], 1)[0] < 3
+            try:
+                return header_version(value, [], 1)[0] < 3
+            except Exception as exc:
+                raise unindexable(exc, 1) from exc
         return False
     return False
 
@@ -104,9 +108,26 @@ def is_legacy(fd: int) -> bool:
 Batch = tuple[list[tuple[Any, ...]], list[str], FileState, int]  # entries rows (no id), texts, state after, bytes
 
 
+def unindexable(exc: Exception, line: int | None = None) -> OSError:
+    """What a file's content made the indexing of it fail with (a bug picompact has with some input), as the
+    error of a file that cannot be read: that file is skipped with a warning naming it, the search goes on."""
+    where = f"line {line}: " if line is not None else ""
+    return OSError(errno.EIO, f"{where}cannot be indexed ({type(exc).__name__}: {str(exc)[:200]})")
+
+
 def parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
     """The complete lines of the file after ``state.indexed_to`` as batches of rows, each with the state after it
-    (``state`` is advanced in place; a copy goes with each batch)."""
+    (``state`` is advanced in place; a copy goes with each batch). A line that cannot be indexed ends it with an
+    OSError (``unindexable``): the batches before it stand."""
+    try:
+        yield from _parse(fd, end, state)
+    except OSError:
+        raise
+    except Exception as exc:
+        raise unindexable(exc, state.lines) from exc
+
+
+def _parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
     rows: list[tuple[Any, ...]] = []
     texts: list[str] = []
     size = read = 0

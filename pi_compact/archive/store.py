@@ -41,6 +41,20 @@ class CorruptIndexError(ExternalError):
     """The database turned out to be corrupt while in use (``Store.run`` builds it again and retries once)."""
 
 
+class IndexUnavailable(ExternalError):
+    """The index cannot be kept where it lives: a directory (or another file that is not picompact's and cannot be
+    removed) at its path, or a full disk under it. ``open_store`` and ``Store.update`` then search with a temporary
+    index instead (what ``--no-index`` does), with a warning; raised only when that one cannot be written either."""
+
+
+_FULL_CODES = frozenset({13, 10})  # SQLITE_FULL, SQLITE_IOERR (a write the disk refused)
+
+
+def _is_full(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and (code & 0xFF) in _FULL_CODES
+
+
 def _is_corrupt(exc: BaseException) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(code, int) and (code & 0xFF) in _CORRUPT_CODES:
@@ -80,7 +94,7 @@ def database_path() -> Path:
 
 def _remove_database(path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):  # a directory is not picompact's to remove
             os.unlink(f"{path}{suffix}")
 
 
@@ -90,15 +104,20 @@ def _prepare_file(path: Path, warnings: list[str]) -> None:
         st = os.lstat(path)
     except FileNotFoundError:
         st = None
-    if st is not None and (not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid()):
-        warnings.append(f"{path}: not a regular file of yours: the search index is built again in its place")
-        _remove_database(path)
-        st = None
-    if st is None:
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
-    elif stat.S_IMODE(st.st_mode) != 0o600:
-        os.chmod(path, 0o600)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IndexUnavailable(f"{path} is a directory, not the search index (left alone)")
+    try:
+        if st is not None and (not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid()):
+            warnings.append(f"{path}: not a regular file of yours: the search index is built again in its place")
+            _remove_database(path)
+            st = None
+        if st is None:
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        elif stat.S_IMODE(st.st_mode) != 0o600:
+            os.chmod(path, 0o600)
+    except OSError as exc:
+        raise IndexUnavailable(f"{path}: cannot keep the search index there ({exc.strerror or exc})") from None
 
 
 def _connect(target: str) -> sqlite3.Connection:
@@ -133,6 +152,10 @@ class Store:
         self.conn = conn
         self.path = path
         self.warnings = warnings
+        # The files of the last ``update``: a database found corrupt later (by a query) is built again from them
+        self.files: list[tuple[str, os.stat_result]] | None = None
+        # The scope of that new index once built again (the file ids of the one before it mean nothing there)
+        self.rebuilt_scope: Scope | None = None
 
     # ------------------------------------------------------------------------------------------- life cycle
 
@@ -150,6 +173,7 @@ class Store:
         """Delete the database and make an empty one (a corrupt, foreign or outdated file), with a warning."""
         self.close()
         if self.path is None:
+            self.warnings.append(f"the temporary search index: {reason}: it is built again")
             self.conn = _connect("")
             create_schema(self.conn)
             return
@@ -161,12 +185,25 @@ class Store:
         if problem is not None:
             raise ExternalError(f"{self.path}: {problem}, even after it was made again")
 
+    def fall_back(self, reason: str) -> None:
+        """Go on with a temporary index of its own (``--no-index``'s), with a warning saying why."""
+        self.close()
+        self.warnings.append(f"{reason}: searching the session files without it (as --no-index does)")
+        self.path = None
+        self.conn = _connect("")
+        create_schema(self.conn)
+
     def run(self, action: Callable[[], Any]) -> Any:
-        """``action()``, once more after building the index again if the database turned out corrupt."""
+        """``action()``, once more after building the index again if the database turned out corrupt: made anew
+        and, when an ``update`` had brought it up to date, indexed again from the same files (a query that finds
+        the corruption is answered from the sessions, never from an empty index: ``rebuilt_scope``)."""
         try:
             return action()
         except CorruptIndexError as exc:
             self.rebuild(f"the database is corrupt ({exc.message})")
+            if self.files is not None:
+                self.rebuilt_scope = self._update(self.files, None)
+                self.warnings[-1] += " from the session files, and the search run again"
             return action()
 
     @contextlib.contextmanager
@@ -180,6 +217,10 @@ class Store:
                     self.conn.execute("rollback")
             if _is_corrupt(exc):
                 raise CorruptIndexError(str(exc)) from None
+            if _is_full(exc):
+                if self.path is None:
+                    raise IndexUnavailable(f"no room for a temporary search index ({exc}); free some space") from None
+                raise IndexUnavailable(f"{self.path}: cannot write the search index ({exc})") from None
             if _is_busy(exc):
                 raise ExternalError(
                     f"the search index is busy (another picompact held it for {BUSY_TIMEOUT_SECONDS:.0f} s); "
@@ -190,7 +231,18 @@ class Store:
     # ------------------------------------------------------------------------------------------- updating
 
     def update(self, files: list[tuple[str, os.stat_result]], progress: Progress | None = None) -> Scope:
-        """Bring the index up to date with ``files`` (path, stat) and return them as a search scope."""
+        """Bring the index up to date with ``files`` (path, stat) and return them as a search scope; on a full disk
+        under the index, with a temporary one instead (``fall_back``)."""
+        self.files = files
+        try:
+            return self._update(files, progress)
+        except IndexUnavailable as exc:
+            if self.path is None:
+                raise
+            self.fall_back(exc.message)
+            return self._update(files, progress)
+
+    def _update(self, files: list[tuple[str, os.stat_result]], progress: Progress | None) -> Scope:
         checkpoints = _Checkpoints(self.conn, self.path) if self.path is not None else None
         try:
             with self._sql() as conn:
@@ -281,8 +333,12 @@ def open_store() -> Store:
     """The user's index, opened (made when missing; built again, with a warning, when it cannot be trusted)."""
     warnings: list[str] = []
     path = _cache_directory() / DB_NAME
-    _prepare_file(path, warnings)
     store = Store(sqlite3.connect(":memory:"), path, warnings)
+    try:
+        _prepare_file(path, warnings)
+    except IndexUnavailable as exc:
+        store.fall_back(exc.message)
+        return store
     try:
         store.conn = _open_connection(path)
         problem = check_schema(store.conn)
@@ -290,6 +346,9 @@ def open_store() -> Store:
         if _is_busy(exc):
             store.close()
             raise ExternalError("the search index is busy; try again, or use --no-index") from None
+        if _is_full(exc):  # a full disk says nothing of the database: kept as it is
+            store.fall_back(f"{path}: cannot open the search index ({exc})")
+            return store
         problem = f"the database is corrupt ({exc})"
     if problem is not None:
         store.rebuild(problem)

@@ -10,6 +10,10 @@ import re
 from pi_compact.errors import UsageError
 
 _OPERATORS = frozenset({"OR", "AND", "NOT"})
+# How deep parentheses may nest, and how many words and operators a query may hold: FTS5's parser gives up past
+# about 90 levels of groups ("parser stack overflow"), and a query is typed, not generated.
+MAX_DEPTH = 32
+MAX_TOKENS = 1000
 _WORDISH = re.compile(r"[^\W_]", re.UNICODE)
 _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
@@ -68,6 +72,7 @@ class _Parser:
         self.tokens = tokens
         self.at = 0
         self.text = text
+        self.depth = 0
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.at] if self.at < len(self.tokens) else None
@@ -105,10 +110,14 @@ class _Parser:
 
     def not_(self) -> str:
         expr = self.primary()
+        excluded: list[str] = []
         while self.peek() == ("op", "NOT"):
             self.at += 1
-            expr = f"({expr} NOT {self.primary()})"
-        return expr
+            excluded.append(self.primary())
+        if not excluded:
+            return expr
+        # a NOT b NOT c is a NOT (b OR c): one group however many NOTs (nested, 100 of them overflow FTS5's parser)
+        return f"({expr} NOT {excluded[0] if len(excluded) == 1 else '(' + ' OR '.join(excluded) + ')'})"
 
     def primary(self) -> str:
         token = self.peek()
@@ -117,7 +126,11 @@ class _Parser:
         kind, value = token
         self.at += 1
         if kind == "(":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.fail(f"parentheses nest more than {MAX_DEPTH} deep")
             expr = self.or_()
+            self.depth -= 1
             if self.peek() != (")", ")"):
                 raise self.fail("a '(' is not closed")
             self.at += 1
@@ -132,6 +145,11 @@ def fts_expression(text: str) -> str:
     tokens = _lex(text)
     if not tokens:
         raise UsageError("the query is empty: give words to search for")
+    if len(tokens) > MAX_TOKENS:
+        raise UsageError(
+            f"the query holds {len(tokens):,} words, operators and parentheses; at most {MAX_TOKENS:,} "
+            "(use --regex or -F for a long exact string)"
+        )
     return _Parser(tokens, text).parse()
 
 

@@ -51,9 +51,13 @@ class Progress:
             if self._done:
                 return
             from rich.console import Console
+            from rich.text import Text
+
+            from pi_compact.cli.env import printable
 
             console = Console(file=self.env.stderr, stderr=True, highlight=False)
-            self._status = console.status(self.message, spinner="dots")
+            # A path in the label is shown, not obeyed, and not read as rich markup
+            self._status = console.status(Text(printable(self.message)), spinner="dots")
             self._status.start()
 
     def stop(self) -> None:

@@ -149,6 +149,9 @@ def cost_lines(data: Mapping[str, Any]) -> list[str]:
 # --plot
 
 
+_PLOT_TOP = 10**300
+
+
 def plot(env: Environment, data: Mapping[str, Any], width: int | None = None) -> None:
     """Context size over the replies, with the threshold line and each compaction marked (rich)."""
     from rich.text import Text
@@ -158,7 +161,8 @@ def plot(env: Environment, data: Mapping[str, Any], width: int | None = None) ->
         env.text("(no assistant replies to plot)")
         return
     threshold = data["leaf"]["threshold"]
-    values = [(r["usage"] or {}).get("total") or r["estimate"] for r in replies]
+    # a plot of what no float holds (a usage of 10^400 tokens, or Infinity) tops out at 10^300
+    values = [min((r["usage"] or {}).get("total") or r["estimate"], _PLOT_TOP) for r in replies]
     total_width = width or (env.console.width if env.stdout_isatty else 100)
     label_width = max(len(f"{max([*values, threshold]):,}"), 6) + 1
     columns = max(10, min(len(values), total_width - label_width - 2))
@@ -215,7 +219,9 @@ def plot(env: Environment, data: Mapping[str, Any], width: int | None = None) ->
     legend = f"█ context tokens (recorded total, else Pi's estimate)   ─ threshold {threshold:,}"
     if compaction_cols:
         freed = ", ".join(
-            f"{m['entry_id']} freed ~{m['freed']:,}" for m in data["markers"] if m["kind"] == "compaction"
+            f"{env.shown_text(m['entry_id'])} freed ~{m['freed']:,}"
+            for m in data["markers"]
+            if m["kind"] == "compaction"
         )
         legend += f"   ▲ compaction ({freed})"
     text.append(legend + "\n", style="dim")

@@ -16,10 +16,15 @@ from pi_compact.cli.common import report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import JsonOpt, NoCacheOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode
+from pi_compact.js import js_string
 
 
 def _fmt(n: int | None) -> str:
-    return "-" if n is None else f"{n:,}"
+    """A count with thousands separators; one past 2^53 as JavaScript shows it (1e+30; Infinity for a usage of
+    1e400), not hundreds of digits no double holds."""
+    if n is None:
+        return "-"
+    return f"{n:,}" if abs(n) <= 2**53 else js_string(n)
 
 
 def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> list[tuple[str, str, str]]:
@@ -54,10 +59,10 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
         rows.append(("compact?", "no (auto-compaction disabled in settings)", ""))
     elif data["should_compact"]:
         over = data["context_tokens"] - data["threshold"]
-        rows.append(("compact?", f"YES: {over:,} tokens over the threshold", "red"))
+        rows.append(("compact?", f"YES: {_fmt(over)} tokens over the threshold", "red"))
     else:
         left = data["threshold"] - data["context_tokens"]
-        rows.append(("compact?", f"no: {left:,} tokens to go", "green"))
+        rows.append(("compact?", f"no: {_fmt(left)} tokens to go", "green"))
     if data.get("forecast") and data["enabled"]:
         rows.append(("forecast", data["forecast"]["description"], ""))
     if data["can_compact"]:

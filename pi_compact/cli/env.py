@@ -47,20 +47,32 @@ _STYLES = {
 
 INTERRUPTED_NOTE = "interrupted; nothing was written"
 
-# What a terminal would act on instead of showing (C0 and C1 controls, DEL), the bidirectional embeddings,
-# overrides and isolates (U+202A..U+202E, U+2066..U+2069: they reorder what a line shows), and the bytes of a file
-# name that is not UTF-8 (``os.fsdecode`` keeps each as a lone surrogate, U+DC80..U+DCFF)
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
+# What a terminal would act on instead of showing (C0 and C1 controls, DEL), what reorders or hides what a line
+# shows: the bidirectional marks (U+061C, U+200E, U+200F), embeddings, overrides and isolates (U+202A..U+202E,
+# U+2066..U+2069) and the tag characters (U+E0000..U+E007F: invisible, they smuggle text past a reader), and the
+# bytes of a file name that is not UTF-8 (``os.fsdecode`` keeps each as a lone surrogate, U+DC80..U+DCFF)
+_HIDDEN = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f\udc80-\udcff"
+_UNPRINTABLE = re.compile(f"[\x00-\x1f\x7f-\x9f{_HIDDEN}]")
 # The same in a session's text shown a line at a time: the tab stays (it only moves to the next column)
-_UNSHOWN_TEXT = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
+_UNSHOWN_TEXT = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_HIDDEN}]")
+# What a line of human output on a terminal may hold of all that: tabs, line ends (a block of lines written at once),
+# and, when colour is on, exactly the escape sequences of ``_STYLES`` (``Environment.style``). Anything else there
+# came from a session or a file name that no command escaped: ``Environment.text`` escapes it, the last guard.
+_UNSHOWN_LINE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_HIDDEN}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
+_STYLED_LINE = re.compile(
+    "|".join(re.escape(code) for code in sorted({*_STYLES.values(), _RESET}, key=len, reverse=True))
+    + f"|{_UNSHOWN_LINE.pattern}"
+)
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
     code = ord(char)
-    if code >= 0xDC80:
+    if 0xDC80 <= code <= 0xDCFF:
         return f"\\x{code - 0xDC00:02x}"  # the byte itself
+    if code > 0xFFFF:
+        return f"\\U{code:08x}"
     return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
 
 
@@ -76,6 +88,38 @@ def terminal_text(text: str) -> str:
     output that paints the terminal, moves its cursor or reorders the line with bidirectional controls is shown,
     not obeyed)."""
     return _UNSHOWN_TEXT.sub(_escape, text) if _UNSHOWN_TEXT.search(text) else text
+
+
+def terminal_line(line: str, colors: bool) -> str:
+    """A line of human output as a terminal gets it: tabs and line ends as they are, the colour of ``style`` when
+    ``colors`` is on, and anything else a terminal would act on escaped as ``terminal_text`` escapes it."""
+    if not _UNSHOWN_LINE.search(line):
+        return line
+    if not colors:
+        return _UNSHOWN_LINE.sub(_escape, line)
+    return _STYLED_LINE.sub(lambda m: m.group() if len(m.group()) > 1 else _escape(m), line)
+
+
+# In a JSON document on a terminal: what JSON may hold raw but a terminal would act on (C1 controls, DEL, the bidi
+# marks and controls, the tag characters; C0 controls too, which a raw line of a file may hold) as their \\u
+# escapes: the same JSON, the same strings once parsed, shown rather than obeyed.
+_JSON_UNSHOWN = re.compile(
+    rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]"
+    rb"|\xf3\xa0[\x80\x81][\x80-\xbf]"
+)
+
+
+def _json_escape(match: re.Match[bytes]) -> bytes:
+    code = ord(match.group().decode("utf-8"))
+    if code > 0xFFFF:
+        code -= 0x10000
+        return b"\\u%04x\\u%04x" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
+    return b"\\u%04x" % code
+
+
+def terminal_json(data: bytes) -> bytes:
+    """JSON (or a raw line of a session file) as a terminal gets it: what it would act on as ``\\uNNNN``."""
+    return _JSON_UNSHOWN.sub(_json_escape, data) if _JSON_UNSHOWN.search(data) else data
 
 
 def json_text(text: str) -> str:
@@ -230,7 +274,9 @@ class Environment:
 
     def style(self, text: str, name: str) -> str:
         """``text`` in one of the named styles (heading, id, number, section, match, dim, bold, red, green, yellow,
-        cyan): the one colour mechanism of human output."""
+        cyan): the one colour mechanism of human output. What is styled is one line of text: on a terminal what it
+        would act on is escaped first (``shown_text``), so a field of a session styled as a heading or an id shows."""
+        text = self.shown_text(text)
         return f"{_STYLES[name]}{text}{_RESET}" if self.colors else text
 
     @property
@@ -282,6 +328,8 @@ class Environment:
     def text(self, line: str = "") -> None:
         """One line of human output on stdout."""
         self.stdout_written = True
+        if self.stdout_isatty:  # what a command did not escape of a session or a name still must not drive it
+            line = terminal_line(line, self.colors)
         with checked_write():
             try:
                 self.stdout.write(line + "\n")
@@ -307,7 +355,7 @@ class Environment:
         """One JSON document on stdout, ``schema_version`` first."""
         stamped = {"schema_version": SCHEMA_VERSION, **doc}
         stamped["schema_version"] = SCHEMA_VERSION
-        self.write_bytes(dumps(stamped, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+        self.write_bytes(self.shown_json(dumps(stamped, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"))
 
     def emit_record(self, record_type: str, data: Mapping[str, Any]) -> None:
         """One JSON Lines record on stdout: ``{"type", "version", "data"}`` (ripgrep's envelope)."""
@@ -315,7 +363,7 @@ class Environment:
         self.stdout_written = True
         with checked_write():
             self.stdout.flush()
-            _write_all(self.stdout.buffer, dumps(record, orjson.OPT_NON_STR_KEYS) + b"\n", flush=False)
+            _write_all(self.stdout.buffer, self.shown_json(dumps(record, orjson.OPT_NON_STR_KEYS) + b"\n"), flush=False)
 
     def shown(self, path: str | os.PathLike[str]) -> str:
         """A path as human output on stdout shows it: on a terminal with control characters and the bytes of a
@@ -327,6 +375,11 @@ class Environment:
         """A line of a session's text as human output on stdout shows it: on a terminal with what it would act on
         escaped (``terminal_text``); in a pipe as it is."""
         return terminal_text(text) if self.stdout_isatty else text
+
+    def shown_json(self, data: bytes) -> bytes:
+        """JSON (or a raw line of a session) as stdout shows it: on a terminal with what it would act on written
+        as ``\\uNNNN`` escapes (the same JSON); in a pipe as it is."""
+        return terminal_json(data) if self.stdout_isatty else data
 
     def warn(self, message: str) -> None:
         self._diagnostic(f"{self.program_name}: warning: {message}\n")
@@ -352,9 +405,9 @@ class Environment:
             error = {"message": message, "exit_code": int(code)}
             if self.json_mode == "lines":
                 record = {"type": "error", "version": SCHEMA_VERSION, "data": error}
-                self.write_bytes(dumps(record) + b"\n")
+                self.write_bytes(self.shown_json(dumps(record) + b"\n"))
             elif self.json_mode == "document":
-                self.write_bytes(dumps({"schema_version": SCHEMA_VERSION, "error": error}) + b"\n")
+                self.write_bytes(self.shown_json(dumps({"schema_version": SCHEMA_VERSION, "error": error}) + b"\n"))
         self._diagnostic(f"{self.program_name}: error: {message}\n")
 
     def reader_gone(self) -> None:
@@ -427,4 +480,7 @@ __all__ = [
     "dumps",
     "json_text",
     "printable",
+    "terminal_json",
+    "terminal_line",
+    "terminal_text",
 ]

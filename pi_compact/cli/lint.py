@@ -49,7 +49,7 @@ def summary_line(report: Any, shown: Callable[[str], str] = str) -> str:
 
 def _print(env: Environment, text: str, severity: str | None = None) -> None:
     style = SEVERITY_STYLE.get(severity or "")
-    env.text(env.style(text, style) if style else text)
+    env.text(env.style(text, style) if style else env.shown_text(text))
 
 
 def _exit_code(unreadable: bool, at_level: int) -> ExitCode:

@@ -13,6 +13,7 @@ import typer
 
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.common import check_nonneg
+from pi_compact.cli.env import printable
 from pi_compact.cli.options import JsonOpt
 from pi_compact.errors import ExitCode, UsageError
 
@@ -182,7 +183,7 @@ def status_command(ctx: typer.Context, json_output: bool = JsonOpt) -> ExitCode:
         out.text(f"picompact {__version__} ({_shown(picompact_command())})")
         for s in statuses:
             out.text(_status_text(s, __version__))
-        out.text(f"project {os.getcwd()}: {trust_text}")
+        out.text(f"project {out.shown(os.getcwd())}: {trust_text}")
         out.text(f"settings: {_config_text(config.to_json())}")
         for warning in warnings:
             out.warn(warning)
@@ -221,8 +222,8 @@ def _config_text(config: Mapping[str, Any]) -> str:
     cap = config["cap"]
     cap_text = "none (--no-cap)" if cap is False else ("default (keepRecentTokens / 2)" if cap is None else str(cap))
     return (
-        f"enabled={str(config['enabled']).lower()}, mode={config['mode'] or 'as installed'}, cap={cap_text}, "
-        f"lookupModel={config['lookupModel'] or 'default'}"
+        f"enabled={str(config['enabled']).lower()}, mode={printable(str(config['mode'] or 'as installed'))}, "
+        f"cap={cap_text}, lookupModel={printable(str(config['lookupModel'] or 'default'))}"
     )
 
 

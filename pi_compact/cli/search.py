@@ -146,10 +146,10 @@ def list_command(
         kind = info.role or info.type
         branch = ""
         if all_branches:
-            branch = "current  " if info.on_branch else f"{info.branch or '?':<8} "
+            branch = "current  " if info.on_branch else f"{printer.clean(info.branch or '?'):<8} "
         size = human_size(info.size) if env.stdout_isatty else str(info.size)
         printer.write(
-            f"{printer.style(info.id, 'id')}  {kind:<17} {info.timestamp or '-':<24} "
+            f"{printer.style(info.id, 'id')}  {printer.clean(kind):<17} {printer.clean(info.timestamp or '-'):<24} "
             f"{size:>9}  {branch}{printer.clean(info.preview)}"
         )
     env.stdout.flush()
@@ -482,7 +482,7 @@ def show(
         transcript = _load(env, session, leaf, True)
         result = None if raw else show_entry(transcript, entry_id, page=page, cursor=cursor)
     if result is None:
-        env.write_bytes(entry_raw(transcript, entry_id) + b"\n")
+        env.write_bytes(env.shown_json(entry_raw(transcript, entry_id) + b"\n"))
         return ExitCode.OK
     if json_output:
         env.emit(result.to_json())
@@ -550,7 +550,7 @@ def context(
         position = "-" if message.position < 0 else str(message.position)
         edit = f" [{message.edit} by {message.edit_id}]" if message.edit else ""
         printer.write(
-            f"{position:>5}  {printer.style(message.entry_id, 'id')}  {message.role:<17} "
+            f"{position:>5}  {printer.style(message.entry_id, 'id')}  {printer.clean(message.role):<17} "
             f"{message.tokens:>8,}  {printer.clean(message.preview)}{edit}"
         )
     count = sum(1 for m in view.messages if m.position >= 0)

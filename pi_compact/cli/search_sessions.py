@@ -34,9 +34,12 @@ from nothing; --stats describes it.
 
 --json prints one document {"schema_version", "query", "mode", "results": [{session, session_id, cwd,
 entry_id, line, role, timestamp, score, snippet, highlights [{start, end}], show}], "matches",
-"sessions_searched", "complete", "next_cursor", "skipped": [{path, reason}]}; --json-lines prints a
-{"type": "match", "version": 1, "data": {...}} record per result, then a "summary" record (the document's other
-keys). Pages hold --max-count results (default 20); the next page is printed as a command with --cursor.
+"sessions_searched", "complete", "next_cursor", "skipped": [{path, reason}], "stopped"}; --json-lines prints
+a {"type": "match", "version": 1, "data": {...}} record per result, then a "summary" record (the document's
+other keys). Pages hold --max-count results (default 20); the next page is printed as a command with --cursor.
+A --regex or -F search stops after 10 s of matching in all (a pattern slow on every entry): "stopped" then
+says so, and the results are those found until then (RE2 runs every pattern it reads as Python does, in linear
+time).
 """
 
 
@@ -138,7 +141,12 @@ def search_command(
             else:
                 _print_stats(env, figures, reindexed=reindex)
             return ExitCode.OK
+        shown = len(store.warnings)
         page = search(store, scope, parsed, filters, limit=max_count, cursor=cursor)
+        for warning in store.warnings[shown:]:  # the index found corrupt by the query itself, built again
+            env.warn(warning)
+        if page.stopped:
+            env.warn(page.stopped)
     finally:
         store.close()
     if json_output:
@@ -210,7 +218,7 @@ class _Indexing:
 def _print_stats(env: Environment, figures: dict[str, Any], *, reindexed: bool) -> None:
     if reindexed:
         env.note("the search index was built again")
-    env.text(f"index:     {figures['path']}")
+    env.text(f"index:     {env.shown(figures['path']) if figures['path'] else 'none (a temporary one, as --no-index)'}")
     env.text(f"sessions:  {figures['sessions']:,} ({figures['other_files']:,} other .jsonl files)")
     env.text(f"entries:   {figures['entries']:,}")
     env.text(f"indexed:   {human_size(figures['indexed_bytes'])} of session files")
@@ -224,7 +232,8 @@ def _print_hits(env: Environment, page: Any) -> None:
         if number:
             env.text("")
         where = env.style(env.shown(hit.session), "heading")
-        env.text(f"{where}  {hit.timestamp or '-'}  {env.style(hit.entry_id or '-', 'id')}  {hit.role}")
+        stamp, role = env.shown_text(hit.timestamp or "-"), env.shown_text(hit.role)
+        env.text(f"{where}  {stamp}  {env.style(hit.entry_id or '-', 'id')}  {role}")
         snippet = safe_text(hit.snippet)
         parts: list[str] = []
         at = 0

@@ -62,7 +62,7 @@ def sessions(
         size = human_size(s.size)
         env.text(f"{mark} {_local(s.modified)}  {_local(s.mtime)}  {s.entry_count:>7}  {size:>9}  {env.shown(s.path)}")
         if title:
-            env.text(f"    {title}")
+            env.text(f"    {env.shown_text(title)}")
     if any(listing.is_default(s.path) for s in found):
         env.note(
             "* the session picompact uses when SESSION is omitted (the most recently modified file, as pi "

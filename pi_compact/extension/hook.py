@@ -203,7 +203,8 @@ def search_sessions(session: Path, arguments: Mapping[str, Any], project_trusted
     where = f"the sessions of {cwd}" if cwd is not None else "every Pi session"
     current = os.path.abspath(session)
     if not page.hits:
-        return f"No entry matches {query!r} in {where} ({page.sessions} sessions searched)."
+        found = f"No entry matches {query!r} in {where} ({page.sessions} sessions searched)."
+        return found if not page.stopped else f"{found} (incomplete: {page.stopped})"
     lines = [f"{len(page.hits)} results in {where} ({page.sessions} sessions searched), best first:", ""]
     ids: dict[str | None, int] = {}
     for file in scope.files.values():
@@ -232,6 +233,8 @@ def search_sessions(session: Path, arguments: Mapping[str, Any], project_trusted
         lines.append(f'More results: call {SEARCH_SESSIONS} again with "cursor": "{page.next_cursor}".')
     for path, reason in page.skipped:
         lines.append(f"(skipped {path}: {reason})")
+    if page.stopped:
+        lines.append(f"(incomplete: {page.stopped})")
     return "\n".join(lines)
 
 

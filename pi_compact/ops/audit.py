@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from pi_compact.js import js_integer, js_quotient
 from pi_compact.ops.audit_records import (
     Drift,
     DriftEntry,
@@ -81,7 +82,9 @@ class AuditResult:
         """Recorded / estimate over the replies with a recorded total: overall, lowest, highest, median."""
         ratios = sorted(r.ratio for r in self.replies if r.ratio is not None)
         recorded = [r for r in self.replies if r.ratio is not None]
-        overall = sum(r.total or 0 for r in recorded) / sum(r.estimate for r in recorded) if recorded else None
+        overall = (
+            js_quotient(sum(r.total or 0 for r in recorded), sum(r.estimate for r in recorded)) if recorded else None
+        )
         return {
             "replies": len(ratios),
             "overall": round(overall, 3) if overall is not None else None,
@@ -133,7 +136,7 @@ def model_label(message: JsonDict) -> str | None:
 
 def _int(usage: JsonDict, key: str) -> int | None:
     value = usage.get(key)
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return js_integer(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -252,7 +255,7 @@ def _marker(entry: Entry, position: int, after_reply: int, before: int, after: i
         after_reply=after_reply,
         estimate_before=before,
         estimate_after=after,
-        tokens_before=int(tokens_before)
+        tokens_before=js_integer(tokens_before)
         if isinstance(tokens_before, (int, float)) and not isinstance(tokens_before, bool)
         else None,
         target_id=target if isinstance(target, str) else None,

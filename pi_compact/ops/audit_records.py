@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
+from pi_compact.js import js_double, js_integer, js_quotient
 from pi_compact.pi.projection import calculate_usage_tokens
 from pi_compact.session.entries import JsonDict
 
@@ -106,7 +107,9 @@ class LeafJSON(TypedDict):
 def usage_cost(usage: JsonDict) -> float:
     cost = usage.get("cost")
     total = cost.get("total") if isinstance(cost, dict) else None
-    return float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else 0.0
+    if isinstance(total, int) and not isinstance(total, bool):
+        return js_double(total)
+    return float(total) if isinstance(total, float) else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +139,7 @@ class ReplyRow:
         """Recorded total / Pi's estimate (None without a usable recorded total)."""
         if not self.total or self.total <= 0 or self.estimate <= 0:
             return None
-        return self.total / self.estimate
+        return js_quotient(self.total, self.estimate)  # a total past any double (10^400, Infinity): Infinity
 
     def to_json(self) -> ReplyJSON:
         ratio = self.ratio
@@ -220,10 +223,10 @@ class ModelCost:
             return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
         self.replies += 1
-        self.input += int(num("input"))
-        self.output += int(num("output"))
-        self.cache_read += int(num("cacheRead"))
-        self.cache_write += int(num("cacheWrite"))
+        self.input += js_integer(num("input"))
+        self.output += js_integer(num("output"))
+        self.cache_read += js_integer(num("cacheRead"))
+        self.cache_write += js_integer(num("cacheWrite"))
         self.total_tokens += calculate_usage_tokens(usage)
         self.cost += usage_cost(usage)
 

@@ -19,6 +19,7 @@ import math
 from itertools import pairwise
 from typing import Any, NamedTuple, TypedDict
 
+from pi_compact.js import js_quotient
 from pi_compact.pi.projection import assistant_usage, calculate_usage_tokens
 from pi_compact.session.tree import Branch
 
@@ -106,7 +107,7 @@ def context_growth(branch: Branch, window: int = GROWTH_WINDOW) -> Growth:
         number -= 1
     points = found[::-1]
     growths = [
-        (total - prev_total) / (number - prev_number)
+        js_quotient(total - prev_total, number - prev_number)
         for (prev_number, prev_total, _, _), (number, total, _, was_reset) in pairwise(points)
         if not was_reset and number > prev_number
     ]
@@ -125,7 +126,8 @@ def turns_until(tokens: int, threshold: int, growth: Growth) -> int | None:
         return 0
     if growth.per_turn is None or growth.per_turn <= 0:
         return None
-    return math.floor((threshold - tokens) / growth.per_turn)
+    turns = js_quotient(threshold - tokens, growth.per_turn)
+    return math.floor(turns) if math.isfinite(turns) else None
 
 
 class Forecast(NamedTuple):

@@ -22,8 +22,9 @@ Nothing is ever written to a session.
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -283,9 +284,24 @@ def _read_session(path: Path, filter_cwd: str | None) -> tuple[str, str, list[tu
     return session.session_id, session.cwd, messages
 
 
+# How many statements of one group a bucket keeps to compare a new statement with (``_group``): enough that a
+# statement similar to a group is similar to one of them, few enough that a group of thousands costs no more.
+_GROUP_SAMPLE = 32
+_EPSILON = 1e-9
+
+
 def _group(said: Sequence[_Said], threshold: float) -> list[list[_Said]]:
     """Statements grouped by single link: two statements similar enough are in the same group, and so are the
-    statements similar to either (groups in the order of their first statement, each oldest first)."""
+    statements similar to either (groups in the order of their first statement, each oldest first).
+
+    Near-linear work, not all pairs (the similarity is the Jaccard index of the words, ``similarity``):
+    statements with the same key are one group at once; two keys similar enough share a word among the rarest
+    ``len - ceil(threshold * len) + 1`` of each (prefix filtering), where the words after it leave room for
+    enough shared ones (positional filtering), so only those are compared; never with a group the statement is
+    already in; and with at most ``_GROUP_SAMPLE`` keys of a group (thousands of variations of one sentence cost
+    a new one a comparison or two). A one-word statement joins only its closest match, as before."""
+    from collections import Counter
+
     parent = list(range(len(said)))
 
     def root(i: int) -> int:
@@ -294,26 +310,98 @@ def _group(said: Sequence[_Said], threshold: float) -> list[list[_Said]]:
             i = parent[i]
         return i
 
-    by_token: dict[str, list[int]] = {}  # similar statements share a word that is not generic: compare only those
+    def join(i: int, j: int) -> None:
+        a, b = root(i), root(j)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
+    marks = {NOT, MIXED}
+    first: dict[frozenset[str], int] = {}
     for i, item in enumerate(said):
-        candidates: set[int] = set()
-        for token in item.key - GENERIC - {MIXED}:
-            earlier = by_token.setdefault(token, [])
-            candidates.update(earlier)
-            earlier.append(i)
-        matches = [(similarity(item.key, said[j].key), j) for j in sorted(candidates)]
-        matches = [(score, j) for score, j in matches if score >= threshold]
-        if len(item.key - {NOT, MIXED}) <= 1 and matches:
-            # One word ("hands off .env") matches too much to join two groups: only its closest one.
-            matches = [max(matches, key=lambda m: (m[0], -m[1]))]
-        for _, j in matches:
-            a, b = root(i), root(j)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[_Said]] = {}
+        first.setdefault(item.key, i)
+    frequency = Counter(token for key in first for token in key - marks)
+    # token -> (its place among the key's words, the key's length) -> group (when added) -> some of its keys
+    buckets: dict[str, dict[tuple[int, int], dict[int, list[int]]]] = {}
+    small = math.floor(1 / threshold + _EPSILON) if threshold > 0 else len(said) + 1
+    containing: dict[str, list[int]] = {}  # token -> the keys of at most ``small`` words holding it (one-word rule)
     for i, item in enumerate(said):
-        groups.setdefault(root(i), []).append(item)
-    return list(groups.values())
+        words = sorted(item.key - marks, key=lambda t: (frequency[t], t))
+        size = len(words)
+        if size <= 1:
+            _one_word(i, item.key, said, first, containing, threshold, join)
+        elif first[item.key] != i:
+            join(i, first[item.key])
+            continue
+        else:
+            prefix = max(1, size - math.ceil(threshold * size - _EPSILON) + 1)
+            for place, token in enumerate(words[:prefix]):
+                for (other_place, other_size), groups in buckets.get(token, {}).items():
+                    if not _may_reach(threshold, size, place, other_size, other_place):
+                        continue
+                    for group, members in list(groups.items()):
+                        now = root(group)
+                        if now != group:  # groups joined since: one list, still a sample
+                            del groups[group]
+                            kept = groups.setdefault(now, [])
+                            kept.extend(members[: max(0, _GROUP_SAMPLE - len(kept))])
+                    for group, members in list(groups.items()):
+                        if root(group) == root(i):
+                            continue
+                        for j in members:
+                            if similarity(item.key, said[j].key) >= threshold:
+                                join(i, j)
+                                break
+        if first[item.key] != i:
+            continue
+        prefix = max(1, size - math.ceil(threshold * size - _EPSILON) + 1)
+        for place, token in enumerate(words[:prefix]):
+            members = buckets.setdefault(token, {}).setdefault((place, size), {}).setdefault(root(i), [])
+            if len(members) < _GROUP_SAMPLE:
+                members.append(i)
+        if size <= small:
+            for token in words:
+                containing.setdefault(token, []).append(i)
+    groups_of: dict[int, list[_Said]] = {}
+    for i, item in enumerate(said):
+        groups_of.setdefault(root(i), []).append(item)
+    return list(groups_of.values())
+
+
+def _may_reach(threshold: float, size: int, place: int, other_size: int, other_place: int) -> bool:
+    """Whether two keys of these lengths, whose first shared word (in the words' order) is at these places, can
+    share enough words to be ``threshold`` similar: the length filter and the positional filter of PPJoin."""
+    if other_size < threshold * size - _EPSILON or other_size * threshold > size + _EPSILON:
+        return False
+    need = math.ceil(threshold / (1 + threshold) * (size + other_size) - _EPSILON)
+    return 1 + min(size - place - 1, other_size - other_place - 1) >= need
+
+
+def _one_word(
+    i: int,
+    key: frozenset[str],
+    said: Sequence[_Said],
+    first: dict[frozenset[str], int],
+    containing: dict[str, list[int]],
+    threshold: float,
+    join: Callable[[int, int], None],
+) -> None:
+    """A statement of one word ("hands off .env") matches too much to join two groups: it joins only its closest
+    earlier statement (the highest similarity, then the oldest). Every key it can reach holds its word and has at
+    most ``1 / threshold`` words (``containing``); a key said before needs only the keys of that one word (with
+    or without a negation: similarity 1), which its own first statement is one of."""
+    word = next(iter(key - {NOT, MIXED}))
+    if first[key] != i and similarity(key, key) >= 1.0 - _EPSILON:
+        variants = (frozenset({word, *marks}) for marks in ((), (NOT,), (MIXED,), (NOT, MIXED)))
+        exact = [first[v] for v in variants if first.get(v, i) < i and similarity(key, v) >= 1.0 - _EPSILON]
+        join(i, min(exact))
+        return
+    best: tuple[float, int] | None = None
+    for j in containing.get(word, ()):
+        score = similarity(key, said[j].key)
+        if score >= threshold and (best is None or (score, -j) > (best[0], -best[1])):
+            best = (score, j)
+    if best is not None:
+        join(i, best[1])
 
 
 def _display(text: str) -> str:
@@ -361,10 +449,11 @@ def context_lines(files: Sequence[ContextFile]) -> list[tuple[str, str, frozense
 def _known(
     group: Sequence[_Said], lines: Sequence[tuple[str, str, frozenset[str]]], threshold: float
 ) -> tuple[str, str] | None:
-    """The first instruction-file line that states what one of the group's statements says."""
-    for item in group:
+    """The first instruction-file line that states what one of the group's statements says (each key once: a
+    group of thousands of repetitions costs what one does)."""
+    for item_key in dict.fromkeys(item.key for item in group):
         for path, line, key in lines:
-            if similarity(item.key, key) >= threshold or covers(key, item.key):
+            if similarity(item_key, key) >= threshold or covers(key, item_key):
                 return path, line
     return None
 

@@ -20,7 +20,7 @@ def _ms(timestamp: Any) -> int | None:
         return None
     try:
         return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+from pi_compact.js import js_double, js_integer, js_string
 from pi_compact.pi.messages import current_system_message, entry_messages
 from pi_compact.pi.tokens import estimate_tokens
 from pi_compact.session.entries import Entry, JsonDict
@@ -163,7 +164,8 @@ def build_projection(branch: Branch) -> Projection:
 
 
 def calculate_usage_tokens(usage: JsonDict) -> int:
-    """totalTokens, or the sum of its parts when that is missing or zero."""
+    """totalTokens, or the sum of its parts when that is missing or zero (an infinite one, 1e400 in the file, as
+    ``js_integer`` holds it: Pi's count is then Infinity, and the session is over any threshold)."""
 
     def num(key: str) -> float:
         value = usage.get(key)
@@ -171,8 +173,11 @@ def calculate_usage_tokens(usage: JsonDict) -> int:
 
     total = num("totalTokens")
     if total:
-        return int(total)
-    return int(num("input") + num("output") + num("cacheRead") + num("cacheWrite"))
+        return js_integer(total)
+    parts = [num("input"), num("output"), num("cacheRead"), num("cacheWrite")]
+    if all(isinstance(part, int) for part in parts):
+        return int(sum(parts))
+    return js_integer(sum(js_double(part) if isinstance(part, int) else part for part in parts))  # as doubles
 
 
 def assistant_usage(message: JsonDict) -> JsonDict | None:
@@ -204,7 +209,7 @@ class ContextTokens(NamedTuple):
     def describe(self) -> str:
         if self.method == "usage+estimate" and self.usage_entry is not None:
             return (
-                f"usage of entry {self.usage_entry.id} ({self.usage_tokens}) + estimate of "
+                f"usage of entry {self.usage_entry.id} ({js_string(self.usage_tokens)}) + estimate of "
                 f"{self.trailing_messages} later message{'s' if self.trailing_messages != 1 else ''} "
                 f"({self.trailing_tokens})"
             )
