@@ -67,13 +67,28 @@ REPORTED = (
     "tool_fact",
     "path_in_long_message",
     "user_message",
+    "ruling_allowed",
+    "ruling_denied",
+    "task_fact",
+    "file",
+    "sentence",
 )
+# A ruling counts as kept when a line holds its parts and its polarity: a word of refusal for a denied case, of
+# permission (and none of refusal) for an allowed one.
+_DENY = re.compile(r"\b(?:not|never|don't|do not|no)\b", re.IGNORECASE)
+_ALLOW = re.compile(r"\b(?:may|can|allowed|approved|fine)\b", re.IGNORECASE)
+# A sentence of a user message: split at sentence ends and line breaks, at least this long, with words in it.
+SENTENCE_MIN_CHARS = 20
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
+_FENCED = re.compile(r"```.*?```", re.DOTALL)
+_WORDS = re.compile(r"[A-Za-z]{3,}(?:\s+\S+){3,}")
 # A superseded value counts as marked when one of these words is on its line (whole words, case-insensitive).
 STALE_MARKERS = ("superseded", "replaced", "was", "previously", "no longer", "outdated", "changed")
 _MARKER = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STALE_MARKERS) + r")\b", re.IGNORECASE)
 DEFAULT_SIZES = "30k,100k,300k"
 DEFAULT_WINDOWS = "32000:8000,16000:4000,8000:2000"
 DEFAULT_CAPS = "default,1000,2000,8000"
+DEFAULT_SHAPES = "task"
 RESERVE_SHARE = 4  # reserveTokens = window / 4 (Pi's default 16384 leaves nothing of a 16k window)
 
 
@@ -146,6 +161,74 @@ def stale_unmarked(old: str, text: str) -> bool:
     return any(n in norm(line) and not _MARKER.search(line) for line in text.split("\n"))
 
 
+def parts_on_a_line(fact: dict[str, Any], reading: Reading) -> bool:
+    """One line of the model's text holds every part of ``fact`` (and, for a ruling, its polarity)."""
+    parts = [norm(p) for p in fact["parts"]]
+    if not all(p in reading.flat for p in parts):
+        return False
+    for line in reading.text.split("\n"):
+        low = norm(line)
+        if not all(re.search(r"(?<!\w)" + re.escape(p) + r"(?![\w])", low) for p in parts):
+            continue
+        if fact["kind"] == "ruling_denied" and not _DENY.search(line):
+            continue
+        if fact["kind"] == "ruling_allowed" and (not _ALLOW.search(line) or _DENY.search(line)):
+            continue
+        return True
+    return False
+
+
+def user_sentences(text: str) -> list[str]:
+    """The sentences of a user message that the ``sentence`` kind looks for (whitespace collapsed; pasted blocks
+    between ``` fences are not sentences)."""
+    out = []
+    for part in _SENTENCE_END.split(_FENCED.sub("\n", text)):
+        sentence = qs.normalize(part)
+        if len(sentence) >= SENTENCE_MIN_CHARS and _WORDS.search(sentence) and not sentence.startswith("```"):
+            out.append(sentence)
+    return out
+
+
+@dataclass
+class SpanContent:
+    """What the source session's entries hold for the kinds scored from the entries themselves."""
+
+    files: dict[str, list[str]]  # entry id -> the paths its tool calls name, relative to the session's cwd
+    sentences: dict[str, list[str]]  # entry id -> the sentences of its user message
+
+    @classmethod
+    def of(cls, source: Path, cwd: str) -> SpanContent:
+        files: dict[str, list[str]] = {}
+        sentences: dict[str, list[str]] = {}
+        for line in source.read_bytes().split(b"\n")[1:]:
+            if not line:
+                continue
+            entry = orjson.loads(line)
+            message = entry.get("message") or {}
+            if message.get("role") == "user" and isinstance(message.get("content"), str):
+                sentences[entry["id"]] = user_sentences(message["content"])
+            elif message.get("role") == "assistant":
+                paths = []
+                for block in message.get("content") or []:
+                    path = (block.get("arguments") or {}).get("path") if block.get("type") == "toolCall" else None
+                    if isinstance(path, str):
+                        paths.append(path[len(cwd) + 1 :] if path.startswith(cwd + "/") else path)
+                if paths:
+                    files[entry["id"]] = paths
+        return cls(files, sentences)
+
+    def score(self, reading: Reading, scores: dict[str, KindScore]) -> None:
+        """``file``: every path a compacted call named, once, still named; ``sentence``: every sentence of a
+        compacted user message, whole."""
+        gone = reading.before - reading.kept
+        named = sorted({p for i in gone for p in self.files.get(i, ())})
+        for path in named:
+            scores["file"].add(norm(path) in reading.flat, path)
+        for i in sorted(gone):
+            for sentence in self.sentences.get(i, ()):
+                scores["sentence"].add(norm(sentence) in reading.flat, sentence[:60])
+
+
 @dataclass
 class KindScore:
     found: int = 0
@@ -196,6 +279,8 @@ def score_facts(facts: list[dict[str, Any]], reading: Reading) -> dict[str, Kind
         elif kind == "user_message":
             ok = present(f["needle"], reading.flat) or f["entry_id"] in reading.flat
             scores["user_message"].add(ok, f["entry_id"])
+        elif f.get("parts"):
+            scores[kind].add(parts_on_a_line(f, reading), f["needle"])
         else:
             scores[kind].add(present(f["needle"], reading.flat), f["needle"])
     return scores
@@ -211,6 +296,8 @@ class Setting:
     window: int
     keep: int
     cap: int | None  # None: picompact's default (keepRecentTokens / 2 unless settings say else)
+    shape: str = "task"
+    compactions: int | None = None  # None: whenever Pi's check says so; N: after the turns that end each Nth
 
     @property
     def reserve(self) -> int:
@@ -241,11 +328,16 @@ def compact(path: Path, setting: Setting, tree: Path, env: dict[str, str]) -> tu
     return done.returncode, done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
 
 
-def session_file(data_dir: Path, size: int, seed: int) -> Path:
-    path = data_dir / f"task-{qs.size_label(size)}-s{seed}.jsonl"
+def session_file(data_dir: Path, size: int, seed: int, shape: str = "task") -> Path:
+    path = data_dir / f"{shape}-{qs.size_label(size)}-s{seed}.jsonl"
     if not path.exists() or not qs.sidecar_path(path).exists():
-        qs.write(path, size, seed)
+        qs.write(path, size, seed, shape)
     return path
+
+
+def forced_turns(turns: int, compactions: int) -> set[int]:
+    """The turns after which a chain of ``compactions`` evenly spread compactions compacts (the last turn last)."""
+    return {max(round(turns * k / compactions) - 1, 0) for k in range(1, compactions + 1)}
 
 
 def replay(source: Path, setting: Setting, tree: Path, work: Path) -> dict[str, Any]:
@@ -272,12 +364,13 @@ def replay(source: Path, setting: Setting, tree: Path, work: Path) -> dict[str, 
             grouped[-1].append(e)
     chain: list[dict[str, Any]] = []
     failures: list[str] = []
+    forced = forced_turns(len(grouped), setting.compactions) if setting.compactions else None
     for n, turn in enumerate(grouped):
         with work.open("ab") as fh:
             for e in turn:
                 fh.write(orjson.dumps({**e, "parentId": leaf}) + b"\n")
                 leaf = e["id"]
-        if not check_session(work, options).should_compact:
+        if (n not in forced) if forced is not None else not check_session(work, options).should_compact:
             continue
         code, err = compact(work, setting, tree, env)
         if code != 0:
@@ -292,17 +385,21 @@ def replay(source: Path, setting: Setting, tree: Path, work: Path) -> dict[str, 
 def run_setting(job: tuple[Setting, str, str, int, str | None]) -> dict[str, Any]:
     setting, data_dir, tree, seed, keep_dir = job
     t0 = time.monotonic()
-    source = session_file(Path(data_dir), setting.size, seed)
+    source = session_file(Path(data_dir), setting.size, seed, setting.shape)
     with tempfile.TemporaryDirectory(prefix="picompact-quality-") as tmp:
         work = Path(tmp) / "session.jsonl"
         run = replay(source, setting, Path(tree), work)
         reads = readings(work)
         if keep_dir:
-            name = f"task-{qs.size_label(setting.size)}-w{setting.window}-k{setting.keep}-cap{setting.cap_label}.jsonl"
+            name = f"{setting.shape}-{qs.size_label(setting.size)}-w{setting.window}-k{setting.keep}"
+            name += f"-cap{setting.cap_label}.jsonl"
             Path(keep_dir).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(work, Path(keep_dir) / name)
     facts = run["sidecar"]["facts"]
+    content = SpanContent.of(source, run["sidecar"]["cwd"])
     per = [score_facts(facts, r) for r in reads]
+    for scores, r in zip(per, reads, strict=True):
+        content.score(r, scores)
     chain_total = {k: KindScore() for k in REPORTED}
     for s in per:
         for k, v in s.items():
@@ -311,6 +408,8 @@ def run_setting(job: tuple[Setting, str, str, int, str | None]) -> dict[str, Any
     for c, r in zip(run["chain"], reads, strict=False):
         c.update(summary_tokens=r.summary_tokens, extra_tokens=r.extra_tokens)
     return {
+        "shape": setting.shape,
+        "forced_compactions": setting.compactions,
         "size": setting.size,
         "size_label": qs.size_label(setting.size),
         "history_tokens": run["sidecar"]["history_tokens"],
@@ -404,8 +503,14 @@ SHORT = {
     "tool_fact": "tool fact",
     "path_in_long_message": "long msg",
     "user_message": "user msg",
+    "ruling_allowed": "allowed",
+    "ruling_denied": "denied",
+    "task_fact": "task fact",
+    "file": "files",
+    "sentence": "sentences",
 }
-SCORED = [k for k in REPORTED if k not in ("value_stale", "error_resolved", "user_message")]
+# ``all`` sums the planted kinds of the ``task`` shape (the figures of earlier reports), nothing of the others.
+SCORED = [k for k in REPORTED[: REPORTED.index("user_message")] if k not in ("value_stale", "error_resolved")]
 
 
 def overall(scores: dict[str, dict[str, Any]]) -> tuple[int, int]:
@@ -425,9 +530,24 @@ def markdown(report: dict[str, Any]) -> str:
         "but stale, fixed errors and user messages. `ckpt` = the last checkpoint's tokens (max over the chain).",
         "",
     ]
-    head = ["size", "window/keep", "cap", "comp.", "ckpt", *(SHORT[k] for k in REPORTED), "all", "all, chain"]
-    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in report["runs"]:
+    for shape in dict.fromkeys(r.get("shape", "task") for r in report["runs"]):
+        runs = [r for r in report["runs"] if r.get("shape", "task") == shape]
+        out += [f"Shape `{shape}`:", "", *_table(runs), ""]
+    failures = [(r, x) for r in report["runs"] for x in r["failures"]]
+    if failures:
+        out += ["", "Compactions that failed (the replay went on):"]
+        out += [f"- {r['size_label']} {r['window']}/{r['keep']} cap {r['cap']}: {x}" for r, x in failures[:20]]
+    return "\n".join(out) + "\n"
+
+
+def _table(runs: list[dict[str, Any]]) -> list[str]:
+    """One row a run; the columns of the kinds any of them scored (``all``: the ``task`` shape's)."""
+    kinds = [k for k in REPORTED if any(r["final"] and r["final"][k]["total"] for r in runs)]
+    task = all(r.get("shape", "task") == "task" for r in runs)
+    head = ["size", "window/keep", "cap", "comp.", "ckpt", *(SHORT[k] for k in kinds)]
+    head += ["all", "all, chain"] if task else []
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in runs:
         final = r["final"]
         if final is None:
             out.append(f"| {r['size_label']} | {r['window']}/{r['keep']} | {r['cap']} | 0 | | no compaction |")
@@ -440,16 +560,11 @@ def markdown(report: dict[str, Any]) -> str:
             r["cap"],
             str(r["compactions"]),
             f"{r['final_summary_tokens']} ({r['max_summary_tokens']})",
-            *(cell(final[k]) for k in REPORTED),
-            f"{pct(f, t)} ({f}/{t})",
-            pct(cf, ct),
+            *(cell(final[k]) for k in kinds),
         ]
+        row += [f"{pct(f, t)} ({f}/{t})", pct(cf, ct)] if task else []
         out.append("| " + " | ".join(row) + " |")
-    failures = [(r, x) for r in report["runs"] for x in r["failures"]]
-    if failures:
-        out += ["", "Compactions that failed (the replay went on):"]
-        out += [f"- {r['size_label']} {r['window']}/{r['keep']} cap {r['cap']}: {x}" for r, x in failures[:20]]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def machine() -> str:
@@ -464,21 +579,37 @@ def parse_windows(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def parse_sizes(text: str) -> list[tuple[int, int | None]]:
+    """``30k,100k`` or ``30k:2,100k:3`` (a chain of that many compactions evenly spread): (tokens, compactions)."""
+    out = []
+    for part in text.split(","):
+        if part:
+            size, _, n = part.partition(":")
+            out.append((qs.parse_tokens(size), int(n) if n else None))
+    return out
+
+
 def settings(args: argparse.Namespace) -> list[Setting]:
-    sizes = [qs.parse_tokens(s) for s in args.sizes.split(",") if s]
+    sizes = parse_sizes(args.sizes)
     windows = parse_windows(args.windows)
     caps = [None if c == "default" else int(c) for c in args.caps.split(",") if c]
     out = []
-    for size in sizes:
-        for i, (window, keep) in enumerate(windows):
-            for cap in caps if i == 0 or args.caps_everywhere else [None]:
-                out.append(Setting(size, window, keep, cap))
+    for shape in [s for s in args.shapes.split(",") if s]:
+        for size, compactions in sizes:
+            for i, (window, keep) in enumerate(windows):
+                for cap in caps if i == 0 or args.caps_everywhere else [None]:
+                    out.append(Setting(size, window, keep, cap, shape, compactions))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default=DEFAULT_SIZES, help=f"tokens of history (default {DEFAULT_SIZES})")
+    ap.add_argument(
+        "--sizes",
+        default=DEFAULT_SIZES,
+        help=f"tokens of history, SIZE or SIZE:N for a chain of N evenly spread compactions (default {DEFAULT_SIZES})",
+    )
+    ap.add_argument("--shapes", default=DEFAULT_SHAPES, help=f"session shapes: {', '.join(qs.SHAPES)}")
     ap.add_argument("--windows", default=DEFAULT_WINDOWS, help="WINDOW:KEEP,… (reserve = window/4)")
     ap.add_argument("--caps", default=DEFAULT_CAPS, help="checkpoint caps for the first window (default: all)")
     ap.add_argument("--caps-everywhere", action="store_true", help="run every cap at every window")
@@ -496,15 +627,16 @@ def main(argv: list[str] | None = None) -> int:
     if not (tree / "pi_compact" / "__init__.py").exists():
         ap.error(f"{tree} holds no pi_compact package")
     jobs = settings(args)
-    for size in sorted({s.size for s in jobs}):  # generate once, before the workers race for the files
-        session_file(args.data_dir, size, args.seed)
+    for size, shape in sorted({(s.size, s.shape) for s in jobs}):  # generate once, before the workers race
+        session_file(args.data_dir, size, args.seed, shape)
     results: list[dict[str, Any]] = []
     keep = str(args.keep_sessions) if args.keep_sessions else None
     t0 = time.monotonic()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for r in pool.map(run_setting, [(s, str(args.data_dir), str(tree), args.seed, keep) for s in jobs]):
             print(
-                f"{r['size_label']} {r['window']}/{r['keep']} cap {r['cap']}: {r['compactions']} compactions, "
+                f"{r['shape']} {r['size_label']} {r['window']}/{r['keep']} cap {r['cap']}: "
+                f"{r['compactions']} compactions, "
                 f"{r['seconds']} s",
                 file=sys.stderr,
             )

@@ -41,6 +41,9 @@ KINDS = (
     "path_in_long_message",
     "user_message",
 )
+# The kinds the other shapes plant (``SHAPES``): rulings of the user (which instruction holds: allowed and denied
+# cases), task facts (a value the task found or was given, in user messages, replies and tool outputs).
+SHAPE_KINDS = ("ruling_allowed", "ruling_denied", "task_fact")
 LONG_MESSAGE_OFFSET = 400  # a path_in_long_message needle starts after this many characters of its message
 USER_TRACE_CHARS = 40  # a user message's trace: its first 40 characters (whitespace collapsed)
 MAX_OUTPUT_CHARS = 6000  # tool outputs are cut to their tail at this size, so the smallest window still fits a turn
@@ -83,6 +86,9 @@ class Fact:
     old_turn: int | None = None
     resolved_entry_id: str | None = None
     resolved_turn: int | None = None
+    # Found when one line of the model's text holds every part (the needle's words may be merged or reworded
+    # around them, as a block that merges lines differing in a name does); a ruling's polarity must be on it too.
+    parts: list[str] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -196,6 +202,10 @@ _SYLLABLES = (
 
 
 class Generator:
+    """The ``task`` shape: a Python forecast service, the facts of ``KINDS`` planted at random places."""
+
+    cwd = CWD
+
     def __init__(self, target_tokens: int, seed: int) -> None:
         self.rng = Random(seed)
         self.target = target_tokens
@@ -636,6 +646,10 @@ class Generator:
                     break
                 pending.append((kind, arg))
             self.run_turn(pending)
+        self.user_facts()
+
+    def user_facts(self) -> None:
+        """A trace fact for every user message: its first characters."""
         for e in self.entries:
             m = e["message"]
             if m["role"] == "user":
@@ -657,8 +671,193 @@ class Generator:
             "version": 3,
             "id": f"0199{self.seed:04x}-{self.target:08x}"[:36],
             "timestamp": "2026-01-01T00:00:00.000Z",
-            "cwd": CWD,
+            "cwd": self.cwd,
         }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Other shapes. ``rulings``: a TypeScript dashboard task whose user gives one ruling after another in the same
+# template ("Do not adopt LIB for component-NNN", "You may use LIB for component-NNN"), states task values in
+# passing, and whose agent reads the same files in many ranges and reports values it found; ``pasted``: a task whose
+# user pastes long logs with the value that matters in their middle (past what a head-of-message stub keeps).
+
+RULING_LIBS = ("chartkit", "gridline", "formflow", "tablestack")
+DENY_TEMPLATES = (
+    "Do not adopt {lib} for component-{n}; it breaks the print layout.",
+    "Do not adopt {lib} for component-{n}; legal has not cleared its licence.",
+    "Do not adopt {lib} for component-{n}; the bundle budget rules it out.",
+)
+ALLOW_TEMPLATES = (
+    "You may use {lib} for component-{n}, it passed the review.",
+    "You may use {lib} for component-{n}, the team signed off on it.",
+)
+TASK_FACTS_USER = (
+    ("The {tok} widget refreshes every {n} seconds.", ("{tok}", "{n} seconds")),
+    ("The API key for {tok} lives in vault path secret/{tok}/{n}.", ("secret/{tok}/{n}",)),
+    ("Our SLA for the {tok} page is {n} ms at p95.", ("{tok}", "{n} ms")),
+    ("The feature flag is dash_{tok}_{n} and it stays off in production.", ("dash_{tok}_{n}",)),
+)
+TASK_FACTS_FOUND = (
+    ("Found it: the {tok} chart caps the series at {n} points.", ("{tok}", "{n} points")),
+    ("The {tok} query takes {n} ms because it scans the whole table.", ("{tok}", "{n} ms")),
+    ("The bundle grew to {n} KB after the {tok} import.", ("{tok}", "{n} KB")),
+    ("The {tok} reducer is called {n} times per render.", ("{tok}", "{n} times")),
+)
+TASK_FACTS_OUTPUT = (
+    ("export const {TOK}_LIMIT = {n};", ("{TOK}_LIMIT = {n}",)),
+    ('  "{tok}-core": "^{n}.0.0",', ("{tok}-core", "{n}.0.0")),
+)
+FRAGMENTS = ("do not redo it.", "both are needed to reproduce it.", "keep it that way.", "that one is fine.")
+DASH_FILES = (
+    "src/components/Dashboard.tsx",
+    "src/components/ChartPanel.tsx",
+    "src/components/FilterBar.tsx",
+    "src/hooks/useMetrics.ts",
+    "src/store/metricsSlice.ts",
+    "src/api/metrics.ts",
+    "test/Dashboard.test.tsx",
+)
+DASH_CWD = "/home/dev/acme-dashboard"
+
+
+class RulingsGenerator(Generator):
+    """The ``rulings`` shape (see above): rulings, task facts, many ranged reads of a few files."""
+
+    cwd = DASH_CWD
+
+    def __init__(self, target_tokens: int, seed: int) -> None:
+        super().__init__(target_tokens, seed)
+        self.c = Content(self.rng, PROFILES[1], self.cwd)
+        self.lib = self.rng.choice(RULING_LIBS)
+
+    def component(self) -> str:
+        return f"{self.number(3):03d}"
+
+    def task_fact(self, pool: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[str, str, list[str]]:
+        """(sentence, needle, parts) of a task fact with a fresh token and number."""
+        template, parts = self.rng.choice(pool)
+        tok = self.tok()
+        v = {"tok": tok, "TOK": tok.upper(), "n": str(self.number(4))}
+        filled = [p.format(**v) for p in parts]
+        return template.format(**v), filled[-1] if len(filled) > 1 else filled[0], filled
+
+    def ranged_read(self) -> None:
+        r = self.rng
+        path = f"{self.cwd}/{r.choice(DASH_FILES)}"
+        offset = r.randint(1, 400)
+        self.step(
+            self.fill("Reading more of {noun} handling."),
+            "read",
+            self.c.code(r.randint(20, 60)),
+            path=path,
+            offset=offset,
+            limit=r.randint(40, 110),
+        )
+
+    def filler(self) -> None:
+        r = self.rng
+        pick = r.random()
+        if pick < 0.5:
+            self.ranged_read()
+        elif pick < 0.7:
+            self.bash_step()
+        else:
+            self.edit_step(f"{self.cwd}/{r.choice(DASH_FILES)}")
+
+    def run_turn(self, pending: list[tuple[str, Any]]) -> None:
+        r = self.rng
+        self.turn += 1
+        sentences: list[str] = []
+        planted: list[tuple[str, str, str, list[str]]] = []  # kind, sub, needle, parts
+        if self.turn == 0:
+            tok = self.tok()
+            sentences.append(
+                f"We are rebuilding the metrics dashboard of acme, project {tok}: every panel moves to the new "
+                f"store and the page must render in under {self.number(3)} ms."
+            )
+            planted.append(("goal", "initial", f"project {tok}", [f"project {tok}"]))
+        else:
+            sentences.append(self.fill(r.choice(REQUEST_OPENERS) + " look at the {noun} panel in {file}."))
+        if self.turn > 0 and r.random() < 0.75:
+            n = self.component()
+            if r.random() < 0.65:
+                sentences.append(r.choice(DENY_TEMPLATES).format(lib=self.lib, n=n))
+                planted.append(("ruling_denied", "deny", f"component-{n}", [self.lib, n]))
+            else:
+                sentences.append(r.choice(ALLOW_TEMPLATES).format(lib=self.lib, n=n))
+                planted.append(("ruling_allowed", "allow", f"component-{n}", [self.lib, n]))
+        if r.random() < 0.45:
+            sentence, needle, parts = self.task_fact(TASK_FACTS_USER)
+            sentences.append(sentence)
+            planted.append(("task_fact", "user", needle, parts))
+        if r.random() < 0.3:
+            sentences.append(r.choice(FRAGMENTS).capitalize())
+        text = " ".join(sentences)
+        if self.turn > 0 and r.random() < 0.12:
+            text = f"{text}\n\n{self.pasted()}"
+        user_id = self.user(text)
+        for kind, sub, needle, parts in planted:
+            self.fact(kind, sub, needle, [user_id], text, parts=parts)
+        for _ in range(r.randint(1, 4)):
+            self.filler()
+        if r.random() < 0.5:
+            line, needle, parts = self.task_fact(TASK_FACTS_OUTPUT)
+            code = self.c.code(r.randint(20, 50)).split("\n")
+            code.insert(r.randint(0, len(code)), line)
+            path = f"{self.cwd}/{r.choice(DASH_FILES)}"
+            _, rid = self.step("Checking the constants.", "read", "\n".join(code), path=path)
+            self.fact("task_fact", "output", needle, [rid], line, parts=parts)
+        closing = self.fill(r.choice(ASSISTANT_CLOSERS))
+        if r.random() < 0.5:
+            sentence, needle, parts = self.task_fact(TASK_FACTS_FOUND)
+            aid = self.assistant(f"{sentence} {closing}")
+            self.fact("task_fact", "found", needle, [aid], sentence, parts=parts)
+        else:
+            self.assistant(closing)
+
+    def run(self) -> None:
+        while self.tokens < self.target:
+            self.run_turn([])
+        self.user_facts()
+
+
+class PastedGenerator(RulingsGenerator):
+    """The ``pasted`` shape: most user messages paste a long log, and the value that matters sits in its middle."""
+
+    def run_turn(self, pending: list[tuple[str, Any]]) -> None:
+        r = self.rng
+        self.turn += 1
+        lead = self.fill(r.choice(REQUEST_OPENERS) + " the {noun} panel of {file} misbehaves.")
+        planted: list[tuple[str, str, str, list[str]]] = []
+        if self.turn == 0:
+            tok = self.tok()
+            lead = f"We are hunting a slow-render bug in the acme dashboard, ticket {tok}. " + lead
+            planted.append(("goal", "initial", f"ticket {tok}", [f"ticket {tok}"]))
+        log = self.c.app_log(r.randint(14, 30)).split("\n")
+        sentence, needle, parts = self.task_fact(TASK_FACTS_USER)
+        log.insert(len(log) // 2, f"NOTE {sentence}")
+        planted.append(("task_fact", "pasted", needle, parts))
+        if r.random() < 0.5:
+            n = self.component()
+            deny = r.random() < 0.6
+            template = r.choice(DENY_TEMPLATES if deny else ALLOW_TEMPLATES).format(lib=self.lib, n=n)
+            kind = "ruling_denied" if deny else "ruling_allowed"
+            planted.append((kind, "deny" if deny else "allow", f"component-{n}", [self.lib, n]))
+            tail = f"\n\n{template}"
+        else:
+            tail = ""
+        text = f"{lead}\n\n```\n" + "\n".join(log) + f"\n```\n\nWhat do you make of it?{tail}"
+        user_id = self.user(text)
+        for kind, sub, needle, parts in planted:
+            self.fact(kind, sub, needle, [user_id], text, parts=parts)
+        for _ in range(r.randint(1, 3)):
+            self.filler()
+        sentence, needle, parts = self.task_fact(TASK_FACTS_FOUND)
+        aid = self.assistant(f"{sentence} {self.fill(r.choice(ASSISTANT_CLOSERS))}")
+        self.fact("task_fact", "found", needle, [aid], sentence, parts=parts)
+
+
+SHAPES: dict[str, type[Generator]] = {"task": Generator, "rulings": RulingsGenerator, "pasted": PastedGenerator}
 
 
 def _iso(ms: int) -> str:
@@ -705,22 +904,29 @@ def validate(entries: list[dict[str, Any]], facts: list[Fact]) -> list[str]:
     return problems
 
 
-def generate(target_tokens: int, seed: int = 1) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    """(header, entries, sidecar) of a session of about ``target_tokens`` tokens of history."""
-    gen = Generator(target_tokens, seed)
-    gen.run()
-    problems = validate(gen.entries, gen.facts)
+def generate(
+    target_tokens: int, seed: int = 1, shape: str = "task"
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """(header, entries, sidecar) of a session of about ``target_tokens`` tokens of history, of ``shape``."""
+    for attempt in range(5):  # a short needle may occur by chance in generated text (a number inside a hex id)
+        gen = SHAPES[shape](target_tokens, seed + 1000 * attempt)
+        gen.run()
+        problems = validate(gen.entries, gen.facts)
+        if not problems:
+            break
     if problems:
         raise RuntimeError("generator planted an ambiguous needle:\n" + "\n".join(problems[:10]))
     sidecar = {
         "format": 1,
         "seed": seed,
+        "generator_seed": gen.seed,  # seed + 1000 per attempt that planted an ambiguous needle
+        "shape": shape,
         "target_tokens": target_tokens,
         "history_tokens": gen.tokens,
         "entries": len(gen.entries),
         "turns": len(gen.turn_starts),
         "turn_starts": gen.turn_starts,
-        "cwd": CWD,
+        "cwd": gen.cwd,
         "facts": [asdict(f) for f in gen.facts],
     }
     return gen.header(), gen.entries, sidecar
@@ -730,8 +936,8 @@ def sidecar_path(session: Path) -> Path:
     return session.with_name(session.name.removesuffix(".jsonl") + ".facts.json")
 
 
-def write(path: Path, target_tokens: int, seed: int = 1) -> dict[str, Any]:
-    header, entries, sidecar = generate(target_tokens, seed)
+def write(path: Path, target_tokens: int, seed: int = 1, shape: str = "task") -> dict[str, Any]:
+    header, entries, sidecar = generate(target_tokens, seed, shape)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [header, *entries]))
     sidecar["session"] = path.name
@@ -743,10 +949,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="100k", help="tokens of history: 30k, 100k, 300k…")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="task")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    sidecar = write(args.out, parse_tokens(args.size), args.seed)
-    kinds = {k: sum(1 for f in sidecar["facts"] if f["kind"] == k) for k in KINDS}
+    sidecar = write(args.out, parse_tokens(args.size), args.seed, args.shape)
+    kinds = {k: sum(1 for f in sidecar["facts"] if f["kind"] == k) for k in (*KINDS, *SHAPE_KINDS)}
     print(
         f"{args.out}: {sidecar['entries']} entries, {sidecar['turns']} turns, {sidecar['history_tokens']} tokens; "
         + ", ".join(f"{k} {n}" for k, n in kinds.items()),

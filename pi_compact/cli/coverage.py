@@ -31,13 +31,17 @@ def score_lines(data: Mapping[str, Any]) -> list[str]:
         if not c["total"]:
             out.append(f"  {label:<20} -      (none in the compacted span)")
             continue
-        partial = f", {c['partial']} partial" if c["partial"] else ""
+        parts = [f"{c['present']} of {c['total']} whole"]
+        if c.get("shortened"):
+            share = c.get("shortened_share")
+            kept = f" keeping {share * 100:.0f}% of their text" if share is not None else ""
+            parts.append(f"{c['shortened']} shortened{kept}")
+        if c.get("trace"):
+            parts.append(f"{c['trace']} only a trace")
         searched = c["missing"] and c["recovered"] is not None
         recovered = f"; grep recovers {c['recovered']} of {c['missing']}" if searched else ""
-        out.append(
-            f"  {label:<20} {c['score'] * 100:>4.0f}%  ({c['present']} of {c['total']} present{partial}, "
-            f"{c['missing']} missing{recovered})"
-        )
+        parts.append(f"{c['missing']} gone{recovered}")
+        out.append(f"  {label:<20} {c['score'] * 100:>4.0f}%  ({', '.join(parts)})")
     return out
 
 
@@ -67,10 +71,12 @@ def coverage(
 ) -> ExitCode:
     """What survived a compaction: a deterministic recall score per category, and the missing items.
 
-    Looks for each compacted user message (verbatim, partial, missing), each modified file path, each failed tool
-    result's distinctive error line and each decision-like assistant sentence in the text the model reads after the
-    compaction; every missing item is searched with grep on the raw branch. Works for any compaction (verbatim
-    checkpoint, LLM summary by picompact or Pi, an extension's), so the modes can be compared on your own sessions.
+    Looks for each compacted user message (whole, shortened, only a trace, gone), each modified file path, each
+    failed tool result's distinctive error line and each decision-like assistant sentence in the text the model
+    reads after the compaction; the percentage counts what a reader can use (whole items, and shortened ones by the
+    share of their text kept); every missing item is searched with grep on the raw branch. Works for any
+    compaction (verbatim checkpoint, LLM summary by picompact or Pi, an extension's), so the modes can be compared
+    on your own sessions.
     Exit 0, or 2 on bad input (no compaction on the branch, an id that is not a compaction).
     """
     from pi_compact.ops.coverage import measure_coverage as measure

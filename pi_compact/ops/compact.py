@@ -74,6 +74,7 @@ from pi_compact.session.write import (
 )
 
 if TYPE_CHECKING:
+    from pi_compact.ops.coverage import CategoryScoreJSON  # coverage imports compact (a dry run's draft)
     from pi_compact.ops.forecast import Forecast
 
 LOW_GAIN_PERCENT = 20.0
@@ -203,7 +204,7 @@ class CompactJSON(TypedDict):
     file_evidence: dict[str, Any] | None
     entries: list[JsonDict]
     forecast: ForecastJSON | None
-    coverage: dict[str, Any] | None
+    coverage: dict[str, CategoryScoreJSON] | None
     warnings: list[str]
 
 
@@ -224,7 +225,7 @@ class CompactResult:
     output: str | None = None
     mode: str = "verbatim"
     forecast: Forecast | None = None  # from the compacted context: the turns it buys
-    coverage: dict[str, Any] | None = None  # a dry run's coverage categories (coverage.drafted_coverage)
+    coverage: dict[str, CategoryScoreJSON] | None = None  # a dry run's coverage categories (drafted_coverage)
     preview: ModePreview | None = None  # a dry run of a mode whose checkpoint costs a model call: what it would send
 
     @property

@@ -6,28 +6,32 @@ it, from the previous compaction's kept range up to ``firstKeptEntryId``); the t
 projection right after it (the summary, the kept tail, and the entries written with the compaction, such as
 picompact's re-orientation message). Four categories of items are looked for in that text:
 
-- user messages: ``verbatim`` (whole text present), ``partial`` (its opening, or half of its word triples), else
-  ``missing``;
+- user messages: ``verbatim`` (whole text present), ``shortened`` (at least ``SHORTENED_MIN_SHARE`` of its
+  characters present, in runs of three words or more: a stub), ``trace`` (less than that, or only its entry id: a
+  reader knows it was there, not what it said), else ``missing`` (gone);
 - modified files (write/edit tool calls): ``found`` when the path appears (as written or relative to the session
   cwd);
 - failed tool results (and failed shell commands): their most distinctive error line;
-- decision-like assistant sentences ("I'll…", "decided…", "instead of…"): ``verbatim``, ``partial``, ``missing``;
+- decision-like assistant sentences ("I'll…", "decided…", "instead of…"): ``verbatim``, ``shortened``, ``trace``,
+  ``missing``;
 - standing instructions of the compacted user messages (checkpoint/standing.py decides which sentences state one):
   ``rules`` (rules, constraints, preferences) and ``values`` (settings; a value a later message superseded is not
-  counted, only the one in force): ``verbatim``, ``partial``, ``missing``;
+  counted, only the one in force): graded as decisions are;
 - ``progress``: each command the agent ran (found when the command's text appears).
 
 Every missing item is looked up with ``picompact grep`` (fixed string) on the raw branch: ``recovered`` says whether
 the search finds it in its own entry (it always should).
 
-Text is compared after collapsing whitespace; nothing is paraphrase-aware, by design: the same inputs always give
-the same score.
+Each category's ``score`` counts only what a reader can use: a whole item counts 1, a shortened one the share of
+its characters still present, a trace and a missing item nothing (``score_any`` is the share with anything left at
+all, a trace included: the looser figure). Text is compared after collapsing whitespace; nothing is
+paraphrase-aware, by design: the same inputs always give the same score.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pi_compact.errors import NotFoundError, UsageError
@@ -44,10 +48,12 @@ if TYPE_CHECKING:
 
 CATEGORIES = ("user_messages", "rules", "values", "decisions", "progress", "modified_files", "failed_tool_results")
 NEEDLE_CHARS = 80
-PARTIAL_PREFIX_CHARS = 60
 SNIPPET_CHARS = 120
+# A text item with at least this share of its characters present is ``shortened`` (a stub a reader can use); less
+# than that is a ``trace`` (its opening words, its id).
+SHORTENED_MIN_SHARE = 0.25
 
-Status = Literal["verbatim", "partial", "found", "missing"]
+Status = Literal["verbatim", "shortened", "trace", "found", "missing"]
 
 DECISION = re.compile(
     r"\b(?:I'll|I will|I'm going to|let's|let us|we'll|we will|we should|I decided|decided|decision|"
@@ -73,6 +79,7 @@ class CoverageItemJSON(TypedDict):
     line: int
     text: str
     status: str
+    kept_share: float  # the share of its characters the model still reads (1 whole, 0 gone)
     needle: str
     recovered: bool | None
 
@@ -80,11 +87,15 @@ class CoverageItemJSON(TypedDict):
 class CategoryScoreJSON(TypedDict):
     category: str
     total: int
-    present: int
-    partial: int
-    missing: int
-    recovered: int
-    score: float | None
+    present: int  # whole (or found)
+    shortened: int
+    shortened_share: float | None  # the mean share of characters the shortened items keep
+    trace: int  # only a trace: the opening words or the entry id
+    partial: int  # shortened + trace (the figure of earlier versions)
+    missing: int  # gone
+    recovered: int | None  # of the missing, how many grep finds (null in a dry run: nothing searched)
+    score: float | None  # (present + the shares the shortened keep) / total: what a reader can use
+    score_any: float | None  # (present + shortened + trace) / total: anything left at all
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +109,13 @@ class CoverageItem:
     status: Status
     needle: str  # the fixed string grep looks for
     recovered: bool | None = None  # for missing items: whether grep finds it in its entry
+    kept_share: float = -1.0  # the share of its characters present; -1: 1 when verbatim or found, else 0
+
+    @property
+    def share(self) -> float:
+        if self.kept_share >= 0:
+            return self.kept_share
+        return 1.0 if self.status in ("verbatim", "found") else 0.0
 
     def to_json(self) -> CoverageItemJSON:
         snippet = self.text if len(self.text) <= SNIPPET_CHARS else self.text[: SNIPPET_CHARS - 1] + "…"
@@ -107,6 +125,7 @@ class CoverageItem:
             "line": self.line,
             "text": snippet,
             "status": self.status,
+            "kept_share": round(self.share, 3),
             "needle": self.needle,
             "recovered": self.recovered,
         }
@@ -117,25 +136,41 @@ class CategoryScore:
     category: str
     total: int
     verbatim: int  # verbatim or found
-    partial: int
+    shortened: int
+    trace: int
     missing: int
     recovered: int  # missing items grep finds
+    shortened_kept: float = 0.0  # the sum of the shares of characters the shortened items keep
+
+    @property
+    def partial(self) -> int:
+        return self.shortened + self.trace
 
     @property
     def score(self) -> float | None:
-        """Share of items the model can still read (verbatim, found or partial); None when there are none."""
+        """What a reader can use: whole items, and shortened ones by the share of characters they keep; None when
+        there are none."""
+        return (self.verbatim + self.shortened_kept) / self.total if self.total else None
+
+    @property
+    def score_any(self) -> float | None:
+        """The share of items with anything left (a trace included)."""
         return (self.verbatim + self.partial) / self.total if self.total else None
 
     def to_json(self) -> CategoryScoreJSON:
-        score = self.score
+        score, score_any = self.score, self.score_any
         return {
             "category": self.category,
             "total": self.total,
             "present": self.verbatim,
+            "shortened": self.shortened,
+            "shortened_share": round(self.shortened_kept / self.shortened, 3) if self.shortened else None,
+            "trace": self.trace,
             "partial": self.partial,
             "missing": self.missing,
             "recovered": self.recovered,
             "score": round(score, 3) if score is not None else None,
+            "score_any": round(score_any, 3) if score_any is not None else None,
         }
 
 
@@ -253,18 +288,34 @@ def _trigrams(text: str) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
 
 
-def _grade(text: str, context: str, context_trigrams: set[tuple[str, ...]]) -> Status:
+def kept_share(flat: str, context_trigrams: set[tuple[str, ...]]) -> float:
+    """The share of the characters of ``flat`` (whitespace collapsed) that the context holds in runs of three
+    words or more: a word counts when one of the word triples it is part of is in the context."""
+    words = flat.split(" ")
+    if len(words) < 3:
+        return 0.0
+    covered = [False] * len(words)
+    for i in range(len(words) - 2):
+        if (words[i], words[i + 1], words[i + 2]) in context_trigrams:
+            covered[i] = covered[i + 1] = covered[i + 2] = True
+    kept = sum(len(word) + 1 for word, hit in zip(words, covered, strict=True) if hit)
+    return min(kept / (len(flat) + 1), 1.0)
+
+
+def _grade(
+    text: str, context: str, context_trigrams: set[tuple[str, ...]], entry_id: str | None = None
+) -> tuple[Status, float]:
+    """(status, share of characters kept): whole, shortened (a usable share kept), a trace (less, or only the
+    entry id named), or missing."""
     flat = normalize(text)
-    if not flat:
-        return "verbatim"
-    if flat in context:
-        return "verbatim"
-    if len(flat) > PARTIAL_PREFIX_CHARS and flat[:PARTIAL_PREFIX_CHARS] in context:
-        return "partial"
-    grams = _trigrams(flat)
-    if grams and len(grams & context_trigrams) * 2 >= len(grams):
-        return "partial"
-    return "missing"
+    if not flat or flat in context:
+        return "verbatim", 1.0
+    share = kept_share(flat, context_trigrams)
+    if share >= SHORTENED_MIN_SHARE:
+        return "shortened", share
+    if share > 0 or flat[:40] in context or (entry_id is not None and entry_id in context):
+        return "trace", share
+    return "missing", 0.0
 
 
 # Lines that name no error of their own: a traceback's banner, the exit notice Pi's bash tool appends.
@@ -297,14 +348,16 @@ def _standing_items(span: list[Entry], context: str, trigrams: set[tuple[str, ..
         category = "values" if found.kind == "value" else "rules" if found.kind != "goal" else None
         if category is None:
             continue
+        status, share = _grade(found.text.rstrip("…"), context, trigrams)
         items.append(
             CoverageItem(
                 category,
                 found.entry,
                 lines.get(found.entry, 0),
                 found.text,
-                _grade(found.text.rstrip("…"), context, trigrams),
+                status,
                 found.text[:NEEDLE_CHARS].rstrip("…").strip(),
+                kept_share=share,
             )
         )
     return items
@@ -330,14 +383,16 @@ def _items(span: list[Entry], cwd: str, context: str) -> list[CoverageItem]:
         if role == "user":
             text = _text_blocks(message)
             if text.strip():
+                status, share = _grade(text, context, trigrams, entry.id)
                 items.append(
                     CoverageItem(
                         "user_messages",
                         entry.id,
                         entry.line,
                         normalize(text),
-                        _grade(text, context, trigrams),
+                        status,
                         _first_line(text),
+                        kept_share=share,
                     )
                 )
         elif role == "assistant":
@@ -372,14 +427,16 @@ def _items(span: list[Entry], cwd: str, context: str) -> list[CoverageItem]:
                     CoverageItem("progress", entry.id, entry.line, shown, "found" if present else "missing", shown)
                 )
             for sentence in _decisions(_text_blocks(message)):
+                status, share = _grade(sentence, context, trigrams)
                 items.append(
                     CoverageItem(
                         "decisions",
                         entry.id,
                         entry.line,
                         sentence,
-                        _grade(sentence, context, trigrams),
+                        status,
                         sentence[:NEEDLE_CHARS].strip(),
+                        kept_share=share,
                     )
                 )
         elif (role == "toolResult" and message.get("isError")) or (
@@ -388,9 +445,9 @@ def _items(span: list[Entry], cwd: str, context: str) -> list[CoverageItem]:
             text = _text_blocks(message) if role == "toolResult" else str(message.get("output") or "")
             line = _error_line(text)
             if line:
-                status: Status = "found" if normalize(line) in context else "missing"
+                seen: Status = "found" if normalize(line) in context else "missing"
                 items.append(
-                    CoverageItem("failed_tool_results", entry.id, entry.line, line, status, line[:NEEDLE_CHARS].strip())
+                    CoverageItem("failed_tool_results", entry.id, entry.line, line, seen, line[:NEEDLE_CHARS].strip())
                 )
     return items
 
@@ -433,12 +490,7 @@ def measure_coverage(
     context = _context_text(after)
     items = _items(span, session.cwd, context)
     if recover:
-        items = [
-            CoverageItem(i.category, i.entry_id, i.line, i.text, i.status, i.needle, _recover(branch, i))
-            if i.status == "missing"
-            else i
-            for i in items
-        ]
+        items = [replace(i, recovered=_recover(branch, i)) if i.status == "missing" else i for i in items]
     categories = []
     for name in CATEGORIES:
         mine = [i for i in items if i.category == name]
@@ -447,9 +499,11 @@ def measure_coverage(
                 category=name,
                 total=len(mine),
                 verbatim=sum(1 for i in mine if i.status in ("verbatim", "found")),
-                partial=sum(1 for i in mine if i.status == "partial"),
+                shortened=sum(1 for i in mine if i.status == "shortened"),
+                trace=sum(1 for i in mine if i.status == "trace"),
                 missing=sum(1 for i in mine if i.status == "missing"),
                 recovered=sum(1 for i in mine if i.status == "missing" and i.recovered),
+                shortened_kept=sum(i.share for i in mine if i.status == "shortened"),
             )
         )
     return CoverageResult(
@@ -463,11 +517,16 @@ def measure_coverage(
     )
 
 
-def drafted_coverage(check: CheckResult, entries: list[JsonDict]) -> dict[str, Any]:
+def drafted_coverage(check: CheckResult, entries: list[JsonDict]) -> dict[str, CategoryScoreJSON]:
     """The categories of the compaction ``entries`` would make (a dry run's draft), measured in memory on the
     session as it would be; nothing is searched (``recovered`` stays null)."""
     from pi_compact.ops.compact import session_after
 
     after, leaf = session_after(check, entries)
     measured = measure_coverage(after, str(entries[0]["id"]), leaf_id=leaf, recover=False)
-    return {c.category: {**c.to_json(), "recovered": None} for c in measured.categories}
+    out: dict[str, CategoryScoreJSON] = {}
+    for c in measured.categories:
+        drafted = c.to_json()
+        drafted["recovered"] = None
+        out[c.category] = drafted
+    return out

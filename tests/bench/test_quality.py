@@ -178,3 +178,59 @@ def test_open_and_fixed_errors_are_counted_apart(bench: tuple[ModuleType, Module
     assert (open_["error"].found, open_["error"].total, open_["error_resolved"].total) == (1, 1, 0)
     fixed = q.score_facts([fact], _reading(q, "nothing", {"e2", "e5"}))
     assert (fixed["error"].total, fixed["error_resolved"].found, fixed["error_resolved"].total) == (0, 0, 1)
+
+
+@pytest.mark.parametrize("shape", ["rulings", "pasted"])
+def test_every_shape_plants_its_kinds_with_needles_in_the_entries_it_names(
+    bench: tuple[ModuleType, ModuleType], tmp_path: Path, shape: str
+) -> None:
+    qs, _ = bench
+    path = tmp_path / f"{shape}.jsonl"
+    sidecar = qs.write(path, 20_000, seed=5, shape=shape)
+    entries = {e["id"]: e for e in (orjson.loads(x) for x in path.read_bytes().split(b"\n")[1:] if x)}
+    kinds = {f["kind"] for f in sidecar["facts"]}
+    assert {"ruling_denied", "task_fact", "user_message", "goal"} <= kinds
+    for f in sidecar["facts"]:
+        text = _text(qs, entries[f["entry_id"]])
+        assert qs.normalize(f["needle"]).lower() in text
+        for part in f["parts"] or ():
+            assert qs.normalize(part).lower() in text, (f["kind"], part)
+
+
+def _one_line(q: ModuleType, text: str) -> Any:
+    return q.Reading(1, "c", text, q.norm(text), {"u1"}, set(), 0, 0)
+
+
+def test_a_ruling_is_kept_only_with_its_parts_and_its_polarity_on_one_line(
+    bench: tuple[ModuleType, ModuleType],
+) -> None:
+    _, q = bench
+    denied = {"kind": "ruling_denied", "parts": ["chartkit", "017"], "needle": "component-017"}
+    allowed = {"kind": "ruling_allowed", "parts": ["chartkit", "021"], "needle": "component-021"}
+    assert q.parts_on_a_line(denied, _one_line(q, "- Do not adopt chartkit for component-003 … -017 (2 messages)"))
+    assert not q.parts_on_a_line(denied, _one_line(q, "- You may use chartkit for component-017"))
+    assert not q.parts_on_a_line(denied, _one_line(q, "Do not adopt chartkit\nfor component-017"))
+    assert not q.parts_on_a_line(denied, _one_line(q, "Do not adopt chartkit for component-1017"))
+    assert q.parts_on_a_line(allowed, _one_line(q, "You may use chartkit for component-021, it passed."))
+    assert not q.parts_on_a_line(allowed, _one_line(q, "Do not adopt chartkit for component-021; you may not."))
+
+
+def test_files_and_sentences_are_scored_from_the_compacted_entries(
+    bench: tuple[ModuleType, ModuleType], tmp_path: Path
+) -> None:
+    qs, q = bench
+    path = tmp_path / "rulings.jsonl"
+    sidecar = qs.write(path, 8_000, seed=2, shape="rulings")
+    content = q.SpanContent.of(path, sidecar["cwd"])
+    ids = [e for e in content.sentences if content.sentences[e]]
+    sentence = content.sentences[ids[0]][0]
+    file_entry = next(iter(content.files))
+    path_named = content.files[file_entry][0]
+    assert not path_named.startswith("/"), path_named  # relative to the session's cwd
+    reading = q.Reading(
+        1, "c", f"{sentence}\n{path_named}", q.norm(f"{sentence}\n{path_named}"), {ids[0], file_entry}, set(), 0, 0
+    )
+    scores = {k: q.KindScore() for k in q.REPORTED}
+    content.score(reading, scores)
+    assert scores["file"].found == 1 and scores["file"].total == len(set(content.files[file_entry]))
+    assert scores["sentence"].found == 1 and scores["sentence"].total == len(content.sentences[ids[0]])

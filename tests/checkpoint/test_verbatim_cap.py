@@ -96,8 +96,8 @@ def test_v20_long_user_messages_become_stubs_that_keep_what_identifies_them(
     assert "START OF PASTE" in span_text
     stub = span_text.split("START OF PASTE", 1)[1].split("\n\n", 1)[0]
     assert f"characters shown of {len(paste)}" not in stub
-    assert f"of {len(paste)} characters shown; kept from the rest: " in stub
-    # the head, then the error line, the path and the last line of the part that was cut
+    assert f"of {len(paste)} characters shown" in stub  # its sentences chosen by value, the gaps marked
+    # the head, then the error line, the path and the last line of the part that was cut, in their order
     assert "KeyError: 'ledger_id'" in stub and "src/billing/ledger.py:214" in stub and "END OF PASTE" in stub
     assert len(stub) < 800
     assert "user request number 1\n" in cp.summary and "user request number 2\n" in cp.summary

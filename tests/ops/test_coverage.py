@@ -108,10 +108,11 @@ def test_a_summary_scores_partial_and_missing_items_with_entry_ids(tmp_path: Pat
     path = sb.write(tmp_path / "s.jsonl")
     data = run("coverage", path, "--json").json
     assert data["kind"].startswith("LLM summary")
-    users = {i["entry_id"]: i["status"] for i in data["items"] if i["category"] == "user_messages"}
+    users = {i["entry_id"]: i for i in data["items"] if i["category"] == "user_messages"}
     first_user, second_user = [e["id"] for e in sb.entries if e.get("message", {}).get("role") == "user"][:2]
-    assert users[first_user] == "partial"  # its opening is there
-    assert users[second_user] == "missing"
+    assert users[first_user]["status"] == "shortened"  # its first 70 characters are there, of 186
+    assert 0.3 < users[first_user]["kept_share"] < 0.4
+    assert users[second_user]["status"] == "missing" and users[second_user]["kept_share"] == 0
     files = {i["text"]: i["status"] for i in data["items"] if i["category"] == "modified_files"}
     assert files == {"/repo/src/money.py": "found", "/repo/CHANGELOG.md": "missing"}
     cats = data["categories"]
@@ -217,12 +218,25 @@ def test_json_keys(tmp_path: Path) -> None:
         "category",
         "total",
         "present",
+        "shortened",
+        "shortened_share",
+        "trace",
         "partial",
         "missing",
         "recovered",
         "score",
+        "score_any",
     }
-    assert set(data["items"][0]) == {"category", "entry_id", "line", "text", "status", "needle", "recovered"}
+    assert set(data["items"][0]) == {
+        "category",
+        "entry_id",
+        "line",
+        "text",
+        "status",
+        "kept_share",
+        "needle",
+        "recovered",
+    }
 
 
 def test_default_session_is_the_newest_for_the_directory(tmp_path: Path, agent: Path) -> None:

@@ -24,6 +24,7 @@ originals (a shortened message is never shortened again, and a larger cap later 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from pi_compact.checkpoint.context_files import ContextFile
 from pi_compact.checkpoint.details import DETAILS_KEY, FORMAT, FORMAT_VERSION, cumulative_files, is_verbatim_details
 from pi_compact.checkpoint.evidence import FileAnnotation, FileListAnnotations, annotate_file_lists, evidence_json
 from pi_compact.checkpoint.startup_reads import select_startup_reads
-from pi_compact.checkpoint.verbatim.cap import fit_spans
+from pi_compact.checkpoint.verbatim.cap import block_budget, fit_block, fit_spans
 from pi_compact.checkpoint.verbatim.envelope import (
     Recap,
     Recovery,
@@ -54,7 +55,12 @@ from pi_compact.checkpoint.verbatim.spans import (
     summary_span,
     user_text,
 )
-from pi_compact.checkpoint.verbatim.standing import render_standing, standing_instructions, verbatim_user_entries
+from pi_compact.checkpoint.verbatim.standing import (
+    Instruction,
+    render_standing,
+    standing_instructions,
+    verbatim_user_entries,
+)
 from pi_compact.errors import NothingToCompactError, UsageError
 from pi_compact.js import js_len
 from pi_compact.pi.plan import CompactionPlan
@@ -214,6 +220,13 @@ def _tail_user_messages(plan: CompactionPlan) -> list[tuple[str, str]]:
     return out
 
 
+def _standing_block(items: Sequence[Instruction], max_chars: int | None, verbatim: Collection[str] = ()) -> str:
+    """The standing-instructions block (merged lines, none of the ``verbatim`` messages), whole (``max_chars``
+    None) or within about ``max_chars`` characters, its lines then chosen by value (cap.fit_block)."""
+    text = render_standing(items, verbatim=verbatim)
+    return text if max_chars is None else fit_block(text, max_chars)
+
+
 def _assemble(intro: str, spans_text: str, appendix: str, boundary: str) -> str:
     """The summary; the spans always sit between the same separators, so its length is overhead + spans."""
     tail = f"{appendix}\n\n{boundary}" if appendix else boundary
@@ -244,7 +257,6 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     opening = spans[0].source == "verbatim"  # else the session's opening is in an earlier summary
     messages = _user_messages(spans)
     instructions = standing_instructions(messages, _tail_user_messages(plan), opening=opening)
-    standing = render_standing(instructions)
 
     read_files, modified_files = cumulative_files(plan)
     previous_state = previous_mine.get("startupReads") if previous_mine is not None else None
@@ -254,20 +266,29 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
 
     recovery = Recovery(options.session_path, options.lookup_available, options.recovery_tools)
     failures = _open_errors(spans, plan, outcomes, cwd)
-
-    def head(standing: str) -> str:
-        intro = introduction(recovery, cwd, bool(retained))
-        if standing:
-            intro = f"{intro}\n\n{standing}"
-        if failures:
-            intro = f"{intro}\n\n## Errors not resolved later\n" + "\n".join(failures)
-        return intro
-
-    intro = head(standing)
+    errors_text = "## Errors not resolved later\n" + "\n".join(failures) if failures else ""
     reads_text = retained_reads_section(retained)
     lists_text = file_lists_section(read_lines, modified_lines, recovery)
     appendix = "\n\n".join(part for part in (reads_text, lists_text) if part)
     boundary = evidence_boundary()
+
+    # Under a cap the standing instructions and the unresolved errors share a bounded part of what the fixed parts
+    # leave; past it they keep their most valuable lines (the errors first, up to a third of it).
+    share: int | None = None
+    if options.cap_tokens is not None:
+        fixed = _assemble(introduction(recovery, cwd, bool(retained)), "", appendix, boundary)
+        share = block_budget(options.cap_tokens * 4 - js_len(fixed), spans)
+        errors_text = fit_block(errors_text, max(share // 3, share - len(render_standing(instructions))))
+
+    def block(verbatim: Collection[str]) -> str:
+        return _standing_block(instructions, None if share is None else share - len(errors_text), verbatim)
+
+    def head(standing: str) -> str:
+        intro = introduction(recovery, cwd, bool(retained))
+        return "\n\n".join(part for part in (intro, standing, errors_text) if part)
+
+    standing = block(())
+    intro = head(standing)
 
     def budget_for(intro: str) -> int | None:
         if options.cap_tokens is None:
@@ -285,19 +306,19 @@ def build_verbatim_checkpoint(plan: CompactionPlan, options: VerbatimOptions) ->
     fitted = fit_spans(spans, None)
     whole = verbatim_user_entries(messages, fitted.text)
     if options.cap_tokens is not None:
-        least = render_standing(instructions, verbatim=whole)
-        trial = fit_spans(spans, budget_for(head(least)))
+        least = block(whole)
+        trial = fit_spans(spans, budget_for(head(least)), least)
         if whole <= verbatim_user_entries(messages, trial.text):
             standing, intro, fitted = least, head(least), trial
         else:
-            fitted = fit_spans(spans, budget_for(intro))
+            fitted = fit_spans(spans, budget_for(intro), standing)
     # Else from the whole block: the room may keep more messages whole, a few rounds while the block shrinks.
     for _ in range(STANDING_ROUNDS):
         shown = verbatim_user_entries(messages, fitted.text)
-        shorter = render_standing(instructions, verbatim=shown) if shown else standing
+        shorter = block(shown) if shown else standing
         if shorter == standing:
             break
-        refitted = fit_spans(spans, budget_for(head(shorter))) if any(fitted.trimmed) else fitted
+        refitted = fit_spans(spans, budget_for(head(shorter)), shorter) if any(fitted.trimmed) else fitted
         if refitted is not fitted and not shown <= verbatim_user_entries(messages, refitted.text):
             break
         standing, intro, fitted = shorter, head(shorter), refitted

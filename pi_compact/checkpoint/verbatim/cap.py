@@ -10,8 +10,13 @@ oldest first within each stage:
 4. ledger lines are removed (``[…]`` stands for a removed run between two kept items);
 5. the facts that are errors are dropped last of the non-user content.
 
-Then (V20 step 2) long user messages become marked stubs that keep their head and the paths, identifiers, numbers
-and error lines of the rest; when stubs were needed, stages 1–5 are run again from the start so that the newest
+Within a stage, what goes first is what is worth least to a resumed agent: ledger lines are removed lowest value
+first (oldest first among equals), and a shortened user message keeps its most valuable sentences (see
+``sentence_value``: rulings, values, numbers, paths, identifiers, errors), in their order, the gaps marked.
+
+Then (V20 step 2) long user messages become marked stubs that keep their first sentence (often the ask) and the
+sentences of the rest that carry the most, then the paths, identifiers and numbers left; when stubs were needed,
+stages 1–5 are run again from the start so that the newest
 runs come back in whatever form fits. Then every user message is cut to a short trace (its head, its id), oldest
 first, then to a bare one (its first 40 characters), and only as a last resort (V20 step 3) are the oldest user
 messages removed, the last one reached keeping the longest stub that fits.
@@ -25,7 +30,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pi_compact.checkpoint.verbatim.facts import salient_parts
@@ -51,8 +57,38 @@ TRACE_CHARS = 120  # what a user message keeps when every message is cut to a tr
 MIN_TRACE_CHARS = 40  # the last trace before any user message is removed: its opening words and its id
 MIN_STUB_CHARS = 60  # the shortest stub worth keeping when the last resort reaches a user message
 MIN_CONVERSATION_CHARS = 500  # the conversation part never gets a smaller budget than this
-HEAD_SHARE = 0.6  # of a stub's characters, the share the head of the message gets
 MARKER_CHARS = 60  # about what one "[… removed by the size cap: entries a..b …]" line costs
+# The blocks the cap does not trim as it trims the spans (standing instructions, unresolved errors) take at most this
+# share of what the cap leaves after the introduction, the startup reads, the file lists and the boundary, and at
+# least BLOCK_MIN_CHARS: past it they keep their most valuable lines, so the conversation keeps the rest of the
+# budget for something of every compacted turn. Measured in bench/RESULTS.md: 0.35 and 0.6 keep more user-message
+# traces but lose more rules, values, rulings and sentences than they gain, at every tight cap.
+BLOCK_SHARE = 0.85
+BLOCK_MIN_CHARS = 400
+TRACE_COST_CHARS = 100  # what the shortest trace of a user message costs: header, opening words, mark, gap marker
+GAP = "[…]"  # between two kept sentences of a shortened message
+
+# What makes a sentence or a line worth keeping for a resumed agent, and how much (see ``sentence_value``).
+_PATHLIKE = re.compile(
+    r"(?<![\w.])(?:[\w@.+-]+/)+[\w@.+-]+|\b[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|json|ya?ml|toml|md|sql|sh)\b"
+)
+_NUMBER = re.compile(
+    r"(?<![\w.:-])\d+(?:[.,]\d+)*(?:\s?(?:ms|s|KB|MB|GB|%|px|rows|points|times|seconds|minutes))?(?![\w:-])"
+)
+_STAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]?\d{0,2}:?\d{0,2}|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+_NAME = re.compile(r"`[^`\n]{2,60}`|\b[A-Za-z_]\w*(?:[._:]\w+)+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+_\w+\b|\b[a-z]+-\d+\b")
+_RULING = re.compile(
+    r"\b(?:never|always|don't|do not|must|mustn't|may|allowed|approved|denied|forbidden|only|no longer|"
+    r"instead|from now on|make sure|keep|prefer|rather)\b",
+    re.IGNORECASE,
+)
+_FAILURE = re.compile(r"\b(?:error|exception|failed|fails|failing|traceback|fatal|refused|denied|not found)\b", re.I)
+_DECIDED = re.compile(r"\b(?:decided|decision|chose|going with|the plan|found|because|caps|limit|budget)\b", re.I)
+_LOGLINE = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}|\[\d|[A-Z]{4,5}\s|at\s+\S+\s\(|File \")")
+_CLAUSE_SPLIT = re.compile(r"(?<=[,;:.!?])\s+(?!\()|\s+(?=—|–)")  # the clauses of one line of a block
+LINE_CHARS = 100  # a block line over its share is first cut to its clauses worth most, within this
+_ITEM_PREFIX = re.compile(r"^- (?:\[[^\]]*\] )?")  # a block line's "- [entry id] "
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+(?=[A-Z`\[(\"'])|\n+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,22 +101,211 @@ class CapResult:
     fits: bool
 
 
-def user_stub(text: str, keep: int = STUB_CHARS) -> str:
-    """A marked stub of a long user message: its head, cut at whitespace, and the salient parts of the rest
-    (paths, identifiers, numbers, error lines, the last line), within about ``keep`` characters. Below
-    ``MIN_STUB_CHARS`` it is a bare trace: the opening words and how much was cut."""
-    if keep < MIN_STUB_CHARS:
-        head = text[:keep].rstrip()
-        return f"{head}… [size cap: {len(head)} of {len(text)} characters]"
-    head_chars = max(int(keep * HEAD_SHARE), min(keep, MIN_STUB_CHARS))
-    prefix = text[:head_chars]
-    space = max(prefix.rfind(" "), prefix.rfind("\n"))
-    if space >= head_chars * 3 // 4:
-        prefix = prefix[:space]
-    prefix = prefix.rstrip()
-    extras = salient_parts(text[len(prefix) :], keep - len(prefix))
-    kept = f"; kept from the rest: {extras}" if extras else ""
-    return f"{prefix}… [user message shortened by the size cap: {len(prefix)} of {len(text)} characters shown{kept}]"
+def sentence_value(text: str, whole: bool = True) -> float:
+    """What a sentence (or a line) is worth to an agent resuming the task, from what it names: a ruling or a
+    constraint ("never", "must", "may", "only"…), paths, numbers that are values (not dates or times), identifiers,
+    errors, decisions and findings. A line of a pasted log or stack trace is worth less than a sentence saying the
+    same, since the value in it is rarely the one the user meant."""
+    value = 0.0
+    value += 2.5 * min(len(_PATHLIKE.findall(text)), 2)
+    value += 2 * min(len(_NUMBER.findall(_STAMP.sub(" ", text))), 2)
+    value += 1.5 * min(len(_NAME.findall(text)), 3)
+    value += 4 * bool(_RULING.search(text))
+    value += 2 * bool(_FAILURE.search(text))
+    value += 1.5 * bool(_DECIDED.search(text))
+    if _LOGLINE.match(text) or _STAMP.search(text):
+        value -= 3
+    words = len(_ITEM_PREFIX.sub("", text).split())
+    if whole and words < 8 and value > 0:  # a fragment ("do not redo it.") means little out of its message
+        value *= (words / 8) ** 2
+    return value
+
+
+def _pieces(text: str, splitter: re.Pattern[str] = _SENTENCE_SPLIT) -> list[tuple[int, int]]:
+    """(start, end) of each sentence or line of ``text`` (each clause, with another ``splitter``), in order, blank
+    ones left out."""
+    out = []
+    start = 0
+    for match in itertools.chain(splitter.finditer(text), [None]):
+        end = match.start() if match is not None else len(text)
+        piece = text[start:end]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            out.append((start + lead, start + len(piece.rstrip())))
+        if match is not None:
+            start = match.end()
+    return out
+
+
+def _cut_at_word(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= limit * 2 // 3 else cut).rstrip()
+
+
+def flat(text: str) -> str:
+    """``text`` as ``seen`` holds it: whitespace collapsed, lower case."""
+    return " ".join(text.split()).lower()
+
+
+REPEATED = -100.0  # the value of a sentence the checkpoint shows elsewhere already (``seen``)
+
+
+def best_sentences(
+    text: str,
+    keep: int,
+    first_bonus: float = 4.0,
+    gaps: bool = True,
+    splitter: re.Pattern[str] = _SENTENCE_SPLIT,
+    seen: str = "",
+) -> tuple[str, int]:
+    """The sentences of ``text`` worth most, within ``keep`` characters, in their order, ``[…]`` where some were
+    left out (``gaps`` False: no marks, for a trace that says its own cut); the first sentence (often the ask)
+    counts ``first_bonus`` more, and one the checkpoint already shows (in ``seen``, see ``flat``) comes last of
+    all. Also returns how many characters of ``text`` are shown. A sentence longer than the room left is cut at a
+    word, only when it is the first one kept."""
+    pieces = _pieces(text, splitter)
+    if not pieces:
+        return "", 0
+    scored = [
+        (
+            REPEATED
+            if seen and flat(text[a:b]) in seen
+            else sentence_value(text[a:b], splitter is _SENTENCE_SPLIT)  # a clause is no fragment of its line
+            + (first_bonus if i == 0 else 0)
+            + (1 if i == len(pieces) - 1 else 0),
+            i,
+        )
+        for i, (a, b) in enumerate(pieces)
+    ]
+    # Best value per character first (a short ruling beats a long line holding one number), the earliest on ties;
+    # what is worth nothing fills the room left in its own order (the head of a pasted log), what is shown
+    # elsewhere last.
+    order = sorted(
+        scored,
+        key=lambda x: (
+            (False, -(x[0] / (pieces[x[1]][1] - pieces[x[1]][0] + 40)), 0)
+            if x[0] > 0
+            else (True, float(x[0] <= REPEATED), x[1])
+        ),
+    )
+    chosen: dict[int, str] = {}
+    used = 0
+    for _, i in order:
+        a, b = pieces[i]
+        room = keep - used - len(GAP) - 1
+        piece = text[a:b]
+        if len(piece) > room:
+            if chosen or room < MIN_TRACE_CHARS:
+                continue
+            piece = _cut_at_word(piece, room) + "…"
+        chosen[i] = piece
+        used += len(piece) + len(GAP) + 1
+    out: list[str] = []
+    last = -1
+    for i in sorted(chosen):
+        if not gaps:
+            out.append(" " if out else "")
+        elif i != last + 1 or (out and out[-1].endswith("…")):
+            out.append(f" {GAP} " if out else f"{GAP} ")
+        elif out:  # next to the one before: the line break between them, if there was one
+            out.append("\n" if "\n" in text[pieces[last][1] : pieces[i][0]] else " ")
+        out.append(chosen[i])
+        last = i
+    if gaps and last != len(pieces) - 1 and not out[-1].endswith("…"):
+        out.append(f" {GAP}")
+    shown = sum(len(piece.rstrip("…")) for piece in chosen.values())
+    return "".join(out), shown
+
+
+def user_stub(text: str, keep: int = STUB_CHARS, seen: str = "") -> str:
+    """A marked stub of a user message, within about ``keep`` characters: its most valuable sentences (see
+    ``best_sentences``), then the salient parts of the rest (paths, identifiers, numbers, error lines, the last
+    line) as room allows. Below ``MIN_STUB_CHARS`` it is a bare trace: the words worth most, and how much was
+    cut. Sentences the checkpoint shows elsewhere (``seen``, the standing instructions) come last."""
+    if keep < MIN_STUB_CHARS:  # a trace: the sentence worth most, cut at a word
+        kept, shown = best_sentences(text, keep + len(GAP) + 1, first_bonus=0.0, gaps=False, seen=seen)
+        return f"{kept.rstrip('…')}… [size cap: {shown} of {len(text)} characters]"
+    # A short stub (every message cut to a trace) keeps the sentences worth most, the first one (the ask of a turn
+    # that is over) hardly ahead of them; a long one keeps its first sentence first, and room for the rest's names.
+    short = keep <= 2 * TRACE_CHARS
+    kept, shown = best_sentences(text, keep if short else int(keep * 0.8), first_bonus=1.0 if short else 4.0, seen=seen)
+    left = keep - len(kept)
+    rest = "\n".join(text[a:b] for a, b in _pieces(text) if text[a:b] not in kept and sentence_value(text[a:b]) > 0)
+    extras = salient_parts(rest, left) if left > 20 else ""
+    extra = f"; kept from the rest: {extras}" if extras else ""
+    return f"{kept} [user message shortened by the size cap: {shown} of {len(text)} characters shown{extra}]"
+
+
+Compress = Callable[[Sequence[str], int], list[str]]
+
+
+def compress_lines(lines: Sequence[str], max_chars: int) -> list[str]:
+    """The lines within ``max_chars``: each long one first cut to its clauses worth most (``LINE_CHARS``); then, if
+    that is not enough, the lines worth most (``sentence_value`` per character, newer ones first on ties), in their
+    order, the first line (the opening request of a standing-instructions block) first of all, and a count of the
+    lines left out in place of them."""
+    if sum(len(line) + 1 for line in lines) <= max_chars:
+        return list(lines)
+    # first every long line but the first (the opening request) to its clauses worth most
+    lines = [line if i == 0 else _shorten_line(line) for i, line in enumerate(lines)]
+    if sum(len(line) + 1 for line in lines) <= max_chars:
+        return lines
+    n = len(lines)
+    order = sorted(
+        range(n), key=lambda i: (i != 0, -(sentence_value(lines[i]) + i / max(n, 1)) / (len(lines[i]) + 40), -i)
+    )
+    note_chars = 90
+    chosen: set[int] = set()
+    used = note_chars
+    for i in order:
+        cost = len(lines[i]) + 1
+        if used + cost <= max_chars:
+            chosen.add(i)
+            used += cost
+    left_out = n - len(chosen)
+    out = [line for i, line in enumerate(lines) if i in chosen]
+    note = f"- … {left_out} more left out by the size cap (their entries are in the spans and the session file)"
+    first_gap = next((i for i in range(n) if i not in chosen), n)
+    at = sum(1 for i in chosen if i < first_gap)
+    return [*out[:at], note, *out[at:]] if left_out else out
+
+
+def _shorten_line(line: str, limit: int = LINE_CHARS) -> str:
+    """A block line within ``limit`` characters: its ``- [id] `` prefix, then its clauses worth most (the first
+    ahead), in order, ``[…]`` where some were left out."""
+    if len(line) <= limit:
+        return line
+    match = _ITEM_PREFIX.match(line)
+    head = match.group(0) if match else ""
+    kept, _ = best_sentences(line[len(head) :], limit - len(head), first_bonus=1.0, splitter=_CLAUSE_SPLIT)
+    return head + kept
+
+
+def fit_block(text: str, max_chars: int, compress: Compress = compress_lines) -> str:
+    """A block of the introduction (a heading and lead lines, then one ``- `` line per item) within about
+    ``max_chars``: its lines chosen by ``compress`` when it is longer. The heading is kept."""
+    if not text or len(text) <= max_chars:
+        return text
+    lines = text.split("\n")
+    head = 0
+    while head < len(lines) and not lines[head].startswith("- "):
+        head += 1
+    heading = [line.replace("(never trimmed)", "(the most telling, within the size cap)") for line in lines[:head]]
+    room = max_chars - sum(len(line) + 1 for line in heading)
+    return "\n".join([*heading, *compress(lines[head:], max(room, 0))])
+
+
+def block_budget(room: int, spans: Sequence[Span] = ()) -> int:
+    """What the standing instructions and the unresolved errors may take of ``room`` characters (what the cap
+    leaves after the introduction, the startup reads, the file lists and the boundary): ``BLOCK_SHARE`` of it, less
+    what a trace of every compacted user message in ``spans`` needs (up to a quarter of it), so that the conversation
+    keeps something of every turn; never less than ``BLOCK_MIN_CHARS``."""
+    users = sum(1 for span in spans for item in span.items if item.kind == "user")
+    reserve = min(users * TRACE_COST_CHARS, room // 4)
+    return max(min(int(room * BLOCK_SHARE), room - reserve), BLOCK_MIN_CHARS)
 
 
 # A step: (span index, operation, target, value). Operations: "level" sets segment ``target`` to level ``value``;
@@ -117,9 +342,10 @@ class _Fitter:
     the shortest prefix that fits is found with a handful of renders, even on long sessions.
     """
 
-    def __init__(self, layouts: Sequence[SpanLayout], budget: int) -> None:
+    def __init__(self, layouts: Sequence[SpanLayout], budget: int, seen: str = "") -> None:
         self.layouts = layouts
         self.budget = budget
+        self.seen = seen
         self.current = self._plain()
         self.applied = 0  # how many changes the last successful run applied
 
@@ -232,7 +458,7 @@ class _Fitter:
                 return
             state = without.states[si].copy()
             state.removed.discard(index)
-            state.short[index] = user_stub(text, keep)
+            state.short[index] = user_stub(text, keep, self.seen)
             states = list(without.states)
             states[si] = state
             texts = list(without.texts)
@@ -277,16 +503,22 @@ def layouts_of(spans: Sequence[Span]) -> list[SpanLayout]:
     return [span_layout(span, si, resolved) for si, span in enumerate(spans)]
 
 
-def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
-    """Render ``spans`` oldest first within ``budget`` characters (None: no cap)."""
+def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapResult:
+    """Render ``spans`` oldest first within ``budget`` characters (None: no cap); ``seen``: what the checkpoint
+    shows besides the spans (the standing instructions), whose sentences a stub keeps last."""
     if budget is None:
         text = SPAN_SEPARATOR.join(render_span(span) for span in spans)
         return CapResult(text, tuple(False for _ in spans), js_len(text), True)
     layouts = layouts_of(spans)
-    fitter = _Fitter(layouts, max(budget, MIN_CONVERSATION_CHARS))
+    fitter = _Fitter(layouts, max(budget, MIN_CONVERSATION_CHARS), flat(seen))
 
     def seg_steps(level: int) -> list[Step]:
-        return [(si, "level", k, level) for si, layout in enumerate(layouts) for k in range(len(layout.segments))]
+        steps: list[Step] = [
+            (si, "level", k, level) for si, layout in enumerate(layouts) for k in range(len(layout.segments))
+        ]
+        if level == GONE:  # the ledger lines worth least go first (oldest first among equals)
+            steps.sort(key=lambda step: sentence_value(layouts[step[0]].ledger[step[2]][1]))
+        return steps
 
     def fact_steps(errors: bool) -> list[Step]:
         """Dropping fact lines: first those that are not errors (all spans, oldest first), later the errors."""
@@ -305,7 +537,7 @@ def fit_spans(spans: Sequence[Span], budget: int | None) -> CapResult:
                     continue
                 if op == "stub":
                     current = fitter.states[si].short.get(i)
-                    stub = user_stub(item.text, keep)
+                    stub = user_stub(item.text, keep, fitter.seen)
                     if current is not None and len(current) <= len(stub):
                         continue
                     out.append((si, "stub", i, stub))
