@@ -131,7 +131,7 @@ def test_v31_nineteen_templated_rules_at_a_tight_cap_are_one_line_beside_the_who
     lines = [line for line in block.split("\n") if line.startswith("- [")]
     assert len(lines) == 2 and lines[0].startswith("- [e0000001] Audit the component library")
     merged = re.fullmatch(
-        r"- \[e0000003\.\.e\d+\] Do not adopt X for component-\{001\.\.(\d{3})\}; \((\d+) messages\)", lines[1]
+        r"- \[e0000003\.\.e\d+\] Do not adopt X for component-\{001\.\.(\d{3})\} \((\d+) messages\)", lines[1]
     )
     assert merged is not None, lines[1]
     last = int(merged[1])

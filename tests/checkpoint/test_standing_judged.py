@@ -226,7 +226,7 @@ def test_v31_no_fragment_repeat_or_request_in_the_block() -> None:
 def test_v31_a_template_is_one_line_listing_its_variants() -> None:
     case = CASES[3]
     block = default_render([(f"u{n}", t) for n, t in enumerate(case.messages)])
-    assert "- [u1..u19] Do not adopt the v2 schema for component-{001..019}; (19 messages)" in block
+    assert "- [u1..u19] Do not adopt the v2 schema for component-{001..019} (19 messages)" in block
     assert "- [u20, u21, u22] Never use {Redux, MobX, Zustand} in the dashboard. (3 messages)" in block
 
 

@@ -238,7 +238,7 @@ def _sentences(text: str) -> list[str]:
     text = _FENCE.sub("\n", text)
     out = []
     for raw in _SENTENCE.split(text):
-        sentence = " ".join(raw.split()).strip(" -*>#")
+        sentence = " ".join(raw.split()).strip(" -*>#").rstrip(";,")
         if MIN_SENTENCE_CHARS <= len(sentence) <= SENTENCE_CHARS * 2 and not _looks_pasted(sentence):
             out.append(sentence)
     return out
