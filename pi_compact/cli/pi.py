@@ -371,8 +371,12 @@ def prune_drafts_command(
         ..., "--boundary", metavar="turn_end|agent_before_settle", help="The Pi event the drafts are for."
     ),
     context_window: int = typer.Option(..., "--context-window", help="The model's context window in tokens."),
-    reserve_tokens: int = typer.Option(..., "--reserve-tokens", help="Pi's compaction.reserveTokens."),
-    keep_recent_tokens: int = typer.Option(..., "--keep-recent-tokens", help="Pi's compaction.keepRecentTokens."),
+    reserve_tokens: int | None = typer.Option(
+        None, "--reserve-tokens", help="Pi's compaction.reserveTokens (default: from Pi's settings)."
+    ),
+    keep_recent_tokens: int | None = typer.Option(
+        None, "--keep-recent-tokens", help="Pi's compaction.keepRecentTokens (default: from Pi's settings)."
+    ),
     cache_ttl: float | None = typer.Option(
         None, "--cache-ttl", metavar="S", help="The model's prompt-cache lifetime in seconds (promptCache)."
     ),
@@ -420,8 +424,8 @@ def prune_drafts_command(
         raise UsageError(f"--warming must be warm or stop (got {warming!r})")
     for name, value in (
         ("--context-window", context_window),
-        ("--reserve-tokens", reserve_tokens),
-        ("--keep-recent-tokens", keep_recent_tokens),
+        ("--reserve-tokens", reserve_tokens or 0),
+        ("--keep-recent-tokens", keep_recent_tokens or 0),
         ("--min-batch-tokens", min_batch_tokens or 0),
     ):
         check_nonneg(name, value)

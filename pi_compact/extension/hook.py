@@ -19,12 +19,12 @@ from pi_compact.extension.tools import SEARCH_MAX_COUNT, SEARCH_SESSIONS
 from pi_compact.pi.config import PicompactConfigJSON
 
 if TYPE_CHECKING:
-    from pi_compact.ops.check import CheckOptions
+    from pi_compact.ops.check import CheckOptions, CheckResult
     from pi_compact.ops.checkpoint_request import CheckpointRequest
     from pi_compact.ops.compact import CompactStatsJSON
+    from pi_compact.ops.prune import PrunePlan
     from pi_compact.ops.prune_policy import Boundary, DecisionJSON, Prices, Warming, WarmingMode
     from pi_compact.search.transcript import Transcript
-    from pi_compact.session.entries import Session
     from pi_compact.session.tree import Branch
 
 # The extension's tool names -> the search tools of ``picompact lookup`` they run.
@@ -356,20 +356,25 @@ def last_request(branch: Branch) -> tuple[int | None, int]:
             continue
         message = entry.message
         if entry.type == "message" and message is not None and message.get("role") == "assistant":
-            usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
-            prompt = sum(v for k in ("input", "cacheRead", "cacheWrite") if isinstance(v := usage.get(k), int | float))
+            raw = message.get("usage")
+            usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            prompt = 0.0
+            for key in ("input", "cacheRead", "cacheWrite"):
+                value = usage.get(key)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    prompt += value
             if when is None:
                 when = timestamp_ms(entry.timestamp)
             return when, int(prompt)
     return when, 0
 
 
-def prune_plan(session: Session, settings: CheckOptions) -> dict[str, Any]:
-    """``picompact prune --dry-run --json``'s figures for the branch ``settings`` names: ``entries`` (the
-    ``context_edit`` entries a run would append), ``tokens_after``, ``tokens_freed`` and ``pruned``."""
-    from pi_compact.ops import prune
+def prune_plan(check: CheckResult) -> PrunePlan:
+    """``picompact prune --dry-run``'s plan for the branch ``check`` was made on (its settings, the default minimum
+    size worth pruning)."""
+    from pi_compact.ops.prune import PruneOptions, plan_prune
 
-    return prune.plan_for_extension(session, settings)  # type: ignore[attr-defined,no-any-return]
+    return plan_prune(check, PruneOptions(dry_run=True))
 
 
 def cache_warming_mode(cwd: str) -> WarmingMode:
@@ -408,7 +413,7 @@ def prune_drafts(
     check = check_session(loaded, settings)
     if warming_mode is None:
         warming_mode = cache_warming_mode(settings_cwd(loaded))
-    plan = prune_plan(loaded, settings)
+    plan = prune_plan(check)
     when, prompt = last_request(check.branch)
     growth = check.forecast.growth.per_turn if check.forecast is not None else None
     situation = Situation(
@@ -420,8 +425,8 @@ def prune_drafts(
         warming=warming,
         prompt_tokens=prompt,
         context_tokens=check.plan.context.tokens,
-        tokens_after=plan["tokens_after"],
-        tokens_freed=plan["tokens_freed"],
+        tokens_after=plan.tokens_after,
+        tokens_freed=plan.tokens_freed,
         threshold=check.threshold if check.enabled else None,
         growth_per_turn=growth,
         prices=prices,
@@ -429,9 +434,7 @@ def prune_drafts(
     )
     decision = decide(situation)
     drafts: list[PruneDraftJSON] = [
-        {"type": "context_edit", "targetId": e["targetId"], "replacement": e["replacement"]}
-        for e in plan["entries"]
-        if e.get("type") == "context_edit"
+        {"type": "context_edit", "targetId": e["targetId"], "replacement": e["replacement"]} for e in plan.entries
     ]
     return {
         "prune": decision.prune,
@@ -440,9 +443,9 @@ def prune_drafts(
         "boundary": boundary,
         "entries": drafts if decision.prune else [],
         "tokensBefore": check.plan.context.tokens,
-        "tokensAfter": plan["tokens_after"],
-        "tokensFreed": plan["tokens_freed"],
-        "pruned": plan["pruned"],
+        "tokensAfter": plan.tokens_after,
+        "tokensFreed": plan.tokens_freed,
+        "pruned": [dict(p.to_json()) for p in plan.pruned],
         "threshold": situation.threshold,
         "lastRequestMs": when,
         "promptTokens": prompt,
