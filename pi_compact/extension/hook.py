@@ -325,7 +325,8 @@ class PruneDraftsJSON(TypedDict):
     entries: list[PruneDraftJSON]
     tokensBefore: int
     tokensAfter: int
-    tokensFreed: int
+    tokensFreed: int  # Pi's figure before less after (what its threshold check sees)
+    tokensRemoved: int  # the pruned outputs' tokens less their stubs'
     pruned: list[dict[str, Any]]
     threshold: int | None
     lastRequestMs: int | None
@@ -426,7 +427,7 @@ def prune_drafts(
         prompt_tokens=prompt,
         context_tokens=check.plan.context.tokens,
         tokens_after=plan.tokens_after,
-        tokens_freed=plan.tokens_freed,
+        tokens_freed=sum(p.tokens - p.stub_tokens for p in plan.pruned),
         threshold=check.threshold if check.enabled else None,
         growth_per_turn=growth,
         prices=prices,
@@ -445,6 +446,7 @@ def prune_drafts(
         "tokensBefore": check.plan.context.tokens,
         "tokensAfter": plan.tokens_after,
         "tokensFreed": plan.tokens_freed,
+        "tokensRemoved": situation.tokens_freed,
         "pruned": [dict(p.to_json()) for p in plan.pruned],
         "threshold": situation.threshold,
         "lastRequestMs": when,

@@ -21,6 +21,13 @@ this order:
    "stop"; otherwise the chance is Pi's own estimate that a request comes back in time (0.15).
 
 A batch must free at least ``min_batch_tokens``: one batch now and then, never an edit a turn.
+
+Two figures of the batch: ``tokens_freed``, what it takes out of every later prompt (the outputs' estimated tokens
+less their stubs'), which the savings and the minimum batch are reckoned on; and ``tokens_after``, Pi's own figure
+for the threshold once the edits are in. After a ``context_edit`` Pi no longer trusts the last reply's usage and
+estimates every message (chars / 4, ``estimateProjectedContextTokens``), so ``tokens_after`` can differ from
+``context_tokens - tokens_freed`` either way; the threshold rule uses it, since it is what Pi's compaction check
+will see.
 """
 
 from __future__ import annotations
@@ -97,8 +104,8 @@ class Situation(NamedTuple):
     warming: Warming | None  # Pi's last cache_warming_decision since the last request (None: none seen)
     prompt_tokens: int  # the last request's prompt (usage input + cacheRead + cacheWrite), as Pi's missCost takes
     context_tokens: int  # Pi's figure for the threshold now
-    tokens_after: int  # Pi's figure after the batch
-    tokens_freed: int
+    tokens_after: int  # Pi's figure after the batch (an estimate of every message: the usage is stale after an edit)
+    tokens_freed: int  # what the batch takes out of the prompt: the pruned outputs' tokens less their stubs'
     threshold: int | None  # contextWindow - reserveTokens; None when Pi does not compact
     growth_per_turn: float | None  # the context's growth per reply (``forecast``)
     prices: Prices
