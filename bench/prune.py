@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pi_compact.ops.prune_policy import Prices, Situation, decide, min_batch  # noqa: E402
+from pi_compact.ops.prune_policy import Prices, Situation, decide, min_batch
 
 SONNET = Prices(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)
 TTL_S = 300.0
@@ -395,8 +395,10 @@ def main(argv: list[str]) -> int:
         import subprocess
 
         subprocess.run(
-            [sys.executable, str(Path(__file__).parent / "gen_session.py"), "--size", "8MB", "--out", str(generated)]
-            + ["--seed", str(args.seed), "--quiet"],
+            [
+                *(sys.executable, str(Path(__file__).parent / "gen_session.py")),
+                *("--size", "8MB", "--out", str(generated), "--seed", str(args.seed), "--quiet"),
+            ],
             check=True,
         )
         files = [generated, *args.sessions, *args.small_window]

@@ -246,9 +246,9 @@ def config_command(
     """The effective "picompact" settings for a directory, and whether context_lookup has a model.
 
     JSON: {"schema_version": 1, "enabled", "mode" (null: as installed), "cap" (null: default; false: no cap),
-    "lookupModel", "sources" ({key: global|project}), "warnings", "projectTrusted", "capArgs" (the same cap as
-    compact flags), "lookupAvailable", "tools" (the tools the extension registers: [{name, label, description,
-    parameters, kind: search|lookup}])}.
+    "lookupModel", "crossSession", "prune", "sources" ({key: global|project}), "warnings", "projectTrusted",
+    "capArgs" (the same cap as compact flags), "lookupAvailable", "tools" (the tools the extension registers:
+    [{name, label, description, parameters, kind: search|lookup}])}.
     """
     from pi_compact.extension.hook import effective_config
 

@@ -23,7 +23,7 @@ from pi_compact.checkpoint.mode import NotNeededJSON
 from pi_compact.checkpoint.summary.preview import SummaryPreviewJSON
 from pi_compact.cli._jsonmode import JSON_LINES, JSON_LINES_COMMANDS, json_mode_for
 from pi_compact.cli.env import SCHEMA_VERSION
-from pi_compact.extension.hook import CheckpointJSON, EffectiveConfigJSON
+from pi_compact.extension.hook import CheckpointJSON, EffectiveConfigJSON, PruneDraftsJSON
 from pi_compact.extension.install import InstallJSON, InstallStatusJSON, UninstallJSON
 from pi_compact.lookup.agent import LookupJSON
 from pi_compact.ops.audit import AuditJSON
@@ -31,6 +31,7 @@ from pi_compact.ops.check import CheckJSON
 from pi_compact.ops.compact import CompactJSON
 from pi_compact.ops.coverage import CoverageJSON
 from pi_compact.ops.lint_report import LintJSON, LintReportJSON, LintTotalsJSON
+from pi_compact.ops.prune_policy import DecisionJSON  # noqa: F401  (PruneDraftsJSON's "decision", for the docs)
 from pi_compact.ops.rules import RulesReportJSON
 from pi_compact.ops.rules_block import RulesWrittenJSON
 from pi_compact.pi.config import PicompactConfigJSON
@@ -165,6 +166,10 @@ class PiToolDoc(Versioned):
     text: str
 
 
+class PiPruneDraftsDoc(Versioned, PruneDraftsJSON):
+    """``pi prune-drafts``: ``prune_drafts()``."""
+
+
 class RulesDoc(Versioned, RulesReportJSON):
     """``rules --json``: ``RulesReport.to_json()``, and what --write did (``WriteResult.to_json()``)."""
 
@@ -195,6 +200,7 @@ DOCUMENTS: dict[str, type] = {
     "pi config": PiConfigDoc,
     "pi checkpoint": PiCheckpointDoc,
     "pi tool": PiToolDoc,
+    "pi prune-drafts": PiPruneDraftsDoc,
 }
 
 # JSON Lines records by command and record type: the keys of their ``data`` (each a library result's ``to_json()``

@@ -8,17 +8,25 @@ So a batch goes in only at a boundary (Pi's ``turn_end`` or ``agent_before_settl
 this order:
 
 1. **threshold**: the next reply would take the context over Pi's compaction threshold (or it is over it already),
-   and the batch alone brings it back at least ``MIN_TURNS_BOUGHT`` replies below: the compaction it puts off
-   would have broken the cache anyway. When the batch cannot do that, nothing is pruned and Pi compacts.
+   and the batch alone brings it back a quarter of the threshold below it (``THRESHOLD_MIN_SHARE``, and at least
+   ``MIN_TURNS_BOUGHT`` replies): the compaction it puts off would have broken the cache anyway. When the batch
+   cannot do that, nothing is pruned and Pi compacts: a batch that buys a few replies only would be followed by
+   another, each a cache break, where one compaction would have done.
 2. **cold**: the cache entry of the last request (or of Pi's last refresh of it) is older than the model's
    prompt-cache lifetime (``promptCache`` of the retention tier in use): the next request misses anyway.
 3. **warming-stopped** / **worth-it**: the chance that the cache is still warm at the next request, times
-   ``missCost``, is less than what the batch saves (freed tokens at the cached-read price on every remaining request,
-   plus one cache write of them when the cache is cold by then). At ``turn_end`` the next request follows at once:
-   the cache is warm unless rule 2 holds. At ``agent_before_settle`` the next request waits for the user: Pi keeps
-   the cache warm while idle only when its own rule says a refresh pays (``cacheWarming`` "idle", the model has a
-   lifetime, ``evaluateCacheWarming``'s expected savings of at least $0.05) and no ``cache_warming_decision`` said
+   ``missCost``, times ``SAVINGS_MARGIN`` (3), is less than what the batch saves (freed tokens at the cached-read
+   price on every remaining request, plus one cache write of them when the cache is cold by then). At
+   ``turn_end`` the next request follows at once: the cache is warm unless rule 2 holds. At
+   ``agent_before_settle`` the next request waits for the user: Pi keeps the cache warm while idle only when its
+   own rule says a refresh pays (``cacheWarming`` "idle", the model has a lifetime, ``evaluateCacheWarming``'s
+   expected savings of at least $0.05) and no ``cache_warming_decision`` said
    "stop"; otherwise the chance is Pi's own estimate that a request comes back in time (0.15).
+
+The margin is there because a batch has a cost the savings leave out: it puts the next compaction off, and the
+requests after the one it would have been carry the larger pruned context instead of a fresh checkpoint. Its value
+and the threshold's share are those with which bench/prune.py's replays (bench/RESULTS.md) cost least without more
+cache breaks than compaction alone on the tool-heavy shape.
 
 A batch must free at least ``min_batch_tokens``: one batch now and then, never an edit a turn.
 
@@ -41,6 +49,8 @@ MINIMUM_EXPECTED_SAVINGS = 0.05  # CACHE_WARMING_MINIMUM_EXPECTED_SAVINGS, dolla
 IDLE_MAX_AGE_MS = 30 * 60_000  # CACHE_WARMING_MAX_IDLE_AGE_MS
 # A batch has to buy this many replies below the threshold to put a compaction off (as ``forecast``'s turns bought).
 MIN_TURNS_BOUGHT = 2
+THRESHOLD_MIN_SHARE = 0.25
+SAVINGS_MARGIN = 3.0
 # Remaining requests counted when the context's growth is unknown, and the most ever counted.
 DEFAULT_REMAINING = 10
 MAX_REMAINING = 200
@@ -187,7 +197,8 @@ def decide(s: Situation) -> Decision:
         )
     growth = max(0.0, s.growth_per_turn or 0.0)
     if s.threshold is not None and s.context_tokens + growth > s.threshold:
-        if s.tokens_after + MIN_TURNS_BOUGHT * growth <= s.threshold:
+        room = max(MIN_TURNS_BOUGHT * growth, THRESHOLD_MIN_SHARE * s.threshold)
+        if s.tokens_after + room <= s.threshold:
             return Decision(
                 True,
                 "threshold",
@@ -218,13 +229,13 @@ def decide(s: Situation) -> Decision:
     freed = s.tokens_freed / 1e6
     savings = freed * s.prices.cache_read * turns + (1 - p) * freed * (s.prices.miss_price() - s.prices.cache_read)
     expected = p * miss
-    if savings > expected:
+    if savings > SAVINGS_MARGIN * expected:
         reason = "worth-it" if p == 1.0 else "warming-stopped"
         return Decision(
             True,
             reason,
-            f"{s.tokens_freed} tokens freed over about {turns} requests save ${savings:.4f}, more than the "
-            f"${expected:.4f} a cache miss is expected to cost",
+            f"{s.tokens_freed} tokens freed over about {turns} requests save ${savings:.4f}, more than "
+            f"{SAVINGS_MARGIN:g} times the ${expected:.4f} a cache miss is expected to cost",
             p,
             miss,
             savings,
@@ -234,7 +245,8 @@ def decide(s: Situation) -> Decision:
     return Decision(
         False,
         "warm",
-        f"the cache is warm: a miss is expected to cost ${expected:.4f}, the batch saves ${savings:.4f}",
+        f"the cache is warm: a miss is expected to cost ${expected:.4f}, the batch saves ${savings:.4f} "
+        f"(it must save {SAVINGS_MARGIN:g} times that)",
         p,
         miss,
         savings,

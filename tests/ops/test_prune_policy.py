@@ -10,6 +10,8 @@ import pytest
 
 from pi_compact.ops.prune_policy import (
     IDLE_CONTINUATION_PROBABILITY,
+    SAVINGS_MARGIN,
+    THRESHOLD_MIN_SHARE,
     Prices,
     Situation,
     decide,
@@ -43,10 +45,12 @@ def situation(**changes: object) -> Situation:
 
 
 def test_a_warm_cache_mid_run_is_left_alone_unless_the_saving_is_larger_than_the_miss() -> None:
-    # 40k tokens freed at $0.30/M over ~42 requests: $0.50; a miss of 100k tokens costs $0.345: worth it.
-    worth = decide(situation())
+    # 40k tokens freed at $0.30/M over ~124 requests: $1.49; a miss of 60k tokens costs $0.207, three times $0.62.
+    worth = decide(situation(context_tokens=60_000, prompt_tokens=60_000, tokens_after=20_000, growth_per_turn=1_000))
     assert worth.prune and worth.reason == "worth-it" and worth.savings is not None and worth.miss_cost is not None
-    assert worth.savings > worth.miss_cost
+    assert worth.savings > SAVINGS_MARGIN * worth.miss_cost
+    # Over ~42 requests the same batch saves $0.50: more than one miss ($0.345), not three.
+    assert decide(situation()).reason == "warm"
     # Close to the threshold (few requests left to save on) the same batch does not pay for the miss.
     late = decide(situation(context_tokens=170_000, tokens_after=150_000, tokens_freed=20_000, growth_per_turn=4_000))
     assert not late.prune and late.reason == "warm"
@@ -71,9 +75,11 @@ def test_near_the_threshold_pruning_puts_the_compaction_off_or_leaves_it_to_pi()
     # The next reply would cross 183,616: pruning to 120k buys many replies, so it goes in even with a warm cache.
     near = decide(situation(context_tokens=182_000, tokens_after=120_000, tokens_freed=62_000))
     assert near.prune and near.reason == "threshold"
-    # Pruning that cannot get two replies below the threshold is not done: Pi compacts.
-    due = decide(situation(context_tokens=190_000, tokens_after=181_000, tokens_freed=10_000, growth_per_turn=2_000))
+    # Pruning that cannot get a quarter of the threshold below it is not done: Pi compacts.
+    limit = int(183_616 * (1 - THRESHOLD_MIN_SHARE))
+    due = decide(situation(context_tokens=190_000, tokens_after=limit + 1, tokens_freed=40_000))
     assert not due.prune and due.reason == "compaction-due"
+    assert decide(situation(context_tokens=190_000, tokens_after=limit, tokens_freed=40_000)).reason == "threshold"
     # Pi does not compact: no threshold rule.
     assert decide(situation(threshold=None, context_tokens=182_000, tokens_after=120_000)).reason != "threshold"
 
