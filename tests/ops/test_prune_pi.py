@@ -184,7 +184,11 @@ import { readFileSync } from "node:fs";
 export default function (pi: any) {
 	const hook = process.env.PRUNE_HOOK ?? "turn_end";
 	const planned = JSON.parse(readFileSync(process.env.PRUNE_DRAFTS ?? "", "utf8"));
-	const drafts = planned.entries.map((e: any) => ({ type: e.type, targetId: e.targetId, replacement: e.replacement }));
+	const drafts = planned.entries.map((e: any) => ({
+		type: e.type,
+		targetId: e.targetId,
+		replacement: e.replacement,
+	}));
 	let done = false;
 	pi.on(hook, async (event: any) => {
 		if (done) return;
