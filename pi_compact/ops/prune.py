@@ -158,6 +158,35 @@ class PrunePlan:
             return None
         return after - before
 
+    def summary_json(self) -> PruneSummaryJSON:
+        """The ``prune`` field of ``check --json``: what pruning would free and the turns it buys."""
+        after = self.forecast_after.turns if self.forecast_after is not None else None
+        return {
+            "outputs": len(self.pruned),
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "tokens_freed": self.tokens_freed,
+            "freed_percent": round(100.0 * self.tokens_freed / self.tokens_before, 1)
+            if self.tokens_before > 0
+            else 0.0,
+            "turns_after": after,
+            "turns_bought": self.turns_bought,
+            "keep_recent_tokens": self.keep_recent_tokens,
+            "min_tokens": self.min_tokens,
+        }
+
+
+class PruneSummaryJSON(TypedDict):
+    outputs: int
+    tokens_before: int
+    tokens_after: int
+    tokens_freed: int
+    freed_percent: float
+    turns_after: int | None
+    turns_bought: int | None
+    keep_recent_tokens: int
+    min_tokens: int
+
 
 @dataclass
 class PruneResult:
