@@ -42,10 +42,16 @@ from pi_compact.checkpoint.entry import (
 )
 from pi_compact.checkpoint.prune_stub import stub_text
 from pi_compact.checkpoint.readtool import read_args, resolve_path, tool_call_blocks
-from pi_compact.errors import ConcurrentWriteError, OptionError
+from pi_compact.errors import ConcurrentWriteError, OptionError, SessionError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import entry_messages
-from pi_compact.pi.projection import ProjectedEntry, Projection, build_projection, context_tokens
+from pi_compact.pi.projection import (
+    ProjectedEntry,
+    Projection,
+    build_projection,
+    context_tokens,
+    unloadable_edits,
+)
 from pi_compact.pi.tokens import estimate_tokens
 from pi_compact.session import get_branch, load_session
 from pi_compact.session.entries import JsonDict
@@ -403,9 +409,32 @@ def _projection_after(check: CheckResult, entries: list[JsonDict]) -> Projection
 # Orchestration
 
 
+def refusal(check: CheckResult) -> SessionError | None:
+    """Why Pi would not load the pruned session either: a context edit in view already has a replacement Pi cannot
+    project (Pi throws building the context). None when pruning is safe to write."""
+    where = str(check.session.path or "<session>")
+    for diag in check.branch.diagnostics:
+        if diag.code == "pi-throws":
+            return SessionError(f"{diag.message}; nothing written", path=where, line=diag.line)
+    bad = unloadable_edits(check.plan.projection)
+    if not bad:
+        return None
+    edit = bad[0]
+    return SessionError(
+        f"Pi cannot resume this branch: context_edit {edit.id} replaces {edit.raw.get('targetId')} with something "
+        "Pi cannot project (a replacement must be null or {content: string or array}; Pi throws 'content is not "
+        "iterable'); nothing written (see picompact lint)",
+        path=where,
+        line=edit.line,
+    )
+
+
 def _prepare(p: Path, opts: PruneOptions, attempts: int) -> PruneResult:
     session = load_session(p, keep_bodies=True)
     check = check_session(session, opts.check)
+    refused = refusal(check)
+    if refused is not None:
+        raise refused
     plan = plan_prune(check, opts)
     status: Status = "dry-run" if opts.dry_run else "nothing"
     result = PruneResult(status, p, plan, attempts=attempts)

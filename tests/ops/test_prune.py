@@ -23,6 +23,7 @@ from pi_compact.session import get_branch, load_session
 from tests.helpers.cli import run
 from tests.helpers.hooked import hooked_exe
 from tests.helpers.sessions import SessionBuilder
+from tests.oracle import oracle_for_comparison
 
 FIXED = {"PICOMPACT_FIXED_TIME": "2026-01-02T03:04:05.678Z", "PICOMPACT_ID_SEED": "prune"}
 BIG = 4000  # characters: 1,000 of Pi's tokens, over the default --min-tokens (500)
@@ -311,3 +312,31 @@ def test_plan_prune_is_a_library_call(tmp_path: Path) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+@pytest.mark.parametrize("replacement", ["a string", {}, {"content": 5}, [1]])
+def test_a_session_pi_cannot_project_is_refused_and_lint_says_why(tmp_path: Path, replacement: Any) -> None:
+    path = tmp_path / "s.jsonl"
+    ids = _coding_session(path)
+    bad = {
+        "type": "context_edit",
+        "id": "bad0e001",
+        "parentId": _lines(path)[-1]["id"],
+        "timestamp": "2026-01-01T01:00:00.000Z",
+        "targetId": ids["small"],
+        "replacement": replacement,
+    }
+    with path.open("ab") as f:
+        f.write(orjson.dumps(bad) + b"\n")
+    before = path.read_bytes()
+    line = len(before.split(b"\n")) - 1
+    refused = run("prune", path, "--keep-recent-tokens", "8000", env=FIXED)
+    assert refused.code == 2 and f"{path}:{line}:" in refused.stderr and "nothing written" in refused.stderr
+    assert path.read_bytes() == before
+    linted = run("lint", path, "--json").json
+    codes = {f["code"]: f for report in linted["files"] for f in report["findings"]}
+    assert codes["edit-bad-replacement"]["severity"] == "error" and codes["edit-bad-replacement"]["line"] == line
+    if oracle_for_comparison():  # Pi itself cannot build this branch's context
+        from tests.oracle import ask_oracle
+
+        assert "not iterable" in ask_oracle("context", path).json.get("error", "")
