@@ -340,3 +340,40 @@ def test_a_session_pi_cannot_project_is_refused_and_lint_says_why(tmp_path: Path
         from tests.oracle import ask_oracle
 
         assert "not iterable" in ask_oracle("context", path).json.get("error", "")
+
+
+def test_show_gives_the_original_and_grep_finds_it_and_the_stub(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    ids = _coding_session(path)
+    data = run("prune", path, "--json", "--keep-recent-tokens", "8000", env=FIXED).json
+    shown = run("show", ids["test"], path)
+    assert shown.code == 0 and "FAILED tests/test_api.py::test_rounding" in shown.stdout
+    assert "tests/test_api.py::test_case_7 PASSED" in shown.stdout  # the output itself, not the stub
+    found = run("grep", "test_case_7 PASSED", path, "--json").jsonl
+    assert [r["data"]["entry_id"] for r in found if r["type"] == "match"] == [ids["test"]]
+    stub_id = next(e["id"] for e in data["entries"] if e["targetId"] == ids["test"])
+    stub = run("show", stub_id, path)
+    assert f"[contextEdit] prune {ids['test']}" in stub.stdout
+    listed = run("list", path, "--json").json
+    preview = next(e["preview"] for e in listed["entries"] if e["id"] == stub_id)
+    assert preview.startswith(f"prune {ids['test']}: bash(")
+
+
+def test_audit_marks_the_stubs_and_coverage_of_a_later_compaction_loses_nothing(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.jsonl"
+    _coding_session(plain)
+    pruned = tmp_path / "pruned.jsonl"
+    pruned.write_bytes(plain.read_bytes())
+    data = run("prune", pruned, "--json", "--keep-recent-tokens", "8000", env=FIXED).json
+    audit = run("audit", pruned, "--json").json
+    markers = [m for m in audit["markers"] if m["kind"] == "context_edit"]
+    assert len(markers) == len(data["entries"]) and all(m["pruned"] and not m["omitted"] for m in markers)
+    assert "prune stubs" in run("audit", pruned).stdout
+    # Compacting the pruned session keeps what compacting the unpruned one keeps: a stub is no lost output (the
+    # checkpoint's facts come from the raw results).
+    keep = ["--keep-recent-tokens", "2000", "--dry-run", "--json"]
+    before = run("compact", plain, *keep, env=FIXED).json
+    after = run("compact", pruned, *keep, env=FIXED).json
+    assert after["coverage"] == before["coverage"]
+    summary = after["entries"][0]["summary"].replace(str(pruned), str(plain))
+    assert summary == before["entries"][0]["summary"]
