@@ -26,6 +26,7 @@ writing: what the Pi extension hands to Pi as ``context_edit`` drafts.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -172,9 +173,7 @@ class PrunePlan:
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "tokens_freed": self.tokens_freed,
-            "freed_percent": round(100.0 * self.tokens_freed / self.tokens_before, 1)
-            if self.tokens_before > 0
-            else 0.0,
+            "freed_percent": freed_percent(self.tokens_freed, self.tokens_before),
             "turns_after": after,
             "turns_bought": self.turns_bought,
             "keep_recent_tokens": self.keep_recent_tokens,
@@ -227,6 +226,16 @@ class PruneResult:
             "bytes_written": self.write.bytes_written if self.write else 0,
             "warnings": self.warnings,
         }
+
+
+def freed_percent(freed: int, before: int) -> float:
+    """``freed`` as a share of ``before``, one decimal; 0 when that is no finite number (a context of 1e400 tokens,
+    as a usage of Infinity gives it, frees no meaningful share)."""
+    try:
+        share = 100.0 * freed / before if before > 0 else 0.0
+    except (OverflowError, ZeroDivisionError):
+        return 0.0
+    return round(share, 1) if math.isfinite(share) else 0.0
 
 
 # ---------------------------------------------------------------------------------------------------------------
