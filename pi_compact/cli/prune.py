@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 
 def _fmt(n: int) -> str:
-    return f"{n:,}"
+    from pi_compact.cli.check import _fmt as fmt  # huge counts as JavaScript shows them
+
+    return fmt(n)
 
 
 def prune_line(data: Mapping[str, Any]) -> str:
@@ -39,8 +41,9 @@ def prune_line(data: Mapping[str, Any]) -> str:
     if not count:
         kept = ", ".join(f"{n} {why}" for why, n in data["protected"].items() if n)
         return f"{verb} {data['session']}: no tool output outside the protected ones" + (f" ({kept})" if kept else "")
-    freed = data["tokens_freed"]
-    percent = 100.0 * freed / before if before > 0 else 0.0
+    from pi_compact.ops.prune import freed_percent
+
+    percent = freed_percent(data["tokens_freed"], before)
     plural = "s" if count != 1 else ""
     line = (
         f"{verb} {count} tool output{plural} in {data['session']}: {_fmt(before)} -> {_fmt(after)} tokens "

@@ -31,6 +31,7 @@ from pi_compact.ops.check import CheckJSON
 from pi_compact.ops.compact import CompactJSON
 from pi_compact.ops.coverage import CoverageJSON
 from pi_compact.ops.lint_report import LintJSON, LintReportJSON, LintTotalsJSON
+from pi_compact.ops.prune import PruneJSON, PruneSummaryJSON
 from pi_compact.ops.prune_policy import DecisionJSON  # noqa: F401  (PruneDraftsJSON's "decision", for the docs)
 from pi_compact.ops.rules import RulesReportJSON
 from pi_compact.ops.rules_block import RulesWrittenJSON
@@ -64,6 +65,8 @@ class ErrorRecord(TypedDict):
 class CheckDoc(Versioned, CheckJSON):
     """``check --json``: ``CheckResult.to_json()``."""
 
+    prune: PruneSummaryJSON  # what `picompact prune` would free now (``PrunePlan.summary_json``)
+
 
 class SessionsDoc(Versioned, SessionListingJSON):
     """``sessions --json``: ``SessionListing.to_json()``."""
@@ -71,6 +74,10 @@ class SessionsDoc(Versioned, SessionListingJSON):
 
 class CompactDoc(Versioned, CompactJSON):
     """``compact --json`` (verbatim mode, and summary mode when it writes): ``CompactResult.compaction_json()``."""
+
+
+class PruneDoc(Versioned, PruneJSON):
+    """``prune --json`` (a run, a dry run, or nothing to prune): ``PruneResult.to_json()``."""
 
 
 class SummaryDryRunDoc(Versioned, SummaryPreviewJSON):
@@ -184,6 +191,7 @@ DOCUMENTS: dict[str, type] = {
     "compact": CompactDoc,
     "compact --mode summary --dry-run": SummaryDryRunDoc,
     "compact --mode summary --dry-run, not needed": SummaryNotNeededDoc,
+    "prune": PruneDoc,
     "list": ListDoc,
     "show": ShowDoc,
     "context": ContextDoc,

@@ -57,6 +57,8 @@ PI_DOES: dict[str, str] = {
     "compaction-kept-missing": "keeps nothing before the compaction: the history it meant to keep silently vanishes",
     "edit-target-missing": "applies the edit to nothing",
     "edit-target-off-branch": "applies the edit to nothing on this branch",
+    "edit-bad-replacement": "throws on it (content is not iterable) when it builds the context of a branch where "
+    "the edit and its target are in view, so it cannot resume that branch",
     "negative-usage": "takes a usage only when its total (totalTokens, else input + output + cacheRead + "
     "cacheWrite) is above zero: a total at or below zero is passed over for an earlier reply's, a positive one "
     "is taken as it is",

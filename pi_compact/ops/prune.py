@@ -26,6 +26,7 @@ writing: what the Pi extension hands to Pi as ``context_edit`` drafts.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,10 +43,16 @@ from pi_compact.checkpoint.entry import (
 )
 from pi_compact.checkpoint.prune_stub import stub_text
 from pi_compact.checkpoint.readtool import read_args, resolve_path, tool_call_blocks
-from pi_compact.errors import ConcurrentWriteError, OptionError
+from pi_compact.errors import ConcurrentWriteError, OptionError, SessionError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import entry_messages
-from pi_compact.pi.projection import ProjectedEntry, Projection, build_projection, context_tokens
+from pi_compact.pi.projection import (
+    ProjectedEntry,
+    Projection,
+    build_projection,
+    context_tokens,
+    unloadable_edits,
+)
 from pi_compact.pi.tokens import estimate_tokens
 from pi_compact.session import get_branch, load_session
 from pi_compact.session.entries import JsonDict
@@ -158,6 +165,33 @@ class PrunePlan:
             return None
         return after - before
 
+    def summary_json(self) -> PruneSummaryJSON:
+        """The ``prune`` field of ``check --json``: what pruning would free and the turns it buys."""
+        after = self.forecast_after.turns if self.forecast_after is not None else None
+        return {
+            "outputs": len(self.pruned),
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "tokens_freed": self.tokens_freed,
+            "freed_percent": freed_percent(self.tokens_freed, self.tokens_before),
+            "turns_after": after,
+            "turns_bought": self.turns_bought,
+            "keep_recent_tokens": self.keep_recent_tokens,
+            "min_tokens": self.min_tokens,
+        }
+
+
+class PruneSummaryJSON(TypedDict):
+    outputs: int
+    tokens_before: int
+    tokens_after: int
+    tokens_freed: int
+    freed_percent: float
+    turns_after: int | None
+    turns_bought: int | None
+    keep_recent_tokens: int
+    min_tokens: int
+
 
 @dataclass
 class PruneResult:
@@ -192,6 +226,16 @@ class PruneResult:
             "bytes_written": self.write.bytes_written if self.write else 0,
             "warnings": self.warnings,
         }
+
+
+def freed_percent(freed: int, before: int) -> float:
+    """``freed`` as a share of ``before``, one decimal; 0 when that is no finite number (a context of 1e400 tokens,
+    as a usage of Infinity gives it, frees no meaningful share)."""
+    try:
+        share = 100.0 * freed / before if before > 0 else 0.0
+    except (OverflowError, ZeroDivisionError):
+        return 0.0
+    return round(share, 1) if math.isfinite(share) else 0.0
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -374,9 +418,32 @@ def _projection_after(check: CheckResult, entries: list[JsonDict]) -> Projection
 # Orchestration
 
 
+def refusal(check: CheckResult) -> SessionError | None:
+    """Why Pi would not load the pruned session either: a context edit in view already has a replacement Pi cannot
+    project (Pi throws building the context). None when pruning is safe to write."""
+    where = str(check.session.path or "<session>")
+    for diag in check.branch.diagnostics:
+        if diag.code == "pi-throws":
+            return SessionError(f"{diag.message}; nothing written", path=where, line=diag.line)
+    bad = unloadable_edits(check.plan.projection)
+    if not bad:
+        return None
+    edit = bad[0]
+    return SessionError(
+        f"Pi cannot resume this branch: context_edit {edit.id} replaces {edit.raw.get('targetId')} with something "
+        "Pi cannot project (a replacement must be null or {content: string or array}; Pi throws 'content is not "
+        "iterable'); nothing written (see picompact lint)",
+        path=where,
+        line=edit.line,
+    )
+
+
 def _prepare(p: Path, opts: PruneOptions, attempts: int) -> PruneResult:
     session = load_session(p, keep_bodies=True)
     check = check_session(session, opts.check)
+    refused = refusal(check)
+    if refused is not None:
+        raise refused
     plan = plan_prune(check, opts)
     status: Status = "dry-run" if opts.dry_run else "nothing"
     result = PruneResult(status, p, plan, attempts=attempts)
