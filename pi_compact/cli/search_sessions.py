@@ -87,6 +87,7 @@ def search_command(
     ),
 ) -> ExitCode:
     from pi_compact.archive import Filters, Query, search, session_files
+    from pi_compact.archive.scope import NO_HEADER
 
     env = env_of(ctx)
     if json_output and json_lines:
@@ -133,7 +134,10 @@ def search_command(
         for warning in store.warnings:
             env.warn(warning)
         for path, reason in scope.skipped:
-            env.warn(f"{path}: cannot read the session ({reason}): skipped")
+            if reason == NO_HEADER:
+                env.warn(f"{path}: {reason}: skipped")
+            else:
+                env.warn(f"{path}: cannot read the session ({reason}): skipped")
         if parsed is None:
             figures = store.run(store.stats)
             if json_output or json_lines:
@@ -160,8 +164,27 @@ def search_command(
         if page.next_cursor:
             from pi_compact.cli.paging import next_command
 
-            env.note(f"more results; next page: {next_command(env, page.next_cursor)}")
+            shown = f"{len(page.hits)} of {page.total:,}" if page.total is not None else f"{len(page.hits)}"
+            env.note(f"{shown} results; next page: {next_command(env, page.next_cursor, drop=('--reindex',))}")
+    if not page.hits:
+        _say_nothing_found(env, page, found, store.path)
     return ExitCode.OK if page.hits else ExitCode.NO
+
+
+def _say_nothing_found(env: Environment, page: Any, found: Any, index: Path | None) -> None:
+    """What a search that found nothing looked for, and where: the sessions and the trees searched, the index;
+    the likely fixes of a typo."""
+    where = ", ".join(env.shown(root) for root in found.roots) or "no directory"
+    query = page.query
+    what = {"words": "the words", "regex": "the regular expression", "fixed": "the string"}[query.mode]
+    if page.sessions == 0:
+        env.note(f"no sessions to search: none found under {where}")
+        return
+    sessions = f"{page.sessions:,} session{'s' if page.sessions != 1 else ''}"
+    kept = f" (index {env.shown(str(index))})" if index is not None else ""
+    env.note(f"no results for {what} {query.text!r} in {sessions} under {where}{kept}")
+    if page.suggestions:
+        env.note("did you mean: " + "; ".join(repr(s) for s in page.suggestions) + "?")
 
 
 def _ms(text: str | None, flag: str) -> int | None:
