@@ -47,13 +47,16 @@ WEIGHTS = {
     "custom_message": 1.2,
 }
 TOOL_CALLING_REPLY = 1.0
+QUESTION = 1.5  # a user message that ends in a question mark: it asks, the answer is elsewhere
 OTHER = 1.0  # tool results, bash output, and what else an entry can be
 
 
-def weight(kind: str, tools: str) -> float:
+def weight(kind: str, tools: str, text: str = "") -> float:
     """What an entry of role or type ``kind`` weighs (``tools``: the tools it calls, ``document``'s)."""
     if kind == "assistant" and tools:
         return TOOL_CALLING_REPLY
+    if kind == "user" and text.rstrip().endswith(("?", "\uff1f")):
+        return QUESTION
     return WEIGHTS.get(kind, OTHER)
 
 
@@ -61,7 +64,7 @@ def body_row(text: str, kind: str, tools: str) -> tuple[str, str, float]:
     """The ``body`` columns of an entry: its text, that text's words of the scripts without spaces, its weight."""
     from pi_compact.archive.words import cjk_text
 
-    return text, cjk_text(text), weight(kind, tools)
+    return text, cjk_text(text), weight(kind, tools, text)
 
 
 def entry_text(entry: Entry) -> str:

@@ -569,7 +569,12 @@ def _snippet(conn: Any, query: Query, rowid: int) -> tuple[str, tuple[tuple[int,
         return _substring_snippet(query.text, (row[0] if row else "") or "")
     size = conn.execute("select length(text) from body where rowid = ?", (rowid,)).fetchone()
     if size is None or size[0] is None or size[0] <= SNIPPET_FTS_CHARS:
-        return _fts_snippet(conn, query, rowid)
+        snippet, spans = _fts_snippet(conn, query, rowid)
+        if spans or not size or not size[0]:
+            return snippet, spans
+        # Nothing highlighted: the words matched in the ``cjk`` column (``Redis`` in ``Redis를``)
+        row = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()
+        return _substring_snippet(query.text, (row[0] if row else "") or "")
     text = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()[0]
     return _window_snippet(query.fts or "", text)
 
