@@ -94,12 +94,13 @@ class _Literal:
 class _Linear:
     """A pattern run by RE2 (``google-re2``), in time linear in the text: what ``regex`` would match, for the
     patterns whose meaning the two engines share (``_linear``); ``search`` and ``finditer`` as ``regex``'s (the
-    timeout is accepted and needs no enforcing)."""
+    timeout is accepted and needs no enforcing). ``engine_source``: the pattern as RE2 was given it."""
 
-    __slots__ = ("compiled", "ignore_case", "source")
+    __slots__ = ("compiled", "engine_source", "ignore_case", "source")
 
-    def __init__(self, source: str, ignore_case: bool, compiled: Any) -> None:
+    def __init__(self, source: str, ignore_case: bool, compiled: Any, engine_source: str | None = None) -> None:
         self.source, self.ignore_case, self.compiled = source, ignore_case, compiled
+        self.engine_source = source if engine_source is None else engine_source
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _linear, (self.source, self.ignore_case)
@@ -111,29 +112,89 @@ class _Linear:
         return self.compiled.finditer(string, pos, len(string) if endpos is None else endpos)
 
 
-# What RE2 and ``regex`` (VERSION0, as Python's re) would read differently, or RE2 not at all: the Unicode classes
-# and boundaries (ASCII in RE2), inline groups and flags, ``{,n}`` (a literal to RE2), POSIX classes (a set of
-# characters to ``regex``), and any escape of a letter or digit but \n \t \r \f \v and \xHH.
+# What RE2 and ``regex`` (VERSION0, as Python's re) would read differently, or RE2 not at all: the Unicode
+# boundaries (ASCII in RE2), inline groups and flags, ``{,n}`` (a literal to RE2), POSIX classes (a set of
+# characters to ``regex``), and any escape of a letter or digit but \n \t \r \f \v, \xHH and the classes \d \s
+# \w (and \D \S \W), which RE2 is given as the very characters ``regex`` puts in them (``_class_ranges``).
 _NOT_LINEAR = r"\\(?:[0-9A-Za-wyz]|x(?![0-9A-Fa-f]{2}))|\(\?(?!:)|\{,|\[:"
+
+
+@functools.cache
+def _class_ranges(name: str) -> str:
+    """The characters ``regex`` (this one, with its Unicode tables) puts in ``\\d``, ``\\s`` or ``\\w``, as the
+    ranges of an RE2 class (``\\x{30}-\\x{39}...``, without the brackets)."""
+    import regex
+
+    every = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    out = []
+    for m in regex.finditer(f"\\{name}+", every):
+        lo, hi = m.start(), m.end() - 1
+        lo, hi = (c + 0x800 if c >= 0xD800 else c for c in (lo, hi))
+        out.append(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}")
+    return "".join(out)
+
+
+def _spelled_out(source: str) -> str | None:
+    """``source`` with each ``\\d``, ``\\s``, ``\\w`` (and negation) replaced by the class of its characters in
+    ``regex`` (inside a set, spliced into it); None where that cannot be said in RE2 (a negation inside a set, or
+    a class next to a ``-`` in a set, which would make a range)."""
+    out: list[str] = []
+    i, n = 0, len(source)
+    in_set = False
+    while i < n:
+        c = source[i]
+        if c == "\\" and i + 1 < n:
+            e = source[i + 1]
+            if e in "dswDSW":
+                ranges = _class_ranges(e.lower())
+                if in_set:
+                    if e.isupper() or source[i - 1] == "-" or source[i + 2 : i + 3] == "-":
+                        return None
+                    out.append(ranges)
+                else:
+                    out.append(("[^" if e.isupper() else "[") + ranges + "]")
+            else:
+                out.append(source[i : i + 2])
+            i += 2
+            continue
+        if not in_set and c == "[":
+            in_set = True
+            out.append(c)
+            i += 1
+            if source[i : i + 1] == "^":
+                out.append("^")
+                i += 1
+            if source[i : i + 1] == "]":  # a ']' first in a set is one of its characters
+                out.append("]")
+                i += 1
+            continue
+        if in_set and c == "]":
+            in_set = False
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _linear(source: str, ignore_case: bool) -> _Linear | None:
     """``source`` (``regex`` syntax, MULTILINE) compiled by RE2 when both engines give it the same meaning."""
     import re
 
-    allowed = re.sub(r"\\[\\ntrfv]", "", source)  # an escaped backslash, and the escapes both read alike
+    allowed = re.sub(r"\\[\\ntrfvdswDSW]", "", source)  # an escaped backslash, and the escapes both read alike
     if re.search(_NOT_LINEAR, allowed):
         return None
     try:
         import re2
     except ImportError:  # pragma: no cover - a dependency
         return None
+    engine = _spelled_out(source) if re.search(r"\\[dswDSW]", source) else source
+    if engine is None:
+        return None
     options = re2.Options()
     options.case_sensitive = not ignore_case
     options.log_errors = False
     options.max_mem = 64 << 20
     try:
-        return _Linear(source, ignore_case, re2.compile("(?m)" + source, options))
+        return _Linear(source, ignore_case, re2.compile("(?m)" + engine, options), engine)
     except re2.error:
         return None
 
@@ -829,7 +890,12 @@ def _search(
             budget = _Budget() if query.pattern is not None else None
             # Words on every branch: the total is counted by SQL; else by going on through the candidates.
             counted = _count(conn, query, filters, narrow) if query.pattern is None and filters.branch == "all" else None
+            screened = _screen(conn, query, filters, budget) if budget is not None else None
+            if screened is not None and screened[1]:
+                stopped = budget.notice() if budget is not None else None
             for rowid, file_id, line, entry_id, kind, ts, score in _candidates(conn, query, filters, narrow):
+                if screened is not None and rowid not in screened[0]:
+                    continue
                 info = files.get(file_id)
                 if info is None:
                     continue
@@ -961,6 +1027,61 @@ def _distance(a: str, b: str, most: int) -> int:
             return most + 1
         before, row = row, current
     return row[len(b)]
+
+
+_SCREEN_CLOCK_ROWS = 64  # entries screened between two looks at the budget's clock
+
+
+def _bytes_matcher(query: Query) -> Callable[[bytes], bool] | None:
+    """Whether the pattern matches an entry's text, asked of its UTF-8 bytes as SQLite holds them (no text decoded
+    nor encoded again): for a -F string that keeps its case, and a pattern RE2 runs (its UTF-8 mode: the same
+    answer as on the text); None for any other."""
+    pattern = query.pattern
+    if isinstance(pattern, _Literal):
+        needle = pattern.text.encode("utf-8")
+        return lambda blob: needle in blob
+    if isinstance(pattern, _Linear):
+        import re2
+
+        options = re2.Options()
+        options.case_sensitive = not pattern.ignore_case
+        options.log_errors = False
+        options.max_mem = 64 << 20
+        try:
+            compiled = re2.compile(("(?m)" + pattern.engine_source).encode("utf-8"), options)
+        except re2.error:  # pragma: no cover - compiled as text already
+            return None
+        search = compiled.search
+        return lambda blob: search(blob) is not None
+    return None
+
+
+def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget | None) -> tuple[set[int], bool] | None:
+    """For a pattern the words cannot narrow, on every entry (no filter narrows them either): the entries whose
+    text it matches, read in one pass over the index in rowid order, and whether the budget ran out on the way;
+    None when it is not worth it (a filter, narrowing words) or the pattern cannot be asked of bytes."""
+    if query.fts is not None or _conditions(filters)[0]:
+        return None
+    matches = _bytes_matcher(query)
+    if matches is None:
+        return None
+    found: set[int] = set()
+    started = _clock()
+    left = budget.left if budget is not None else SEARCH_BUDGET
+    n = 0
+    for rowid, blob in conn.execute("select rowid, cast(text as blob) from body"):
+        n += 1
+        if blob is not None and matches(blob):
+            found.add(rowid)
+        if n % _SCREEN_CLOCK_ROWS == 0 and _clock() - started > left:
+            if budget is not None:
+                budget.entries += n
+                budget.left = 0
+            return found, True
+    if budget is not None:
+        budget.entries += n
+        budget.left -= _clock() - started
+    return found, False
 
 
 def _count(conn: Any, query: Query, filters: Filters, narrow: bool) -> int:

@@ -171,3 +171,26 @@ def test_an_index_of_the_format_before_is_built_again(agent: Path) -> None:
     assert len(result.json["results"]) == 1
     again = run("search", "금요일")
     assert again.code == 0 and "built again" not in again.stderr
+
+
+def test_a_pattern_without_words_finds_the_same_read_in_one_pass(corpus: tuple[Path, list]) -> None:
+    """A pattern the words cannot narrow is matched on every entry's bytes in one pass over the index; with a
+    filter that keeps every entry, entry by entry on the text: the same results, in the same order."""
+    root, _ = corpus
+    found = session_files([str(root)], include_default=False)
+    every_role = Filters(roles=frozenset({"user", "assistant", "toolResult", "bashExecution", "custom_message"}))
+    with temporary_store() as store:
+        scope = store.update(found.files)
+        for query in (
+            Query.parse(r"\d\.\d{2}", regex=True),
+            Query.parse(r"[가-힣]+를", regex=True),
+            Query.parse(r"\w+Error\b|キャッシュ\S", regex=True),
+            Query.parse("ERR", regex=True, ignore_case=True),
+            Query.parse("(", fixed=True),
+            Query.parse("는", fixed=True),
+        ):
+            one_pass = search(store, scope, query, Filters(), limit=1000)
+            by_entry = search(store, scope, query, every_role, limit=1000)
+            assert one_pass.hits, query
+            assert [h.to_json() for h in one_pass.hits] == [h.to_json() for h in by_entry.hits], query
+            assert one_pass.total == by_entry.total == len(one_pass.hits)
