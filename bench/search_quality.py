@@ -27,7 +27,21 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # after PYTHONPATH: the code measured is the one it names
 
 # Words of the corpus in scripts without spaces, and Korean, each as people write it inside longer tokens.
-CJK_WORDS = ["배포", "세션", "캐시", "금요일", "데이터", "테스트", "キャッシュ", "テスト", "方針", "数据库", "日志", "连接池", "事务"]
+CJK_WORDS = [
+    "배포",
+    "세션",
+    "캐시",
+    "금요일",
+    "데이터",
+    "테스트",
+    "キャッシュ",
+    "テスト",
+    "方針",
+    "数据库",
+    "日志",
+    "连接池",
+    "事务",
+]
 
 
 def load_corpus() -> object:

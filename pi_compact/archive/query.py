@@ -46,6 +46,9 @@ REGEX_TIMEOUT = 2.0  # seconds one entry may take to match
 # within REGEX_TIMEOUT): past it the search stops, the results found so far stand, and the page says so
 # (``SearchPage.stopped``). A pattern RE2 runs (``_Linear``) is linear in the text and seldom comes near it.
 SEARCH_BUDGET = 10.0
+# Seconds of CPU time a --regex or -F search may spend, once its page is full, counting the matches after it (the
+# total): past it the total is not known (None), the page stands.
+COUNT_BUDGET = 1.0
 _clock: Callable[[], float] = time.process_time  # the clock ``regex`` counts its timeout on
 
 
@@ -552,7 +555,9 @@ def _candidates(conn: Any, query: Query, filters: Filters, narrow: bool) -> Iter
     )
 
 
-def _ranked(conn: Any, fts: str, score_sql: str = _SCORE, score_args: list[Any] | None = None) -> Iterator[tuple[Any, ...]]:
+def _ranked(
+    conn: Any, fts: str, score_sql: str = _SCORE, score_args: list[Any] | None = None
+) -> Iterator[tuple[Any, ...]]:
     """The entries matching ``fts`` in the order ``_candidates`` gives (score, session path, line), with nothing
     but the full-text index sorted: each entry's row is read when it is reached, and entries of the same score
     are put in path and line order among themselves."""
@@ -889,7 +894,9 @@ def _search(
             seen = 0
             budget = _Budget() if query.pattern is not None else None
             # Words on every branch: the total is counted by SQL; else by going on through the candidates.
-            counted = _count(conn, query, filters, narrow) if query.pattern is None and filters.branch == "all" else None
+            counted = (
+                _count(conn, query, filters, narrow) if query.pattern is None and filters.branch == "all" else None
+            )
             screened = _screen(conn, query, filters, budget) if budget is not None else None
             if screened is not None and screened[1]:
                 stopped = budget.notice() if budget is not None else None
@@ -922,9 +929,12 @@ def _search(
                 if seen <= skip:
                     continue
                 if len(hits) == limit:
-                    more = True
                     if counted is not None:
+                        more = True
                         break
+                    if not more and budget is not None:  # counting the rest may take only so long
+                        budget.left = min(budget.left, COUNT_BUDGET)
+                    more = True
                     continue  # counted, for the total: no snippet
                 if match is not None:
                     snippet, spans = _pattern_snippet(query, text, match)

@@ -6,9 +6,10 @@ per entry the text ``picompact show`` renders, without the lines picompact write
 ``[section]`` markers), in an FTS5 table (``body``) tokenized by ``unicode61 remove_diacritics 2`` (words, case and
 accents folded): ``text``, that text; ``cjk``, its words of the scripts written without spaces, character by
 character (``archive.words.cjk_text``; empty for most entries); and ``weight``, not indexed, what the entry's role
-weighs in the ranking (``archive.document.weight``). ``trigram`` would match any substring, but measured on the same documents it builds 6 times
-slower (18 against 110 MB of session a second) into a table 2.2 times larger (``bench/RESULTS.md``); exact
-substrings are what ``--regex`` and ``-F`` are for, checked on the stored text after the words narrowed.
+weighs in the ranking (``archive.document.weight``). ``trigram`` would match any substring, but measured on the
+same documents it builds 6 times slower (18 against 110 MB of session a second) into a table 2.2 times larger
+(``bench/RESULTS.md``); exact substrings are what ``--regex`` and ``-F`` are for, checked on the stored text after
+the words narrowed, and words of the scripts without spaces are found by character in ``cjk``.
 
 A database is this picompact's index when its application id and format version say so and its tables are all
 there; an empty one is made one.

@@ -163,7 +163,10 @@ def _stories(root: Path, rng: Random) -> tuple[list[Story], list[tuple[str, str,
     s = new("tools", "rename")
     s.user("rename readHeader to parseSessionHeader everywhere, and keep the old name out of the docs", key="rename")
     for _ in range(3):
-        s.grep("parseSessionHeader", [f"export function parseSessionHeader(line) // parseSessionHeader {i}" for i in range(8)])
+        s.grep(
+            "parseSessionHeader",
+            [f"export function parseSessionHeader(line) // parseSessionHeader {i}" for i in range(8)],
+        )
         s.edit("src/session/header.ts", "function readHeader(", "function parseSessionHeader(")
     s.bash("pnpm test", "✓ parseSessionHeader parses v3\n✓ parseSessionHeader rejects v0\n" * 6)
     ask("parseSessionHeader", "identifier", "rename")
@@ -179,7 +182,10 @@ def _stories(root: Path, rng: Random) -> tuple[list[Story], list[tuple[str, str,
 
     s = new("tools", "retries")
     s.user("set max_retries to 5 in config/worker.toml, 3 is too low for the flaky S3 endpoint", key="retries")
-    s.bash("tail -n 40 worker.log", "\n".join(f"ERROR upload failed: max retries (3) exceeded for part {i}" for i in range(40)))
+    s.bash(
+        "tail -n 40 worker.log",
+        "\n".join(f"ERROR upload failed: max retries (3) exceeded for part {i}" for i in range(40)),
+    )
     s.work(["max", "retries", "worker"])
     s.edit("config/worker.toml", "max_retries = 3", "max_retries = 5")
     ask("max_retries", "identifier", "retries")
@@ -202,7 +208,10 @@ def _stories(root: Path, rng: Random) -> tuple[list[Story], list[tuple[str, str,
     )
     s.bash(
         "pnpm dev",
-        "\n".join("Uncaught TypeError: Cannot read properties of undefined (reading 'map')\n    at List (List.tsx:12)" for _ in range(12)),
+        "\n".join(
+            "Uncaught TypeError: Cannot read properties of undefined (reading 'map')\n    at List (List.tsx:12)"
+            for _ in range(12)
+        ),
         True,
     )
     s.reply(
@@ -234,7 +243,10 @@ def _stories(root: Path, rng: Random) -> tuple[list[Story], list[tuple[str, str,
 
     s = new("web", "orders")
     s.user("the orders endpoint takes 4 seconds, find out why")
-    s.bash("tail log/development.log", "\n".join(f"  LineItem Load (0.4ms)  SELECT line_items WHERE order_id = {i}" for i in range(60)))
+    s.bash(
+        "tail log/development.log",
+        "\n".join(f"  LineItem Load (0.4ms)  SELECT line_items WHERE order_id = {i}" for i in range(60)),
+    )
     s.reply(
         "The slowness is an N+1 query in OrdersController#index: one SELECT per line item. `includes(:line_items)` "
         "brings it to two queries and 180 ms.",
@@ -292,7 +304,11 @@ def _stories(root: Path, rng: Random) -> tuple[list[Story], list[tuple[str, str,
 
     s = new("api", "gateway")
     s.user("raise the gateway timeout to 30s, the export endpoint takes 20s", key="gateway")
-    s.bash("kubectl logs gateway", "\n".join(f"upstream timeout after 10s on /export (gateway) #{i}" for i in range(50)), True)
+    s.bash(
+        "kubectl logs gateway",
+        "\n".join(f"upstream timeout after 10s on /export (gateway) #{i}" for i in range(50)),
+        True,
+    )
     s.work(["gateway", "timeout", "30s"])
     ask("gateway timeout", "decision", "gateway")
 
@@ -314,7 +330,9 @@ def _stories(root: Path, rng: Random) -> tuple[list[Story], list[tuple[str, str,
     ask("staging.acme.dev", "path", "staging")
 
     s = new("shop", "lockfile")
-    s.bash("pnpm install --frozen-lockfile", "ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with frozen-lockfile\n" * 4, True)
+    s.bash(
+        "pnpm install --frozen-lockfile", "ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with frozen-lockfile\n" * 4, True
+    )
     s.reply(
         "ERR_PNPM_OUTDATED_LOCKFILE: package.json changed without the lockfile; run pnpm install and commit "
         "pnpm-lock.yaml.",
@@ -335,7 +353,9 @@ def _stories(root: Path, rng: Random) -> tuple[list[Story], list[tuple[str, str,
     s = new("kr-app", "login")
     s.user("로그인 API는 JWT 대신 세션 쿠키를 쓰기로 했어", key="cookie")
     s.work(["session", "cookie", "JWT"])
-    s.builder.tool("edit", {"path": "src/auth.ts", "oldText": "jwt.sign(", "newText": "// 세션 쿠키를 설정\nsetCookie("}, "ok")
+    s.builder.tool(
+        "edit", {"path": "src/auth.ts", "oldText": "jwt.sign(", "newText": "// 세션 쿠키를 설정\nsetCookie("}, "ok"
+    )
     s.reply("세션 쿠키를 설정하는 코드로 바꿨습니다. 쿠키 만료는 7일입니다.")
     ask("세션 쿠키", "korean", "cookie")
 
@@ -348,13 +368,19 @@ def _stories(root: Path, rng: Random) -> tuple[list[Story], list[tuple[str, str,
     s = new("kr-app", "cron")
     s.user("새벽 작업이 한 시간 늦게 돌아요")
     s.bash("crontab -l", "0 3 * * * /app/bin/nightly\n# 크론 작업\n" * 5)
-    s.reply("원인은 타임존 설정입니다: 서버가 UTC인데 크론이 KST 기준으로 작성되어 있었습니다. TZ=Asia/Seoul을 넣었습니다.", key="tz")
+    s.reply(
+        "원인은 타임존 설정입니다: 서버가 UTC인데 크론이 KST 기준으로 작성되어 있었습니다. TZ=Asia/Seoul을 넣었습니다.",
+        key="tz",
+    )
     s.work(["cron", "UTC", "KST"])
     ask("타임존 크론", "korean", "tz")
 
     s = new("kr-app", "seed")
     s.bash("pnpm test", "FAIL users.test.ts\n  expected 3 users, received 0\n" * 6, True)
-    s.reply("테스트가 실패한 이유는 시드 데이터가 없어서입니다. pnpm db:seed 를 테스트 전에 실행하도록 했습니다.", key="seed")
+    s.reply(
+        "테스트가 실패한 이유는 시드 데이터가 없어서입니다. pnpm db:seed 를 테스트 전에 실행하도록 했습니다.",
+        key="seed",
+    )
     s.work(["seed", "test", "users"])
     ask("시드 데이터", "korean", "seed")
 
@@ -481,7 +507,9 @@ _NOISE_WORDS = [
 def _noise(root: Path, rng: Random, count: int) -> None:
     """Sessions of the same projects made of everyday work: tool output and replies that use the corpus's words."""
     for n in range(count):
-        story = _story(root, rng.choice(["shop", "tools", "web", "api", "kr-app", "jp-app", "cn-app"]), f"noise{n}", rng)
+        story = _story(
+            root, rng.choice(["shop", "tools", "web", "api", "kr-app", "jp-app", "cn-app"]), f"noise{n}", rng
+        )
         for _ in range(rng.randint(3, 8)):
             story.user(rng.choice(_NOISE_USERS))
             words = rng.sample(_NOISE_WORDS, 3)

@@ -17,7 +17,20 @@ from tests.helpers.sessions import SessionBuilder
 
 # Words of the corpus in scripts without spaces, and Korean, each inside longer tokens somewhere (particles,
 # compounds, sentences without spaces).
-CJK_WORDS = ["배포", "세션", "캐시", "금요일", "데이터", "キャッシュ", "テスト", "方針", "数据库", "日志", "连接池", "事务"]
+CJK_WORDS = [
+    "배포",
+    "세션",
+    "캐시",
+    "금요일",
+    "데이터",
+    "キャッシュ",
+    "テスト",
+    "方針",
+    "数据库",
+    "日志",
+    "连接池",
+    "事务",
+]
 
 
 @pytest.fixture(scope="module")
