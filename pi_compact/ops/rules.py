@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from pi_compact.checkpoint.context_files import ContextFile, context_files_for
-from pi_compact.checkpoint.verbatim.standing import classify, split_sentences
+from pi_compact.checkpoint.verbatim.standing import split_sentences
+from pi_compact.ops.instruction_cues import instructions
 from pi_compact.errors import PiCompactError, UsageError
 from pi_compact.ops.instruction_text import (
     GENERIC,
@@ -41,7 +42,6 @@ from pi_compact.ops.instruction_text import (
     NOT,
     covers,
     instruction_key,
-    is_request,
     similarity,
 )
 from pi_compact.ops.rules_block import target_file
@@ -250,12 +250,7 @@ def _timestamp(entry_raw: dict[str, Any], message: dict[str, Any]) -> str | None
 def statements(path: Path, session_id: str, user_messages: Iterable[tuple[str, str | None, str]]) -> Iterator[_Said]:
     """The standing instructions of one session's user messages ((entry id, timestamp, text), in file order)."""
     for entry_id, stamp, text in user_messages:
-        for sentence in split_sentences(text):
-            kind = classify(sentence)
-            if kind not in KINDS:
-                continue
-            if is_request(sentence):
-                continue
+        for sentence, kind in instructions(text):
             key = instruction_key(sentence)
             if not key - GENERIC - {MIXED}:
                 continue
