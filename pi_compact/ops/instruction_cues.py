@@ -105,8 +105,8 @@ _SHORTHAND = {
 }
 _FUZZY_TARGETS = ("always", "never", "before", "committing", "please", "remember")
 _REAL_WORDS = frozenset(
-    "ever fever lever sever newer nerve seven elver neverl sever beore bore fore lease pleat plead pleasure "
-    "remembers remembered committee admitting omitting emitting".split()
+    """ever fever lever sever newer nerve seven elver beore bore fore lease pleat plead pleasure remembers
+    remembered committee admitting omitting emitting""".split()  # noqa: SIM905
 )
 _WORD = re.compile(r"[A-Za-z0-9']+")
 
@@ -168,7 +168,8 @@ _THANKS = re.compile(
 # Bound to the moment: "don't commit yet", "this time", "for now".
 _MOMENT = re.compile(
     r"\b(?:yet|this time|for now|right now|at the moment|today|for this (?:one|task|pr|change)|noch nicht|"
-    r"diesmal|vorerst|todavía|por ahora|esta vez)\b|아직|이번에는|이번만|지금은|일단|今回|とりあえず|まだ|今は|这次|暂时|先不",
+    r"diesmal|vorerst|todavía|por ahora|esta vez)\b"
+    r"|아직|이번에는|이번만|지금은|일단|今回|とりあえず|まだ|今は|这次|暂时|先不",
     re.IGNORECASE,
 )
 # What code or the world does, not what the agent should: "it never returns", "the parser never allocates".
@@ -227,7 +228,8 @@ _SUBAGENT = re.compile(
     re.IGNORECASE,
 )
 
-# Korean: always / never / must / before / after / from now on (not "first": "look at this first"); a prohibitive ending; the harness.
+# Korean: always / never / must / before / after / from now on (not "first": "look at this first"); a
+# prohibitive ending; the harness; a subagent's review.
 _KO_GENERAL = re.compile(r"항상|늘|언제나|절대|반드시|꼭|무조건|매번|앞으로|전에|전엔|후에는|후엔|다음부터|금지")
 _KO_PROHIBIT = re.compile(r"지\s*(?:마|말아|말고|말 것|마세요|마라|않도록)|말고|건드리지|금지|안\s*돼")
 _KO_SPECIAL = re.compile(r"하네스|클로드\s*코드|서브\s*에이전트.*(?:리뷰|검토)|(?:리뷰|검토).*서브\s*에이전트")

@@ -22,8 +22,8 @@ COVER_SHARE = 0.6
 LEADING = re.compile(
     r"^(?:(?:ok(?:ay)?|alright|so|now|and|also|oh|wait|btw|by the way|note|nb|ps|p\.s\.|heads[- ]up|reminder|"
     r"remember(?: that| to)?|as always|again|as i said(?: before)?|like i said|as usual|one more thing|one rule|"
-    r"(?:new |house |project )?rule|fyi|for reference|for the record|before i forget|quick note|important|please|pls|just|"
-    r"actually|and again|once more)\b[\s,:;.!-]*)+",
+    r"(?:new |house |project )?rule|fyi|for reference|for the record|before i forget|quick note|important|please|"
+    r"pls|just|actually|and again|once more)\b[\s,:;.!-]*)+",
     re.IGNORECASE,
 )
 # A reason or an aside after the instruction ("…, it holds the live credentials", "… because CI runs it").
@@ -58,9 +58,65 @@ _KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]")
 # Korean particles and verb endings, stripped from the end of a word (longest first) before it is cut in pairs.
 _KO_ENDINGS = sorted(
-    """에서는 에게는 한테는 으로는 에서 에게 한테 으로 까지 부터 이랑 랑 은 는 이 가 을 를 에 로 도 만 와 과 의 해주세요
-    해줘 해요 하세요 하지 하기 하고 해서 하면 해 하 받아 받고 맡겨 줘 주세요 마세요 마 말고 야 이야 돼 라 지 기 고 게 요 서
-    써 돌려 줄래""".split(),
+    [
+        "에서는",
+        "에게는",
+        "한테는",
+        "으로는",
+        "에서",
+        "에게",
+        "한테",
+        "으로",
+        "까지",
+        "부터",
+        "이랑",
+        "랑",
+        "은",
+        "는",
+        "이",
+        "가",
+        "을",
+        "를",
+        "에",
+        "로",
+        "도",
+        "만",
+        "와",
+        "과",
+        "의",
+        "해주세요",
+        "해줘",
+        "해요",
+        "하세요",
+        "하지",
+        "하기",
+        "하고",
+        "해서",
+        "하면",
+        "해",
+        "하",
+        "받아",
+        "받고",
+        "맡겨",
+        "줘",
+        "주세요",
+        "마세요",
+        "마",
+        "말고",
+        "야",
+        "이야",
+        "돼",
+        "라",
+        "지",
+        "기",
+        "고",
+        "게",
+        "요",
+        "서",
+        "써",
+        "돌려",
+        "줄래",
+    ],
     key=len,
     reverse=True,
 )

@@ -32,8 +32,8 @@ from typing import Any, NotRequired, TypedDict
 
 from pi_compact.checkpoint.context_files import ContextFile, context_files_for
 from pi_compact.checkpoint.verbatim.standing import split_sentences
-from pi_compact.ops.instruction_cues import instructions
 from pi_compact.errors import PiCompactError, UsageError
+from pi_compact.ops.instruction_cues import instructions
 from pi_compact.ops.instruction_text import (
     GENERIC,
     LEADING,
