@@ -166,9 +166,11 @@ class PiToolDoc(Versioned):
 
 
 class RulesDoc(Versioned, RulesReportJSON):
-    """``rules --json``: ``RulesReport.to_json()``, and what --write did (``WriteResult.to_json()``)."""
+    """``rules --json``: ``RulesReport.to_json()``, what --write did (``WriteResult.to_json()``), and with
+    --dry-run the unified diff it would make ("" when nothing would change; null without --dry-run)."""
 
     written: RulesWrittenJSON | None
+    diff: str | None
 
 
 # What each document is called in docs/json.md's "JSON output" table, and its keys' declaration.
