@@ -197,9 +197,9 @@ _STOP_DOING = re.compile(r"^\W*(?:stop|quit|no more)\s+\w+ing\b", re.IGNORECASE)
 _EN_GENERAL = re.compile(
     r"\b(?:before (?:you |we |i )?(?:commit|push|merg|open|finish|ship|releas|submit|tag|deploy|"
     r"delet|remov|chang|edit|writ|add|run|install)\w*|before (?:every|each|any|a|the next)\b|"
-    r"after (?:every|each|any|you (?:change|edit|touch|finish))\b|every time|each time|whenever|everywhere|"
+    r"after (?:every|each|any|you (?:change|edit|touch|finish))\b|every time|each time|whenever|"
     r"by default|from now on|going forward|in this (?:repo|repository|project|codebase)|at all times|"
-    r"for (?:all|every|any)\b|always|never|first\b(?=.*\b(?:review|plan|test|tests|ask|read)\b)|"
+    r"always|never|first\b(?=.*\b(?:review|plan|test|tests|ask|read)\b)|"
     r"(?:review|plan|test|tests|ask)\b.*\bfirst\b)",
     re.IGNORECASE,
 )
@@ -214,8 +214,21 @@ _EN_CONVENTION = re.compile(
     r"identifiers|logs|variable names|output)\s+(?:\w+\s+)?(?:in|as)\s+\w+"
     r"|^\W*(?:all|every|any|each)\s+(?:new\s+)?[\w -]{1,30}\s+(?:needs?|requires?|gets?|has to|have to|must|"
     r"should)\b"
-    r"|\bcompat(?:ible|ibility)?\b|\b\w+ only\W*$|^\W*only\s+\w+"
-    r"|\beverywhere\b",
+    r"|\bcompat(?:ible|ibility)?\b|\b\w+ only\W*$|^\W*only\s+\w+",
+    re.IGNORECASE,
+)
+# Where things go: "test files belong in tests/extractor/, nowhere else".
+_PLACE = re.compile(
+    r"\b(?:belongs?|lives?|go|goes|sits?|stays?|are kept|is kept) (?:in|under|into|inside)\s+`?[\w.~-]*/|"
+    r"\bnowhere else\b",
+    re.IGNORECASE,
+)
+# Scope, not time: "type hints everywhere" is a convention, "rename fetch_all everywhere" the work at hand.
+_SCOPE = re.compile(r"\beverywhere\b|\b(?:in|for) (?:all|every|each|any)\b", re.IGNORECASE)
+_TASK = re.compile(
+    r"^\W*(?:rename|move|fix|refactor|replace|update|delete|remove|revert|implement|create|add|write|change|convert|"
+    r"migrate|port|bump|upgrade|rewrite|clean|format|reformat|translate|document|test|check|look|find|search|grep|"
+    r"apply|run|make|set|switch|sort|split|merge|inline|extract|wrap)\b",
     re.IGNORECASE,
 )
 _HARNESS = re.compile(
@@ -277,7 +290,7 @@ def instruction_kind(sentence: str) -> str | None:
     kind = classify(core)
     if kind in KINDS and not is_request(core):
         return kind
-    if _HARNESS.search(core):
+    if _HARNESS.search(core) or _PLACE.search(core):
         return "value"
     if _SUBAGENT.search(core) or _TERSE_NO.match(core) or _STOP_DOING.match(core):
         return "rule"
@@ -285,6 +298,8 @@ def instruction_kind(sentence: str) -> str | None:
         return "preference"
     if _EN_GENERAL.search(core) and not is_request(core):
         return "rule"
+    if _SCOPE.search(core) and not _TASK.match(core):
+        return "preference"
     if _DE.search(core) or _ES.search(core):
         return "rule"
     return None
