@@ -410,13 +410,17 @@ def _one_word(
 
 def _display(text: str) -> str:
     """The line to suggest: the sentence without its leading discourse words, capitalised, ending with a stop."""
-    line = LEADING.sub("", " ".join(text.split())).strip(" -*>#")
+    line = LEADING.sub("", " ".join(text.split()))
+    line = _ASIDE.sub("", line).strip(" -*>#")
     if not line:
         line = text.strip()
     line = line[:1].upper() + line[1:]
     if line and line[-1] not in ".!)`\"'":
         line += "."
     return line if len(line) <= RULE_CHARS else line[: RULE_CHARS - 1].rstrip() + "…"
+
+
+_ASIDE = re.compile(r"\s+\b(?:btw|fyi|pls|plz|please|lol)\b(?=[\s,.!;:]|$)", re.IGNORECASE)
 
 
 def _representative(group: Sequence[_Said]) -> _Said:
