@@ -12,7 +12,7 @@ import typer
 from pi_compact.cli.app import app, env_of
 from pi_compact.cli.env import Environment, printable
 from pi_compact.cli.options import JsonOpt
-from pi_compact.errors import ExitCode, UsageError
+from pi_compact.errors import ExitCode, PiCompactError, UsageError
 
 
 @app.command()
@@ -111,13 +111,17 @@ def rules(
         from pi_compact.ops.rules_block import write_rules
         from pi_compact.ops.rules_memory import record_decisions
 
+        refused: list[str] = []
         if yes:
-            chosen, refused = [s.text for s in report.suggestions], []
+            chosen = [s.text for s in report.suggestions]
         else:
             chosen, refused = _choose(env, report.suggestions, report.target)
         if chosen:
             written = write_rules(report.target, chosen)
-        record_decisions(report.target, refused=refused, written=chosen if written is not None else [])
+        try:
+            record_decisions(report.target, refused=refused, written=chosen if written is not None else [])
+        except PiCompactError as exc:  # the instruction file is written: say what is not remembered, and go on
+            env.warn(f"{exc.path or ''}: {exc.message}: these answers will be asked again")
     if json_output:
         written_doc = written.to_json() if written is not None else None
         env.emit({**report.to_json(), "written": written_doc, "diff": (diff or "") if dry_run else None})

@@ -27,6 +27,7 @@ Deterministic; no model. Measured on the judged corpus of ``tests/ops/rules_corp
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -129,12 +130,18 @@ def _near(word: str, target: str) -> bool:
     return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
+@functools.lru_cache(maxsize=8192)
+def _spelt(lower: str) -> str | None:
+    """The cue word a lower-case word is a misspelling or shorthand of, if any."""
+    fixed = _SHORTHAND.get(lower)
+    if fixed is None and 4 <= len(lower) <= 11 and lower not in _REAL_WORDS:
+        fixed = next((t for t in _FUZZY_TARGETS if _near(lower, t)), None)
+    return fixed
+
+
 def _fix(match: re.Match[str]) -> str:
     word = match[0]
-    lower = word.lower()
-    fixed = _SHORTHAND.get(lower)
-    if fixed is None and len(lower) >= 4 and lower not in _REAL_WORDS:
-        fixed = next((t for t in _FUZZY_TARGETS if _near(lower, t)), None)
+    fixed = _spelt(word.lower())
     if fixed is None:
         return word
     return fixed.upper() if word.isupper() and len(word) > 1 else fixed
@@ -155,7 +162,8 @@ _HAN = re.compile(r"[\u4e00-\u9fff]")
 
 _QUESTION = re.compile(
     r"[?？]\s*\W*$|^\s*¿|(?:까|나요|니|냐|래|줄래|을까|ㄹ까|는지)\s*\W*$|(?:ですか|ますか|でしょうか|の)\s*[。]?$|"
-    r"(?:吗|呢|么)\s*[。]?$|^\s*(?:为什么|怎么|什么)|^\s*(?:why|what|how|where|when|who|which|can you|could you|"
+    r"(?:吗|呢|么)\s*[。]?$|^\s*(?:为什么|怎么|什么)|能不能|是不是|要不要|可不可以|会不会|有没有|行不行|对不对|"
+    r"^\s*(?:why|what|how|where|when|who|which|can you|could you|"
     r"would you|will you|should i|should we|do you|did you|does|is it|is there|are there|warum|wieso|wie|was|"
     r"kannst du|könntest du|por qué|qué|cómo|puedes)\b",
     re.IGNORECASE,
@@ -257,11 +265,13 @@ _ZH_SPECIAL = re.compile(r"(?:子代理|子智能体|子助手|subagent).*(?:审
 # German and Spanish.
 _DE = re.compile(
     r"^\W*(?:keine?n?|nie|niemals|immer)\b|\b(?:immer|nie|niemals|stets|jedes mal|vor jedem|vor jeder|nach jedem|"
-    r"nach jeder|grundsätzlich|ausschließlich|statt|anstatt|verboten|zuerst)\b|\b(?:darf|dürfen|muss|müssen)\b",
+    r"nach jeder|grundsätzlich|ausschließlich|statt|anstatt|verboten|zuerst|ab jetzt|ab sofort|von nun an|künftig|"
+    r"in zukunft)\b|\b(?:darf|dürfen|muss|müssen)\b",
     re.IGNORECASE,
 )
 _ES = re.compile(
-    r"\b(?:siempre|nunca|jamás|antes de|cada vez|en lugar de|en vez de|prohibido|deben?|tienes que|hay que)\b|"
+    r"\b(?:siempre|nunca|jamás|antes de|cada vez|en lugar de|en vez de|prohibido|deben?|tienes que|hay que|"
+    r"a partir de ahora|de ahora en adelante)\b|"
     r"^\W*sin\s+\w+|^\W*no\s+\w+(?:es|as)\b",
     re.IGNORECASE,
 )

@@ -303,3 +303,83 @@ HARD: list[Item] = [
     ("es", "Siempre responde en español.", ("Siempre responde en español",)),
     ("es", "No funciona.", ()),
 ]
+
+# Long messages as sent mid-session, several sentences each, an instruction somewhere in some of them. Written
+# after the classifier was finished and scored once, as it is (not tuned on).
+FRESH: list[Item] = [
+    (
+        "en",
+        "ok the migration ran but the seed script is still broken. can you look at scripts/seed.ts? also, going "
+        "forward, don't hand-edit the generated prisma client",
+        ("don't hand-edit the generated prisma client",),
+    ),
+    (
+        "en",
+        "I pushed a fix for the login bug. Please review PR #412 and leave comments. Thanks!",
+        (),
+    ),
+    (
+        "en",
+        "That's close. Two things: the error message should mention the file name, and the exit code must be 2. "
+        "Then rerun the tests.",
+        (),
+    ),
+    (
+        "en",
+        "we're on windows btw so paths need backslashes in the docs examples. otherwise fine",
+        (),
+    ),
+    (
+        "en",
+        "you keep adding try/except around everything. stop doing that, let errors propagate unless there's a reason",
+        ("stop doing that",),
+    ),
+    (
+        "en",
+        "Here is what the linter printed:\n\nsrc/app.py:12:1: E302 expected 2 blank lines\nsrc/app.py:40:80: E501 "
+        "line too long\n\nfix those please",
+        (),
+    ),
+    (
+        "en",
+        "great work. from now on write the commit message yourself, short and in the imperative",
+        ("from now on write the commit message yourself",),
+    ),
+    (
+        "en",
+        "Hmm, the CI uses node 20 but locally I have 18. Can we make it work on both?",
+        (),
+    ),
+    (
+        "en",
+        "before you do anything else, read CONTRIBUTING.md. and never run the e2e suite locally, it hits prod",
+        ("never run the e2e suite locally",),
+    ),
+    (
+        "en",
+        "the deploy failed with 'permission denied (publickey)'. I think the key expired.",
+        (),
+    ),
+    (
+        "ko",
+        "로그인 버그 고쳤어. 이제 PR 만들어줘. 그리고 앞으로 PR 설명은 한국어로 써줘",
+        ("앞으로 PR 설명은 한국어로",),
+    ),
+    ("ko", "이 부분 좀 더 간단하게 바꿔줄 수 있어? 너무 복잡해 보여", ()),
+    ("ko", "테스트 다 통과했어. 수고했어!", ()),
+    (
+        "ko",
+        "마이그레이션 파일은 절대 직접 수정하지 마. 항상 새 마이그레이션을 만들어",
+        ("절대 직접 수정하지 마", "항상 새 마이그레이션을 만들어"),
+    ),
+    ("ja", "ビルドは通りました。次はドキュメントを更新してください。", ()),
+    ("ja", "今後、コミットメッセージは英語で書いてください。", ("コミットメッセージは英語で",)),
+    ("ja", "このテストが遅すぎる気がします。原因を調べてもらえますか？", ()),
+    ("zh", "登录的问题修好了。接下来把文档更新一下。", ()),
+    ("zh", "以后所有的提交信息都用英文写。", ("提交信息都用英文",)),
+    ("zh", "这个接口返回太慢了，你看看能不能优化。", ()),
+    ("de", "Der Login-Bug ist behoben. Als Nächstes bitte die Doku aktualisieren.", ()),
+    ("de", "Ab jetzt bitte keine Emojis mehr in Commit-Nachrichten.", ("keine Emojis mehr",)),
+    ("es", "Ya arreglé el bug del login. Ahora actualiza la documentación.", ()),
+    ("es", "A partir de ahora, nunca modifiques los archivos generados.", ("nunca modifiques los archivos generados",)),
+]
