@@ -34,14 +34,15 @@ from typing import Any
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_session import generate_file, parse_size  # noqa: E402
+from gen_session import generate_file, parse_size
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_SESSION = ROOT / "tests" / "fixtures" / "pi" / "pi-before-compaction.jsonl"
-WORDS = (
+TEXT = (
     "the build fails when the parser reads a nested list so we moved the check into the loader and added a test "
     "for the empty file case while the cache keeps its old index until the next run rewrites it"
-).split()
+)
+WORDS = TEXT.split()
 LOG_LINES = [
     "2026-01-0{d}T10:{m:02d}:{s:02d}Z INFO  worker-{w} processed batch {b} in {t} ms",
     "tests/test_loader.py::test_case_{b} PASSED",
@@ -217,7 +218,9 @@ def images(w: Writer, size: int) -> None:
     n = 0
     while w.size < size:
         n += 1
-        w.message({"role": "user", "content": [{"type": "text", "text": w.text(10)}, w.image(w.rng.randint(50, 400) * 1024)]})
+        w.message(
+            {"role": "user", "content": [{"type": "text", "text": w.text(10)}, w.image(w.rng.randint(50, 400) * 1024)]}
+        )
         call = f"toolu_{w.serial:08x}"
         blocks = [{"type": "toolCall", "id": call, "name": "read", "arguments": {"path": f"shot-{n}.png"}}]
         w.message(w.assistant(blocks, "toolUse"))

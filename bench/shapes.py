@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_shapes import NAMES, shape_files  # noqa: E402
-from run import CONTEXT_WINDOW, ISSUE_LITERAL, PARSE_SCRIPT, PI_CHECK, Result, Runner, fmt_s, pi_peer, picompact_cmd  # noqa: E402
+from gen_shapes import NAMES, shape_files
+from run import CONTEXT_WINDOW, ISSUE_LITERAL, PARSE_SCRIPT, PI_CHECK, Result, Runner, fmt_s, pi_peer, picompact_cmd
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,18 +75,23 @@ def main(argv: list[str] | None = None) -> int:
         return ratio(row[2]["check"], row[2]["parse"]) or 0.0
 
     rows.sort(key=worst, reverse=True)
-    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"load average {load_before:.1f} before, {load_after:.1f} after; best of {args.repeat}, interleaved; "
-          "page cache warm (the file was just written or read; dropping it needs root)\n")
-    print("| shape | file | bare parse | `check --json` cold | / parse | / Pi | Pi 1.6 | `grep` cold | / parse | rg "
-          "| peak RSS check, grep (file + MiB) |")
+    print(
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"load average {load_before:.1f} before, {load_after:.1f} after; best of {args.repeat}, interleaved; "
+        "page cache warm (the file was just written or read; dropping it needs root)\n"
+    )
+    print(
+        "| shape | file | bare parse | `check --json` cold | / parse | / Pi | Pi 1.6 | `grep` cold | / parse | rg "
+        "| peak RSS check, grep (file + MiB) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, path, m in rows:
         mib = path.stat().st_size / 1048576
         empty = Result()
         pi_r, rg_r = m.get("pi", empty), m.get("rg", empty)
         rss = "/".join(
-            "n/a" if m[k].rss_mib is None else f"{m[k].rss_mib:.0f} ({m[k].rss_mib - mib:+.0f})" for k in ("check", "grep")
+            "n/a" if m[k].rss_mib is None else f"{m[k].rss_mib:.0f} ({m[k].rss_mib - mib:+.0f})"
+            for k in ("check", "grep")
         )
         print(
             f"| {name} | {mib:.0f} MiB | {fmt_s(m['parse'].seconds)} | {m['check'].cell().split(' ·')[0]} "

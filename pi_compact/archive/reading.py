@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pi_compact.archive.document import clean, document
 from pi_compact.archive.scope import FileState
 from pi_compact.session.entries import Entry
+from pi_compact.session.source import SkippedLine, cannot_be_json, max_line_bytes
 
 READ_CHUNK = 1024 * 1024
 BATCH_TEXT = 1024 * 1024  # rows are inserted in batches of about this much text, or of READ_BATCH bytes of file
@@ -31,16 +32,33 @@ def crc_of(fd: int, length: int) -> int | None:
     return fingerprint(fd, length)
 
 
-def read_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
-    """(offset, line with its b"\\n") for each complete line of the file between ``start`` and ``end``."""
+def read_lines(fd: int, start: int, end: int, crc_from: Callable[[], int] | None = None) -> Iterator[tuple[int, bytes]]:
+    """(offset, line with its b"\\n") for each complete line of the file between ``start`` and ``end``.
+
+    A line the loader does not hold (``session.source.read_lines``: longer than the limit, or longer than a chunk
+    and no JSON) is not held here either: it is read past and given as a ``SkippedLine`` (its ``crc`` is the
+    CRC-32 of its bytes, chained from ``crc_from``'s value when it began)."""
+    limit = max_line_bytes()
     buf = bytearray()
     buf_at = start  # the file offset of buf[0]
     pos = start
+    skipping = -1  # the offset of a line being read past, or -1
+    crc = 0  # the CRC-32 of the bytes of that line read so far
     while pos < end:
         chunk = os.pread(fd, min(READ_CHUNK, end - pos), pos)
         if not chunk:
             break
         pos += len(chunk)
+        if skipping >= 0:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                crc = zlib.crc32(chunk, crc)
+                continue
+            crc = zlib.crc32(chunk[: nl + 1], crc)
+            yield skipping, _skipped(buf_at - skipping + nl + 1, crc, chunk[max(nl + 1 - 64, 0) : nl + 1])
+            skipping = -1
+            buf_at += nl + 1
+            chunk = chunk[nl + 1 :]
         scan = len(buf)
         buf += chunk
         at = 0
@@ -53,6 +71,16 @@ def read_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
         if at:
             del buf[:at]
             buf_at += at
+        if len(buf) > limit or (len(buf) > 2 * READ_CHUNK and cannot_be_json(buf)):
+            skipping, crc = buf_at, zlib.crc32(buf, crc_from() if crc_from is not None else 0)
+            buf_at += len(buf)
+            buf = bytearray()
+
+
+def _skipped(size: int, crc: int, tail: bytes) -> bytes:
+    line = SkippedLine.of(size, tail, True, True, 0)
+    line.crc = crc  # type: ignore[attr-defined]
+    return line
 
 
 def last_newline(fd: int, size: int) -> int:
@@ -131,14 +159,19 @@ def _parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
     rows: list[tuple[Any, ...]] = []
     texts: list[str] = []
     size = read = 0
-    for offset, line in read_lines(fd, state.indexed_to, end):
+    for offset, line in read_lines(fd, state.indexed_to, end, lambda: state.crc):
         if read >= READ_BATCH or size >= BATCH_TEXT:  # the state so far describes every line before this one
             yield rows, texts, state.copy(), read
             rows, texts, size, read = [], [], 0, 0
-        state.crc = zlib.crc32(line, state.crc)
+        if type(line) is SkippedLine:  # read past, not held: its CRC and size counted as it was read
+            state.crc = line.crc  # type: ignore[attr-defined]
+            length = line.size
+        else:
+            state.crc = zlib.crc32(line, state.crc)
+            length = len(line)
         state.lines += 1
-        state.indexed_to = offset + len(line)
-        read += len(line)
+        state.indexed_to = offset + length
+        read += length
         if state.status == "not-session":
             continue  # a file that is not a session: its bytes still count, so the next look checks that prefix
         value = _value(line)
