@@ -169,7 +169,7 @@ def _cut_around_value(text: str, limit: int) -> str:
     first, end = spots[0]
     if first < len(head) or end - first > limit - 2:  # the head reaches the first value (or nothing can)
         return head + "…"
-    for a, b in spots[1:]:  # as many of the values after the first as fit with it
+    for _, b in spots[1:]:  # as many of the values after the first as fit with it
         if max(end, b) - first <= limit - 2:
             end = max(end, b)
     start = max(0, min(first - (limit - (end - first)) // 2, len(text) - limit))
