@@ -90,6 +90,12 @@ DEFAULT_WINDOWS = "32000:8000,16000:4000,8000:2000"
 DEFAULT_CAPS = "default,1000,2000,8000"
 DEFAULT_SHAPES = "task"
 RESERVE_SHARE = 4  # reserveTokens = window / 4 (Pi's default 16384 leaves nothing of a 16k window)
+# The model-free peer, pi-vcc: a command ``$PICOMPACT_PIVCC SESSION KEEP_RECENT RESERVE`` that compacts SESSION in
+# place with pi-vcc's compile() on the span Pi 1.6 chooses (its prepareCompaction), appending the compaction with
+# Pi's SessionManager. Nothing of pi-vcc is in this repository; without the variable its rows are left out.
+PEER = "pi-vcc"
+PEER_SIZE = "pi-vcc size"  # the cap label of picompact run at the peer's size
+PEER_ENV = "PICOMPACT_PIVCC"
 
 
 def norm(text: str) -> str:
@@ -298,6 +304,8 @@ class Setting:
     cap: int | None  # None: picompact's default (keepRecentTokens / 2 unless settings say else)
     shape: str = "task"
     compactions: int | None = None  # None: whenever Pi's check says so; N: after the turns that end each Nth
+    compactor: str = "picompact"  # or "pi-vcc": the peer's compile() on Pi's span (PICOMPACT_PIVCC)
+    peer_sizes: tuple[int, ...] | None = None  # "at pi-vcc's size": the peer's brief tokens, compaction by compaction
 
     @property
     def reserve(self) -> int:
@@ -305,6 +313,10 @@ class Setting:
 
     @property
     def cap_label(self) -> str:
+        if self.compactor == PEER:
+            return PEER
+        if self.peer_sizes is not None:
+            return PEER_SIZE
         return "default" if self.cap is None else str(self.cap)
 
     def flags(self) -> list[str]:
@@ -322,10 +334,35 @@ def isolated_env(home: Path, tree: Path) -> dict[str, str]:
     return env
 
 
-def compact(path: Path, setting: Setting, tree: Path, env: dict[str, str]) -> tuple[int, str]:
-    cmd = [sys.executable, "-m", "pi_compact", "compact", str(path), "--mode", "verbatim", "--force"]
-    done = subprocess.run(cmd + setting.flags(), env=env, capture_output=True, text=True, cwd=tree, timeout=300)
+def compact(path: Path, setting: Setting, tree: Path, env: dict[str, str], cap: int | None = None) -> tuple[int, str]:
+    if setting.compactor == PEER:
+        cmd = [os.environ[PEER_ENV], str(path), str(setting.keep), str(setting.reserve)]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    else:
+        cmd = [sys.executable, "-m", "pi_compact", "compact", str(path), "--mode", "verbatim", "--force"]
+        cmd += setting.flags() + ([] if cap is None else ["--cap", str(max(cap, 1))])
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree, timeout=300)
     return done.returncode, done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+
+
+def compact_at_size(path: Path, setting: Setting, tree: Path, env: dict[str, str], size: int) -> tuple[int, str]:
+    """Compact with picompact so that what the compaction adds to the model's context (the summary and the
+    re-orientation message) is at most ``size`` tokens: the cap is the size less the re-orientation message, lowered
+    by any overshoot and tried again (up to four times) on the file as it was."""
+    before = path.read_bytes()
+    cap = size - 150
+    code, err = 0, ""
+    for _ in range(4):
+        path.write_bytes(before)
+        code, err = compact(path, setting, tree, env, cap)
+        if code != 0:
+            return code, err
+        r = readings(path)[-1]
+        over = r.summary_tokens + r.extra_tokens - size
+        if over <= 0:
+            break
+        cap -= over
+    return code, err
 
 
 def session_file(data_dir: Path, size: int, seed: int, shape: str = "task") -> Path:
@@ -372,7 +409,14 @@ def replay(source: Path, setting: Setting, tree: Path, work: Path) -> dict[str, 
                 leaf = e["id"]
         if (n not in forced) if forced is not None else not check_session(work, options).should_compact:
             continue
-        code, err = compact(work, setting, tree, env)
+        if setting.peer_sizes is not None:
+            k = len(chain)
+            if k >= len(setting.peer_sizes):
+                failures.append(f"turn {n}: the peer's chain has no compaction {k + 1}")
+                continue
+            code, err = compact_at_size(work, setting, tree, env, setting.peer_sizes[k])
+        else:
+            code, err = compact(work, setting, tree, env)
         if code != 0:
             failures.append(f"turn {n}: exit {code}: {err.replace(str(work), '<session>')}")
             continue
@@ -407,6 +451,7 @@ def run_setting(job: tuple[Setting, str, str, int, str | None]) -> dict[str, Any
             chain_total[k].total += v.total
     for c, r in zip(run["chain"], reads, strict=False):
         c.update(summary_tokens=r.summary_tokens, extra_tokens=r.extra_tokens)
+        c["added_tokens"] = r.summary_tokens + r.extra_tokens
     return {
         "shape": setting.shape,
         "forced_compactions": setting.compactions,
@@ -418,6 +463,7 @@ def run_setting(job: tuple[Setting, str, str, int, str | None]) -> dict[str, Any
         "keep": setting.keep,
         "reserve": setting.reserve,
         "cap": setting.cap_label,
+        "compactor": setting.compactor,
         "compactions": len(reads),
         "chain": run["chain"],
         "failures": run["failures"],
@@ -426,6 +472,7 @@ def run_setting(job: tuple[Setting, str, str, int, str | None]) -> dict[str, Any
         "final_summary_tokens": reads[-1].summary_tokens if reads else None,
         "max_summary_tokens": max((r.summary_tokens for r in reads), default=None),
         "final_extra_tokens": reads[-1].extra_tokens if reads else None,
+        "final_added_tokens": reads[-1].summary_tokens + reads[-1].extra_tokens if reads else None,
         "seconds": round(time.monotonic() - t0, 1),
     }
 
@@ -524,10 +571,13 @@ def markdown(report: dict[str, Any]) -> str:
         f"- {report['date']}; {report['machine']}; scorer {report['scorer']}; compacting tree {report['tree']}",
         f"- `{report['command']}`",
         f"- fixed overhead (a checkpoint of one short compacted turn): {report['overhead']}",
+        *([f"- {report['peer']}"] if report.get("peer") else []),
         "",
         "After the last compaction of each chain: facts found / facts compacted away (`stale↓`: superseded values "
         "shown with no marker, lower is better; `err fixed`: resolved errors still shown). `all` = every kind "
-        "but stale, fixed errors and user messages. `ckpt` = the last checkpoint's tokens (max over the chain).",
+        "but stale, fixed errors and user messages. `ckpt` = the last checkpoint's tokens (max over the chain), "
+        "+ its re-orientation message's; cap `pi-vcc`: the peer's brief; `pi-vcc size`: picompact with the summary and "
+        "re-orientation message of each compaction held to the tokens of the peer's brief of the same span.",
         "",
     ]
     for shape in dict.fromkeys(r.get("shape", "task") for r in report["runs"]):
@@ -559,7 +609,8 @@ def _table(runs: list[dict[str, Any]]) -> list[str]:
             f"{r['window']}/{r['keep']}",
             r["cap"],
             str(r["compactions"]),
-            f"{r['final_summary_tokens']} ({r['max_summary_tokens']})",
+            f"{r['final_summary_tokens']} ({r['max_summary_tokens']})"
+            + (f" +{r['final_extra_tokens']}" if r.get("final_extra_tokens") else ""),
             *(cell(final[k]) for k in kinds),
         ]
         row += [f"{pct(f, t)} ({f}/{t})", pct(cf, ct)] if task else []
@@ -592,7 +643,7 @@ def parse_sizes(text: str) -> list[tuple[int, int | None]]:
 def settings(args: argparse.Namespace) -> list[Setting]:
     sizes = parse_sizes(args.sizes)
     windows = parse_windows(args.windows)
-    caps = [None if c == "default" else int(c) for c in args.caps.split(",") if c]
+    caps = [None if c == "default" else int(c) for c in args.caps.split(",") if c and c != PEER]
     out = []
     for shape in [s for s in args.shapes.split(",") if s]:
         for size, compactions in sizes:
@@ -600,6 +651,18 @@ def settings(args: argparse.Namespace) -> list[Setting]:
                 for cap in caps if i == 0 or args.caps_everywhere else [None]:
                     out.append(Setting(size, window, keep, cap, shape, compactions))
     return out
+
+
+def peer_settings(args: argparse.Namespace) -> list[Setting]:
+    """The peer's runs (``--caps`` naming ``pi-vcc``): one a shape, size and first window."""
+    if PEER not in args.caps.split(","):
+        return []
+    window, keep = parse_windows(args.windows)[0]
+    return [
+        Setting(size, window, keep, None, shape, compactions, compactor=PEER)
+        for shape in [s for s in args.shapes.split(",") if s]
+        for size, compactions in parse_sizes(args.sizes)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -627,20 +690,38 @@ def main(argv: list[str] | None = None) -> int:
     if not (tree / "pi_compact" / "__init__.py").exists():
         ap.error(f"{tree} holds no pi_compact package")
     jobs = settings(args)
-    for size, shape in sorted({(s.size, s.shape) for s in jobs}):  # generate once, before the workers race
+    peers = peer_settings(args)
+    peer_note = None
+    if peers and not os.environ.get(PEER_ENV):
+        peer_note = f"pi-vcc not measured: {PEER_ENV} names no command (see bench/README.md)"
+        print(peer_note, file=sys.stderr)
+        peers = []
+    for size, shape in sorted({(s.size, s.shape) for s in jobs + peers}):  # generate once, before workers race
         session_file(args.data_dir, size, args.seed, shape)
     results: list[dict[str, Any]] = []
     keep = str(args.keep_sessions) if args.keep_sessions else None
     t0 = time.monotonic()
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for r in pool.map(run_setting, [(s, str(args.data_dir), str(tree), args.seed, keep) for s in jobs]):
-            print(
-                f"{r['shape']} {r['size_label']} {r['window']}/{r['keep']} cap {r['cap']}: "
-                f"{r['compactions']} compactions, "
-                f"{r['seconds']} s",
-                file=sys.stderr,
-            )
-            results.append(r)
+
+    def run_all(batch: list[Setting]) -> list[dict[str, Any]]:
+        done = []
+        with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for r in pool.map(run_setting, [(s, str(args.data_dir), str(tree), args.seed, keep) for s in batch]):
+                print(
+                    f"{r['shape']} {r['size_label']} {r['window']}/{r['keep']} cap {r['cap']}: "
+                    f"{r['compactions']} compactions, "
+                    f"{r['seconds']} s",
+                    file=sys.stderr,
+                )
+                done.append(r)
+        return done
+
+    peer_runs = run_all(peers) if peers else []
+    at_size = []
+    for s, r in zip(peers, peer_runs, strict=True):
+        sizes = tuple(c["summary_tokens"] for c in r["chain"])
+        at_size.append(Setting(s.size, s.window, s.keep, None, s.shape, s.compactions, peer_sizes=sizes))
+    results = run_all(jobs + at_size)
+    results += peer_runs
     commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(
         ["git", "-C", str(tree), "status", "--porcelain", "pi_compact"], capture_output=True, text=True
@@ -659,6 +740,7 @@ def main(argv: list[str] | None = None) -> int:
         "reserve_rule": f"window / {RESERVE_SHARE}",
         "stale_markers": list(STALE_MARKERS),
         "overhead": None if args.no_overhead else fixed_overhead(tree),
+        "peer": peer_note or (f"pi-vcc through ${PEER_ENV} = {os.environ[PEER_ENV]}" if peers else None),
         "seconds": round(time.monotonic() - t0, 1),
         "runs": results,
     }

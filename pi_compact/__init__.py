@@ -65,6 +65,11 @@ _EXPORTS = {
     "SessionFile": "pi_compact.ops.session_file",
     "search_sessions": "pi_compact.archive",
     "open_session": "pi_compact.ops.session_file",
+    "PruneOptions": "pi_compact.ops.prune",
+    "PrunePlan": "pi_compact.ops.prune",
+    "PruneResult": "pi_compact.ops.prune",
+    "plan_prune": "pi_compact.ops.prune",
+    "prune_session": "pi_compact.ops.prune",
 }
 
 __all__ = [
@@ -84,6 +89,9 @@ __all__ = [
     "ModelInfo",
     "PiCompactError",
     "Projection",
+    "PruneOptions",
+    "PrunePlan",
+    "PruneResult",
     "Session",
     "SessionFile",
     "SessionSummary",
@@ -117,6 +125,8 @@ __all__ = [
     "measure_coverage",
     "open_session",
     "plan_compaction",
+    "plan_prune",
+    "prune_session",
     "resolve_context_window",
     "resolve_settings",
     "run_lookup",

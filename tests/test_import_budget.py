@@ -45,7 +45,16 @@ FORBIDDEN = (
 
 # The dataclasses check may define. Python 3.11 compiles each method a dataclass generates on its own: about
 # 0.5 ms a class (1 ms frozen), where a NamedTuple costs a fifth of that and a class with __slots__ next to nothing.
-DATACLASSES_ALLOWED = {"pi_compact.session.entries.Session"}
+# check also plans what `picompact prune` would free (its row and JSON key): the plan's own classes come with it.
+DATACLASSES_ALLOWED = {
+    "pi_compact.session.entries.Session",
+    "pi_compact.ops.prune.PruneOptions",
+    "pi_compact.ops.prune.PrunePlan",
+    "pi_compact.ops.prune.PruneResult",
+    "pi_compact.ops.prune.PrunedOutput",
+    "pi_compact.checkpoint.verbatim.facts.Fact",
+    "pi_compact.session.write.WriteResult",
+}
 
 PROBE = """
 import dataclasses, json, sys

@@ -36,6 +36,37 @@ def clean(text: str) -> str:
     return text
 
 
+# What an entry's role weighs in the ranking (its BM25 score multiplied by it): what people search their history
+# for first is what they said and decided, then what the agent concluded, then what tools printed. An assistant
+# reply that calls tools is mostly its calls' arguments (an edit repeats the words of the file it edits).
+WEIGHTS = {
+    "user": 4.0,
+    "assistant": 2.0,
+    "compaction": 1.5,
+    "branch_summary": 1.5,
+    "custom_message": 1.2,
+}
+TOOL_CALLING_REPLY = 1.0
+QUESTION = 1.5  # a user message that ends in a question mark: it asks, the answer is elsewhere
+OTHER = 1.0  # tool results, bash output, and what else an entry can be
+
+
+def weight(kind: str, tools: str, text: str = "") -> float:
+    """What an entry of role or type ``kind`` weighs (``tools``: the tools it calls, ``document``'s)."""
+    if kind == "assistant" and tools:
+        return TOOL_CALLING_REPLY
+    if kind == "user" and text.rstrip().endswith(("?", "\uff1f")):
+        return QUESTION
+    return WEIGHTS.get(kind, OTHER)
+
+
+def body_row(text: str, kind: str, tools: str) -> tuple[str, str, float]:
+    """The ``body`` columns of an entry: its text, that text's words of the scripts without spaces, its weight."""
+    from pi_compact.archive.words import cjk_text
+
+    return text, cjk_text(text), weight(kind, tools, text)
+
+
 def entry_text(entry: Entry) -> str:
     """The text ``picompact show`` renders of ``entry``, without the lines picompact writes itself."""
     from pi_compact.search import render  # only when indexing: a search with nothing new skips it

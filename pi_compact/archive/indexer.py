@@ -27,7 +27,7 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pi_compact.archive.document import clean, document
+from pi_compact.archive.document import body_row, clean, document
 from pi_compact.archive.reading import (
     END,
     Ahead,
@@ -364,12 +364,12 @@ class _Indexer:
         state.status, state.entries, state.lines = "legacy", 0, 0
         next_id = conn.execute("select coalesce(max(id), 0) + 1 from entries").fetchone()[0]
         rows: list[tuple[Any, ...]] = []
-        texts: list[tuple[int, str]] = []
+        texts: list[tuple[int, str, str, float]] = []
         state.session_id = clean(str(session.header.get("id")))
         cwd = session.header.get("cwd")
         state.cwd = clean(cwd) if isinstance(cwd, str) else None
         for entry in session.entries:
-            texts.append((next_id, _add_row(rows, next_id, state.file_id, entry)))
+            texts.append((next_id, *_add_row(rows, next_id, state.file_id, entry)))
             next_id += 1
         _insert(conn, rows, texts)
         leaf = session.leaf
@@ -382,13 +382,13 @@ class _Indexer:
         state.save(conn, self.st)
 
 
-def _add_row(rows: list[tuple[Any, ...]], rowid: int, file_id: int, entry: Entry) -> str:
-    """Add the ``entries`` row of ``entry``; its text."""
+def _add_row(rows: list[tuple[Any, ...]], rowid: int, file_id: int, entry: Entry) -> tuple[str, str, float]:
+    """Add the ``entries`` row of ``entry``; its ``body`` columns."""
     text, kind, ts, ts_ms, tools, failed = document(entry)
     eid = clean(entry.id) if entry.id else None
     parent = clean(entry.parent_id) if entry.parent_id else None
     rows.append((rowid, file_id, entry.line, entry.offset, entry.length, eid, parent, kind, ts, ts_ms, tools, failed))
-    return text
+    return body_row(text, kind, tools)
 
 
 ROWS_PER_STATEMENT = 128  # one INSERT for many rows: SQLite gives the GIL back once per statement, not per row
@@ -411,13 +411,15 @@ def _insert_many(conn: sqlite3.Connection, table: str, rows: list[tuple[Any, ...
         conn.execute(_insert_sql(table, width, len(chunk)), [value for row in chunk for value in row])
 
 
-def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], ids: range, texts: list[str]) -> None:
+def _insert_rows(
+    conn: sqlite3.Connection, rows: list[tuple[Any, ...]], ids: range, texts: list[tuple[str, str, float]]
+) -> None:
     _insert_many(conn, "entries", rows)
-    _insert_many(conn, "body(rowid, text)", list(zip(ids, texts, strict=True)))
+    _insert_many(conn, "body(rowid, text, cjk, weight)", [(i, *t) for i, t in zip(ids, texts, strict=True)])
 
 
-def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], texts: list[tuple[int, str]]) -> None:
+def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], texts: list[tuple[int, str, str, float]]) -> None:
     _insert_many(conn, "entries", rows)
-    _insert_many(conn, "body(rowid, text)", texts)
+    _insert_many(conn, "body(rowid, text, cjk, weight)", texts)
     rows.clear()
     texts.clear()

@@ -2,8 +2,13 @@
 
 A query is words, as a search box takes them: ``timeout retry`` (both words, anywhere in the entry), ``"connection
 reset"`` (the phrase), ``migrat*`` (a prefix), ``OR``, ``AND``, ``NOT`` (upper case) and parentheses; a word with
-punctuation (``TypeError:``, ``foo.bar``) is the phrase of its words. Words match whatever their case and accents.
-Results are ranked by BM25 (SQLite's ``bm25()``), ties by session path and line.
+punctuation (``TypeError:``, ``foo.bar``) is the phrase of its words. Words match whatever their case and accents;
+a word of a script written without spaces (Chinese, Japanese; Korean, whose particles attach to words) matches
+wherever its characters stand in a row (``archive.words``). Results are ranked by BM25 (SQLite's ``bm25()``) times
+what the entry's role weighs (``archive.document.weight``: what the user said first, then the agent's replies,
+then tool output), times ``UNIT_BOOST`` for each identifier or path of the query (a word with punctuation or ``_``
+inside, ``foo_bar``, ``src/app.py``) the entry holds as it is written, not only as the phrase of its words; ties
+by session path and line.
 
 ``--regex`` and ``-F`` search for an exact pattern instead: it is matched on each candidate entry's text (what
 ``show`` renders), so the index only narrows. The words every match must contain (``search.prefilter``'s required
@@ -33,12 +38,17 @@ SNIPPET_CHARS = 200
 # longer than this the snippet is a window cut in Python around the first hit (``_window_snippet``), linear.
 SNIPPET_FTS_CHARS = 8192
 DEFAULT_LIMIT = 20
+UNIT_BOOST = 2.0
+_SCORE = "bm25(body) * body.weight"
 MAX_LIMIT = 1000
 REGEX_TIMEOUT = 2.0  # seconds one entry may take to match
 # Seconds of CPU time one --regex or -F search may spend matching in all (a pattern slow on every entry, each
 # within REGEX_TIMEOUT): past it the search stops, the results found so far stand, and the page says so
 # (``SearchPage.stopped``). A pattern RE2 runs (``_Linear``) is linear in the text and seldom comes near it.
 SEARCH_BUDGET = 10.0
+# Seconds of CPU time a --regex or -F search may spend, once its page is full, counting the matches after it (the
+# total): past it the total is not known (None), the page stands.
+COUNT_BUDGET = 1.0
 _clock: Callable[[], float] = time.process_time  # the clock ``regex`` counts its timeout on
 
 
@@ -87,12 +97,13 @@ class _Literal:
 class _Linear:
     """A pattern run by RE2 (``google-re2``), in time linear in the text: what ``regex`` would match, for the
     patterns whose meaning the two engines share (``_linear``); ``search`` and ``finditer`` as ``regex``'s (the
-    timeout is accepted and needs no enforcing)."""
+    timeout is accepted and needs no enforcing). ``engine_source``: the pattern as RE2 was given it."""
 
-    __slots__ = ("compiled", "ignore_case", "source")
+    __slots__ = ("compiled", "engine_source", "ignore_case", "source")
 
-    def __init__(self, source: str, ignore_case: bool, compiled: Any) -> None:
+    def __init__(self, source: str, ignore_case: bool, compiled: Any, engine_source: str | None = None) -> None:
         self.source, self.ignore_case, self.compiled = source, ignore_case, compiled
+        self.engine_source = source if engine_source is None else engine_source
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _linear, (self.source, self.ignore_case)
@@ -104,29 +115,89 @@ class _Linear:
         return self.compiled.finditer(string, pos, len(string) if endpos is None else endpos)
 
 
-# What RE2 and ``regex`` (VERSION0, as Python's re) would read differently, or RE2 not at all: the Unicode classes
-# and boundaries (ASCII in RE2), inline groups and flags, ``{,n}`` (a literal to RE2), POSIX classes (a set of
-# characters to ``regex``), and any escape of a letter or digit but \n \t \r \f \v and \xHH.
+# What RE2 and ``regex`` (VERSION0, as Python's re) would read differently, or RE2 not at all: the Unicode
+# boundaries (ASCII in RE2), inline groups and flags, ``{,n}`` (a literal to RE2), POSIX classes (a set of
+# characters to ``regex``), and any escape of a letter or digit but \n \t \r \f \v, \xHH and the classes \d \s
+# \w (and \D \S \W), which RE2 is given as the very characters ``regex`` puts in them (``_class_ranges``).
 _NOT_LINEAR = r"\\(?:[0-9A-Za-wyz]|x(?![0-9A-Fa-f]{2}))|\(\?(?!:)|\{,|\[:"
+
+
+@functools.cache
+def _class_ranges(name: str) -> str:
+    """The characters ``regex`` (this one, with its Unicode tables) puts in ``\\d``, ``\\s`` or ``\\w``, as the
+    ranges of an RE2 class (``\\x{30}-\\x{39}...``, without the brackets)."""
+    import regex
+
+    every = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    out = []
+    for m in regex.finditer(f"\\{name}+", every):
+        lo, hi = m.start(), m.end() - 1
+        lo, hi = (c + 0x800 if c >= 0xD800 else c for c in (lo, hi))
+        out.append(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}")
+    return "".join(out)
+
+
+def _spelled_out(source: str) -> str | None:
+    """``source`` with each ``\\d``, ``\\s``, ``\\w`` (and negation) replaced by the class of its characters in
+    ``regex`` (inside a set, spliced into it); None where that cannot be said in RE2 (a negation inside a set, or
+    a class next to a ``-`` in a set, which would make a range)."""
+    out: list[str] = []
+    i, n = 0, len(source)
+    in_set = False
+    while i < n:
+        c = source[i]
+        if c == "\\" and i + 1 < n:
+            e = source[i + 1]
+            if e in "dswDSW":
+                ranges = _class_ranges(e.lower())
+                if in_set:
+                    if e.isupper() or source[i - 1] == "-" or source[i + 2 : i + 3] == "-":
+                        return None
+                    out.append(ranges)
+                else:
+                    out.append(("[^" if e.isupper() else "[") + ranges + "]")
+            else:
+                out.append(source[i : i + 2])
+            i += 2
+            continue
+        if not in_set and c == "[":
+            in_set = True
+            out.append(c)
+            i += 1
+            if source[i : i + 1] == "^":
+                out.append("^")
+                i += 1
+            if source[i : i + 1] == "]":  # a ']' first in a set is one of its characters
+                out.append("]")
+                i += 1
+            continue
+        if in_set and c == "]":
+            in_set = False
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _linear(source: str, ignore_case: bool) -> _Linear | None:
     """``source`` (``regex`` syntax, MULTILINE) compiled by RE2 when both engines give it the same meaning."""
     import re
 
-    allowed = re.sub(r"\\[\\ntrfv]", "", source)  # an escaped backslash, and the escapes both read alike
+    allowed = re.sub(r"\\[\\ntrfvdswDSW]", "", source)  # an escaped backslash, and the escapes both read alike
     if re.search(_NOT_LINEAR, allowed):
         return None
     try:
         import re2
     except ImportError:  # pragma: no cover - a dependency
         return None
+    engine = _spelled_out(source) if re.search(r"\\[dswDSW]", source) else source
+    if engine is None:
+        return None
     options = re2.Options()
     options.case_sensitive = not ignore_case
     options.log_errors = False
     options.max_mem = 64 << 20
     try:
-        return _Linear(source, ignore_case, re2.compile("(?m)" + source, options))
+        return _Linear(source, ignore_case, re2.compile("(?m)" + engine, options), engine)
     except re2.error:
         return None
 
@@ -268,11 +339,13 @@ class _SearchQueryJSON(TypedDict):
 
 class _SearchEndJSON(TypedDict):
     matches: int
+    total: int | None
     sessions_searched: int
     complete: bool
     next_cursor: str | None
     skipped: list[dict[str, str]]
     stopped: str | None
+    did_you_mean: list[str]
 
 
 class SearchSummaryJSON(_SearchQueryJSON, _SearchEndJSON):
@@ -333,17 +406,23 @@ class SearchPage(NamedTuple):
     # Why the search stopped before it had looked at every candidate (``SEARCH_BUDGET``): the hits are those found
     # until then. None: it looked at all it had to.
     stopped: str | None = None
+    # How many results there are on all the pages (None: not known, the search or its count having stopped).
+    total: int | None = None
+    # Words of the index close to the query's words that match nothing (a typo's likely fixes), when nothing matched.
+    suggestions: tuple[str, ...] = ()
 
     def summary_json(self) -> SearchSummaryJSON:
         return {
             "query": self.query.text,
             "mode": self.query.mode,
             "matches": len(self.hits),
+            "total": self.total,
             "sessions_searched": self.sessions,
             "complete": self.next_cursor is None and self.stopped is None,
             "next_cursor": self.next_cursor,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "stopped": self.stopped,
+            "did_you_mean": list(self.suggestions),
         }
 
     def to_json(self) -> SearchPageJSON:
@@ -353,11 +432,13 @@ class SearchPage(NamedTuple):
             "mode": summary["mode"],
             "results": [h.to_json() for h in self.hits],
             "matches": summary["matches"],
+            "total": summary["total"],
             "sessions_searched": summary["sessions_searched"],
             "complete": summary["complete"],
             "next_cursor": summary["next_cursor"],
             "skipped": summary["skipped"],
             "stopped": summary["stopped"],
+            "did_you_mean": list(self.suggestions),
         }
 
 
@@ -417,21 +498,54 @@ def _branch(conn: Any, file_id: int, leaf: str | None) -> set[int]:
     return on
 
 
+_ENDS: Any = None
+
+
+def units(text: str) -> list[str]:
+    """The identifiers and paths of a word query (``foo_bar``, ``src/app.py``, ``--dry-run``), lower case (ASCII
+    only, as SQLite's ``lower()``): its words that hold punctuation or ``_`` between two letters or digits, without
+    what leads and trails them."""
+    global _ENDS
+    if _ENDS is None:
+        import re
+
+        _ENDS = re.compile(r"^[\W_]+|[\W_]+$")
+    out: list[str] = []
+    for word in text.split():
+        core = _ENDS.sub("", word)
+        if len(core) >= 3 and not core.isalnum():
+            lowered = core.translate(_ASCII_LOWER)
+            if lowered not in out:
+                out.append(lowered)
+    return out
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _score(query: Query) -> tuple[str, list[Any]]:
+    """The SQL of a word query's score, and its arguments (``UNIT_BOOST`` for each of its ``units``)."""
+    found = units(query.text) if query.mode == "words" else []
+    boosts = "".join(f" * (case when instr(lower(body.text), ?) > 0 then {UNIT_BOOST} else 1 end)" for _ in found)
+    return _SCORE + boosts, found
+
+
 def _candidates(conn: Any, query: Query, filters: Filters, narrow: bool) -> Iterator[tuple[Any, ...]]:
     """The entries that may match, in the order of the results: (rowid, file id, line, entry id, kind, time,
     score). ``narrow``: only the files of ``temp.scope`` (else every file, for the caller to pick from)."""
     where, args = _conditions(filters)
     in_scope = " and e.file in (select file from temp.scope)" if narrow else ""
     if query.fts is not None:
+        score, score_args = _score(query)
         if not where and not narrow:
-            yield from _ranked(conn, query.fts)
+            yield from _ranked(conn, query.fts, score, score_args)
             return
         yield from conn.execute(
-            "select e.id, e.file, e.line, e.entry_id, e.kind, e.ts, bm25(body) as score "
+            f"select e.id, e.file, e.line, e.entry_id, e.kind, e.ts, {score} as score "
             "from body join entries e on e.id = body.rowid join files f on f.id = e.file "
             f"where body match ?{in_scope}{where} "
             "order by score, f.path, e.line",
-            [query.fts, *args],
+            [*score_args, query.fts, *args],
         )
         return
     yield from conn.execute(
@@ -441,7 +555,9 @@ def _candidates(conn: Any, query: Query, filters: Filters, narrow: bool) -> Iter
     )
 
 
-def _ranked(conn: Any, fts: str) -> Iterator[tuple[Any, ...]]:
+def _ranked(
+    conn: Any, fts: str, score_sql: str = _SCORE, score_args: list[Any] | None = None
+) -> Iterator[tuple[Any, ...]]:
     """The entries matching ``fts`` in the order ``_candidates`` gives (score, session path, line), with nothing
     but the full-text index sorted: each entry's row is read when it is reached, and entries of the same score
     are put in path and line order among themselves."""
@@ -450,7 +566,7 @@ def _ranked(conn: Any, fts: str) -> Iterator[tuple[Any, ...]]:
     tied: list[tuple[Any, ...]] = []
     tied_score = None
     for rowid, score in conn.execute(
-        "select rowid, bm25(body) as score from body where body match ? order by score", (fts,)
+        f"select rowid, {score_sql} as score from body where body match ? order by score", [*(score_args or []), fts]
     ):
         if tied and score != tied_score:
             yield from _in_path_order(tied, tied_score)
@@ -509,10 +625,22 @@ def _fts_snippet(conn: Any, query: Query, rowid: int) -> tuple[str, tuple[tuple[
 
 
 def _snippet(conn: Any, query: Query, rowid: int) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """The snippet of a hit of words: FTS5's for a short text, else ``_window_snippet``'s (bounded work)."""
+    """The snippet of a hit of words: FTS5's for a short text, else ``_window_snippet``'s (bounded work); for a
+    query with words of a script without spaces (matched in the ``cjk`` column, which FTS5's snippet cannot show),
+    ``_substring_snippet``'s."""
+    from pi_compact.archive.words import NOSPACE
+
+    if NOSPACE.search(query.text) is not None:
+        row = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()
+        return _substring_snippet(query.text, (row[0] if row else "") or "")
     size = conn.execute("select length(text) from body where rowid = ?", (rowid,)).fetchone()
     if size is None or size[0] is None or size[0] <= SNIPPET_FTS_CHARS:
-        return _fts_snippet(conn, query, rowid)
+        snippet, spans = _fts_snippet(conn, query, rowid)
+        if spans or not size or not size[0]:
+            return snippet, spans
+        # Nothing highlighted: the words matched in the ``cjk`` column (``Redis`` in ``Redis를``)
+        row = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()
+        return _substring_snippet(query.text, (row[0] if row else "") or "")
     text = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()[0]
     return _window_snippet(query.fts or "", text)
 
@@ -579,6 +707,36 @@ def _window_snippet(fts: str, text: str) -> tuple[str, tuple[tuple[int, int], ..
 
 
 _SPACES = str.maketrans("\n\r\t", "   ")
+
+
+def _substring_snippet(words: str, text: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """A window of ``SNIPPET_CHARS`` around the first place ``text`` holds a word of the query ``words`` (its
+    operators and quotes aside; case aside where folding keeps the text's length), each such place in it
+    highlighted."""
+    needles = []
+    for word in re.split(r'[\s"()]+', words):
+        word = word.rstrip("*")
+        if word and word not in ("OR", "AND", "NOT") and _WORDS.search(word):
+            needles.append(word.lower())
+    folded = text.lower()
+    if len(folded) != len(text):
+        folded = text
+    first = min((at for at in (folded.find(n) for n in needles) if at >= 0), default=0)
+    start = max(0, first - SNIPPET_CHARS // 3)
+    end = min(len(text), start + SNIPPET_CHARS)
+    lead = "…" if start > 0 else ""
+    trail = "…" if end < len(text) else ""
+    spans: list[tuple[int, int]] = []
+    for needle in needles:
+        at = folded.find(needle, start, end)
+        while at >= 0 and at + len(needle) <= end:
+            spans.append((at - start + len(lead), at + len(needle) - start + len(lead)))
+            at = folded.find(needle, at + len(needle), end)
+    spans.sort()
+    return lead + text[start:end].translate(_SPACES) + trail, tuple(spans)
+
+
+_WORDS = re.compile(r"[^\W_]")
 
 
 class _Budget:
@@ -720,6 +878,7 @@ def _search(
     hits: list[Hit] = []
     more = False
     stopped: str | None = None
+    counting_stopped = False
     # The files in scope are all the sessions the index holds (the usual case): the entries are taken as they come
     # and those of a file added since left out here; else SQL narrows them to the files of ``temp.scope``.
     narrow = not scope.complete or len(files) != len(scope.files)
@@ -734,7 +893,16 @@ def _search(
             branches: dict[int, set[int]] = {}
             seen = 0
             budget = _Budget() if query.pattern is not None else None
+            # Words on every branch: the total is counted by SQL; else by going on through the candidates.
+            counted = (
+                _count(conn, query, filters, narrow) if query.pattern is None and filters.branch == "all" else None
+            )
+            screened = _screen(conn, query, filters, budget) if budget is not None else None
+            if screened is not None and screened[1]:
+                stopped = budget.notice() if budget is not None else None
             for rowid, file_id, line, entry_id, kind, ts, score in _candidates(conn, query, filters, narrow):
+                if screened is not None and rowid not in screened[0]:
+                    continue
                 info = files.get(file_id)
                 if info is None:
                     continue
@@ -750,7 +918,10 @@ def _search(
                     match = _pattern_match(query, text, budget)
                     if match is _OUT_OF_TIME:
                         assert budget is not None
-                        stopped = budget.notice()
+                        if more:  # the page is whole; only its total is not known
+                            counting_stopped = True
+                        else:
+                            stopped = budget.notice()
                         break
                     if match is None:
                         continue
@@ -758,8 +929,13 @@ def _search(
                 if seen <= skip:
                     continue
                 if len(hits) == limit:
+                    if counted is not None:
+                        more = True
+                        break
+                    if not more and budget is not None:  # counting the rest may take only so long
+                        budget.left = min(budget.left, COUNT_BUDGET)
                     more = True
-                    break
+                    continue  # counted, for the total: no snippet
                 if match is not None:
                     snippet, spans = _pattern_snippet(query, text, match)
                 else:
@@ -780,5 +956,153 @@ def _search(
                 )
         finally:
             conn.execute("commit")
+        suggestions = _suggest(conn, query) if not hits and not skip and query.mode == "words" else ()
     next_cursor = _encode_cursor(_digest(params), skip + len(hits)) if more else None
-    return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped), stopped)
+    total = counted if counted is not None else None if stopped or counting_stopped else seen
+    return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped), stopped, total, suggestions)
+
+
+SUGGESTIONS = 3  # words suggested at most for each word that matches nothing
+_SCANNED_TERMS = 200_000  # words of the index looked at for each, at most (a bounded cost on a huge index)
+
+
+def _suggest(conn: Any, query: Query) -> tuple[str, ...]:
+    """For a query that matched nothing: the query again with each of its words the index does not hold (of three
+    letters or more, in a script with spaces) replaced by the word of the index nearest to it, at most one edit
+    away (two for a word of six letters or more: a letter added, dropped, changed, or two swapped), the commonest
+    first; up to ``SUGGESTIONS`` such queries, none when every word is in the index."""
+    from pi_compact.archive.words import NOSPACE
+
+    conn.execute("create virtual table if not exists temp.body_words using fts5vocab(main, body, 'row')")
+    fixes: dict[str, list[str]] = {}
+    for word in dict.fromkeys(re.findall(r"[^\W_]+", query.text)):
+        if word in ("OR", "AND", "NOT") or len(word) < 3 or NOSPACE.search(word) is not None:
+            continue
+        folded = _fold(word)
+        if conn.execute("select 1 from temp.body_words where term = ?", (folded,)).fetchone() is not None:
+            continue
+        near = _near_words(conn, folded)
+        if near:
+            fixes[word] = near
+    if not fixes:
+        return ()
+    out: list[str] = []
+    for n in range(SUGGESTIONS):
+        text = query.text
+        changed = False
+        for word, near in fixes.items():
+            pick = near[min(n, len(near) - 1)]
+            text = re.sub(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", pick, text)
+            changed = changed or n < len(near)
+        if changed and text not in out:
+            out.append(text)
+    return tuple(out)
+
+
+def _near_words(conn: Any, word: str) -> list[str]:
+    """The words of the index within ``_distance``'s reach of ``word``: the nearest, then the commonest, first."""
+    most = 1 if len(word) < 6 else 2
+    found: dict[str, tuple[int, int]] = {}
+    for prefix in dict.fromkeys((word[:2], word[1:3], word[:1])):
+        if found and len(prefix) < 2:
+            break
+        rows = conn.execute(
+            "select term, doc from temp.body_words where term >= ? and term < ? "
+            "and length(term) between ? and ? limit ?",
+            (prefix, prefix + "\U0010ffff", len(word) - most, len(word) + most, _SCANNED_TERMS),
+        )
+        for term, docs in rows:
+            if term not in found:
+                d = _distance(word, term, most)
+                if d <= most:
+                    found[term] = (d, -docs)
+    return sorted(found, key=lambda t: (*found[t], t))[:SUGGESTIONS]
+
+
+def _distance(a: str, b: str, most: int) -> int:
+    """The edits (a letter added, dropped or changed, two neighbours swapped) from ``a`` to ``b``; ``most`` + 1
+    as soon as it is known to be more than ``most``."""
+    if abs(len(a) - len(b)) > most:
+        return most + 1
+    before: list[int] | None = None
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + cost)
+            if before is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > most:
+            return most + 1
+        before, row = row, current
+    return row[len(b)]
+
+
+_SCREEN_CLOCK_ROWS = 64  # entries screened between two looks at the budget's clock
+
+
+def _bytes_matcher(query: Query) -> Callable[[bytes], bool] | None:
+    """Whether the pattern matches an entry's text, asked of its UTF-8 bytes as SQLite holds them (no text decoded
+    nor encoded again): for a -F string that keeps its case, and a pattern RE2 runs (its UTF-8 mode: the same
+    answer as on the text); None for any other."""
+    pattern = query.pattern
+    if isinstance(pattern, _Literal):
+        needle = pattern.text.encode("utf-8")
+        return lambda blob: needle in blob
+    if isinstance(pattern, _Linear):
+        import re2
+
+        options = re2.Options()
+        options.case_sensitive = not pattern.ignore_case
+        options.log_errors = False
+        options.max_mem = 64 << 20
+        try:
+            compiled = re2.compile(("(?m)" + pattern.engine_source).encode("utf-8"), options)
+        except re2.error:  # pragma: no cover - compiled as text already
+            return None
+        search = compiled.search
+        return lambda blob: search(blob) is not None
+    return None
+
+
+def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget | None) -> tuple[set[int], bool] | None:
+    """For a pattern the words cannot narrow, on every entry (no filter narrows them either): the entries whose
+    text it matches, read in one pass over the index in rowid order, and whether the budget ran out on the way;
+    None when it is not worth it (a filter, narrowing words) or the pattern cannot be asked of bytes."""
+    if query.fts is not None or _conditions(filters)[0]:
+        return None
+    matches = _bytes_matcher(query)
+    if matches is None:
+        return None
+    found: set[int] = set()
+    started = _clock()
+    left = budget.left if budget is not None else SEARCH_BUDGET
+    n = 0
+    for rowid, blob in conn.execute("select rowid, cast(text as blob) from body"):
+        n += 1
+        if blob is not None and matches(blob):
+            found.add(rowid)
+        if n % _SCREEN_CLOCK_ROWS == 0 and _clock() - started > left:
+            if budget is not None:
+                budget.entries += n
+                budget.left = 0
+            return found, True
+    if budget is not None:
+        budget.entries += n
+        budget.left -= _clock() - started
+    return found, False
+
+
+def _count(conn: Any, query: Query, filters: Filters, narrow: bool) -> int:
+    """How many entries in scope match the words (every branch)."""
+    where, args = _conditions(filters)
+    if not where and not narrow:
+        return int(conn.execute("select count(*) from body where body match ?", (query.fts,)).fetchone()[0])
+    in_scope = " and e.file in (select file from temp.scope)" if narrow else ""
+    return int(
+        conn.execute(
+            f"select count(*) from body join entries e on e.id = body.rowid where body match ?{in_scope}{where}",
+            [query.fts, *args],
+        ).fetchone()[0]
+    )

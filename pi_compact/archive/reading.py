@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, TypeVar
 
-from pi_compact.archive.document import clean, document
+from pi_compact.archive.document import body_row, clean, document
 from pi_compact.archive.scope import FileState
 from pi_compact.session.entries import Entry
 
@@ -105,7 +105,7 @@ def is_legacy(fd: int) -> bool:
     return False
 
 
-Batch = tuple[list[tuple[Any, ...]], list[str], FileState, int]  # entries rows (no id), texts, state after, bytes
+Batch = tuple[list[tuple[Any, ...]], list[tuple[str, str, float]], FileState, int]  # rows (no id), body, after, bytes
 
 
 def unindexable(exc: Exception, line: int | None = None) -> OSError:
@@ -129,7 +129,7 @@ def parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
 
 def _parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
     rows: list[tuple[Any, ...]] = []
-    texts: list[str] = []
+    texts: list[tuple[str, str, float]] = []
     size = read = 0
     for offset, line in read_lines(fd, state.indexed_to, end):
         if read >= READ_BATCH or size >= BATCH_TEXT:  # the state so far describes every line before this one
@@ -164,7 +164,7 @@ def _parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
         eid = clean(entry.id) if entry.id else None
         parent = clean(entry.parent_id) if entry.parent_id else None
         rows.append((entry.line, entry.offset, entry.length, eid, parent, kind, ts, ts_ms, tools, failed))
-        texts.append(text)
+        texts.append(body_row(text, kind, tools))
         size += len(text)
     yield rows, texts, state.copy(), read
 

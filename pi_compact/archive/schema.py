@@ -4,9 +4,12 @@ Per session file its identity and how far it was read (``files``), per entry its
 (``entries``: line, offset, id, parent id, role or type, time, tool names, whether it is a failed tool result), and
 per entry the text ``picompact show`` renders, without the lines picompact writes itself (the ENTRY header, the
 ``[section]`` markers), in an FTS5 table (``body``) tokenized by ``unicode61 remove_diacritics 2`` (words, case and
-accents folded). ``trigram`` would match any substring, but measured on the same documents it builds 6 times
-slower (18 against 110 MB of session a second) into a table 2.2 times larger (``bench/RESULTS.md``); exact
-substrings are what ``--regex`` and ``-F`` are for, checked on the stored text after the words narrowed.
+accents folded): ``text``, that text; ``cjk``, its words of the scripts written without spaces, character by
+character (``archive.words.cjk_text``; empty for most entries); and ``weight``, not indexed, what the entry's role
+weighs in the ranking (``archive.document.weight``). ``trigram`` would match any substring, but measured on the
+same documents it builds 6 times slower (18 against 110 MB of session a second) into a table 2.2 times larger
+(``bench/RESULTS.md``); exact substrings are what ``--regex`` and ``-F`` are for, checked on the stored text after
+the words narrowed, and words of the scripts without spaces are found by character in ``cjk``.
 
 A database is this picompact's index when its application id and format version say so and its tables are all
 there; an empty one is made one.
@@ -18,7 +21,7 @@ import sqlite3
 
 from pi_compact import __version__
 
-FORMAT = 1
+FORMAT = 2  # 2: the cjk and weight columns (an index of format 1 is built again, with a warning)
 APPLICATION_ID = 0x70635331  # "pcS1"
 TOKENIZER = "unicode61 remove_diacritics 2"
 AUTOMERGE = 16
@@ -44,7 +47,7 @@ create table entries(
     entry_id text, parent_id text, kind text, ts text, ts_ms integer, tools text, error integer not null
 );
 create index entries_by_file on entries(file, line);
-create virtual table body using fts5(text, tokenize='{TOKENIZER}');
+create virtual table body using fts5(text, cjk, weight unindexed, tokenize='{TOKENIZER}');
 """
 
 

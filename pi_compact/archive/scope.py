@@ -159,12 +159,14 @@ def decoder() -> Any:
 
 
 SESSION_STATUSES = ("session", "legacy")
+NO_HEADER = "not a Pi session: its first line is no session header"  # a skipped file's reason
 FILE_COLUMNS = "path, id, status, session_id, cwd, leaf, no_leaf"  # what ``cover`` reads of a row
 
 
 def cover(conn: sqlite3.Connection, scope: Scope, found: set[str], rows: list[tuple[str, Any]] | None = None) -> None:
-    """Add to ``scope`` the sessions among ``found`` the index holds (not those ``scope`` skipped): from ``rows``
-    when given, (decoded path, the ``FILE_COLUMNS`` of its row) as just read, else read now."""
+    """Add to ``scope`` the sessions among ``found`` the index holds (not those ``scope`` skipped), and to its
+    skipped files those that are not sessions (``NO_HEADER``): from ``rows`` when given, (decoded path, the
+    ``FILE_COLUMNS`` of its row) as just read, else read now."""
     skipped = {p for p, _ in scope.skipped}
     if rows is None:
         decode = decoder()
@@ -176,4 +178,6 @@ def cover(conn: sqlite3.Connection, scope: Scope, found: set[str], rows: list[tu
             sessions += 1
             if path in found and path not in skipped:
                 files[row[1]] = ScopeFile(row[1], path, row[3], row[4], None if row[6] else row[5])
+        elif row[2] == "not-session" and path in found and path not in skipped:
+            scope.skipped.append((path, NO_HEADER))
     scope.complete = len(files) == sessions

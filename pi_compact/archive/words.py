@@ -1,7 +1,15 @@
 """The words a search box takes, as an FTS5 expression: ``timeout retry`` (both words), ``"connection reset"`` (the
 phrase), ``migrat*`` (a prefix), ``OR``, ``AND``, ``NOT`` (upper case) and parentheses; a word with punctuation
 (``TypeError:``, ``foo.bar``) is the phrase of its words. And the words an exact ``-F`` string must contain, to
-narrow its candidates (``literal_words``)."""
+narrow its candidates (``literal_words``).
+
+Scripts written without spaces between words (Chinese, Japanese), and Korean, whose particles attach to the word
+before them (``설정을``, ``Redis를``), are not words to unicode61: a run of them is one token. So the index keeps a
+second column, ``cjk`` (``cjk_text``): every token of the text that holds a character of those scripts, each such
+character a token of its own and the rest of the token (``Redis``) one word, the tokens of the text that hold none
+left out (a separator token, ``GAP``, where they were). A word or phrase of those scripts is searched there as the
+phrase of its characters: it finds every entry holding it anywhere, as ``-F`` would (``설정`` in ``설정을``,
+``数据库`` in ``我们的数据库连接``). Any other word is searched in both columns (``Redis`` in ``Redis를``)."""
 
 from __future__ import annotations
 
@@ -16,6 +24,20 @@ MAX_DEPTH = 32
 MAX_TOKENS = 1000
 _WORDISH = re.compile(r"[^\W_]", re.UNICODE)
 _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+# The scripts searched by character (``cjk_text``): Thai, Lao, Myanmar, Hangul Jamo, Khmer, kana, Bopomofo, Hangul
+# compatibility Jamo, CJK ideographs (and their extensions), Yi, Hangul syllables, half-width kana.
+_NOSPACE_CLASS = (
+    "\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u3100-\u312f\u3130-\u318f"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
+    "\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003ffff"
+)
+NOSPACE = re.compile(f"[{_NOSPACE_CLASS}]")
+# A token as unicode61 makes them (letters and digits), the marks of those scripts kept inside it.
+_TOKEN = re.compile(f"(?:[^\\W_]|[{_NOSPACE_CLASS}])+")
+_PIECE = re.compile(f"[{_NOSPACE_CLASS}]|(?:(?![{_NOSPACE_CLASS}])[^\\W_])+")
+GAP = "\uf8ff"  # a private-use character: a token to unicode61 ("Co"), never in a query (``_operand`` refuses it)
+TEXT_COLUMNS = "{text cjk}"
 
 
 def _quote(text: str) -> str:
@@ -54,15 +76,43 @@ def _lex(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def _pieces(text: str) -> list[str]:
+    """``text``'s tokens as the ``cjk`` column holds them: each character of a script without spaces alone, the
+    other runs of letters and digits whole."""
+    return [m.group() for token in _TOKEN.finditer(text) for m in _PIECE.finditer(token.group())]
+
+
+def cjk_text(text: str) -> str:
+    """The ``cjk`` column of ``text``: its tokens that hold a character of a script without spaces, as pieces
+    (``_pieces``), ``GAP`` where tokens without one were left out; empty when it holds none (most texts)."""
+    if text.isascii() or NOSPACE.search(text) is None:
+        return ""
+    out: list[str] = []
+    gap = False
+    for token in _TOKEN.finditer(text):
+        word = token.group()
+        if NOSPACE.search(word) is None:
+            gap = True
+            continue
+        if gap and out:
+            out.append(GAP)
+        gap = False
+        out.extend(m.group() for m in _PIECE.finditer(word))
+    return " ".join(out)
+
+
 def _operand(kind: str, value: str) -> str:
     prefix = value.endswith("*")
     words = value.rstrip("*") if prefix else value
-    if not _WORDISH.search(words):
+    if not _WORDISH.search(words) or GAP in words:
         what = "phrase" if kind == "phrase" else "word"
         raise UsageError(
             f"the {what} {value!r} has no letters or digits to search for: use -F or --regex for punctuation"
         )
-    return _quote(words) + ("*" if prefix else "")
+    star = "*" if prefix else ""
+    if NOSPACE.search(words) is not None:
+        return "cjk : " + _quote(" ".join(_pieces(words))) + star
+    return f"{TEXT_COLUMNS} : {_quote(words)}{star}"
 
 
 class _Parser:
@@ -172,8 +222,8 @@ def literal_words(literal: str) -> str | None:
         left = i > 0 and literal[i - 1].isascii()
         right = j < n and literal[j].isascii()
         if left and right:
-            terms.append(_quote(literal[i:j]))
+            terms.append(f"{TEXT_COLUMNS} : {_quote(literal[i:j])}")
         elif left and j == n:
-            terms.append(_quote(literal[i:j]) + "*")
+            terms.append(f"{TEXT_COLUMNS} : {_quote(literal[i:j])}*")
         i = j
     return " AND ".join(dict.fromkeys(terms)) if terms else None

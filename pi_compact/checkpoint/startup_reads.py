@@ -317,6 +317,52 @@ def _sources(
     return sources
 
 
+def _qualifying(
+    entries: Sequence[Entry],
+    interval: tuple[int, int, bool],
+    context_files: Sequence[ContextFile | str | os.PathLike[str]],
+    cwd: str,
+    session_fallback: bool,
+) -> list[tuple[_Candidate, Any]]:
+    """The successful reads of the startup interval that an instruction source names, in branch order."""
+    first_user, end, _ = interval
+    reads = _interval_reads(entries, first_user + 1, end, cwd)
+    sources = _sources(entries, end, context_files, reads, cwd, session_fallback)
+    spaced = {
+        form
+        for candidate, output in reads
+        if output.ok
+        for form in (key_basename(candidate.key), make_display_path(candidate.key, cwd))
+        if any(ch.isspace() for ch in form)
+    }
+    out: list[tuple[_Candidate, Any]] = []
+    for candidate, output in reads:
+        if not output.ok:
+            continue
+        own = {key_basename(candidate.key), make_display_path(candidate.key, cwd)}
+        longer = sorted(spaced - own)
+        if any(source.names(candidate.key, cwd, longer) for source in sources):
+            out.append((candidate, output))
+    return out
+
+
+def startup_read_ids(
+    entries: Sequence[Entry],
+    context_files: Sequence[ContextFile | str | os.PathLike[str]],
+    cwd: str,
+    *,
+    session_fallback: bool = True,
+) -> set[str]:
+    """The ids of the tool results a checkpoint would retain as startup reads on this branch, wherever the cut
+    falls (what ``select_startup_reads`` takes once the cut has passed them); empty before any user message."""
+    interval = startup_interval(entries)
+    if interval is None:
+        return set()
+    return {
+        candidate.result.id for candidate, _ in _qualifying(entries, interval, context_files, cwd, session_fallback)
+    }
+
+
 def select_startup_reads(
     plan: CompactionPlan,
     previous_state: JsonDict | None,
@@ -340,24 +386,11 @@ def select_startup_reads(
         return list(kept), make_state(kept, True)
     first_user, end, second_user_exists = interval
     tail = {id(pe.entry) for pe in plan.kept_entries()}
-    reads = _interval_reads(entries, first_user + 1, end, cwd)
-    sources = _sources(entries, end, context_files, reads, cwd, session_fallback)
-    spaced = {
-        form
-        for candidate, output in reads
-        if output.ok
-        for form in (key_basename(candidate.key), make_display_path(candidate.key, cwd))
-        if any(ch.isspace() for ch in form)
-    }
     have = {r.key for r in kept}
     added: list[RetainedRead] = []
-    for candidate, output in reads:
+    for candidate, output in _qualifying(entries, interval, context_files, cwd, session_fallback):
         call_id = str(candidate.call.get("id"))
-        if not output.ok or (candidate.result.id, call_id) in have or id(candidate.result) in tail:
-            continue
-        own = {key_basename(candidate.key), make_display_path(candidate.key, cwd)}
-        longer = sorted(spaced - own)
-        if not any(source.names(candidate.key, cwd, longer) for source in sources):
+        if (candidate.result.id, call_id) in have or id(candidate.result) in tail:
             continue
         added.append(
             RetainedRead(

@@ -136,6 +136,7 @@ COMMAND_MODULES = {
     "lint": "lint",
     "list": "search",
     "lookup": "lookup",
+    "prune": "prune",
     "search": "search_sessions",
     "rules": "rules",
     "show": "search",

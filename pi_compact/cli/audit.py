@@ -83,7 +83,7 @@ def marker_text(marker: dict[str, Any]) -> str:
             f"-- compaction {marker['entry_id']} (line {marker['line']}): {before}estimate "
             f"{_n(marker['estimate_before'])} -> {_n(marker['estimate_after'])} (freed {_n(marker['freed'])})"
         )
-    what = "omits" if marker["omitted"] else "replaces"
+    what = "omits" if marker["omitted"] else "prunes" if marker.get("pruned") else "replaces"
     return (
         f"-- context edit {marker['entry_id']} (line {marker['line']}) {what} {marker['target_id']}: estimate "
         f"{_n(marker['estimate_before'])} -> {_n(marker['estimate_after'])}"
@@ -122,9 +122,11 @@ def summary_lines(data: Mapping[str, Any], session_line: str) -> list[str]:
     markers = data["markers"]
     compactions = sum(1 for m in markers if m["kind"] == "compaction")
     edits = len(markers) - compactions
+    pruned = sum(1 for m in markers if m.get("pruned"))
     lines.append(
         f"markers         {compactions} compaction{'' if compactions == 1 else 's'}, "
         f"{edits} context edit{'' if edits == 1 else 's'}"
+        + (f" ({pruned} of them prune stubs: the outputs stay in the file)" if pruned else "")
     )
     return lines
 

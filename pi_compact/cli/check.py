@@ -65,6 +65,9 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
         rows.append(("compact?", f"no: {_fmt(left)} tokens to go", "green"))
     if data.get("forecast") and data["enabled"]:
         rows.append(("forecast", data["forecast"]["description"], ""))
+    prune = data.get("prune")
+    if prune is not None:
+        rows.append(("prune", prune_text(prune), ""))
     if data["can_compact"]:
         rows.append(
             ("cut", f"keep from entry {data['first_kept_entry_id']} (branch index {data['first_kept_index']})", "")
@@ -99,6 +102,21 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
     return rows
 
 
+def prune_text(prune: Mapping[str, Any]) -> str:
+    """What ``picompact prune`` would free, and the turns it would buy at the recent growth."""
+    if not prune["outputs"]:
+        return "nothing to prune (no old tool output outside the protected ones)"
+    plural = "s" if prune["outputs"] != 1 else ""
+    text = (
+        f"would free {_fmt(prune['tokens_freed'])} tokens ({prune['freed_percent']:.0f}%) from {prune['outputs']} "
+        f"old tool output{plural}: {_fmt(prune['tokens_before'])} -> {_fmt(prune['tokens_after'])}"
+    )
+    turns = prune["turns_bought"]
+    if turns is not None:
+        text += f"; buys ~{turns} more turn{'s' if turns != 1 else ''} before the threshold"
+    return text + " (picompact prune)"
+
+
 def render_rows(env: Environment, rows: list[tuple[str, str, str]]) -> None:
     """Aligned ``label  value`` lines; on a terminal the labels bold and the verdict coloured."""
     width = max(len(label) for label, _, _ in rows)
@@ -130,6 +148,9 @@ def check(
         if env.owns_process:  # the process's own run (``core.main`` froze start-up): the session lives to exit
             gc.freeze()  # so no collection walks what the load made (15 ms of a 100 MB check --json)
         data = result.to_json(evidence=json_output or files)
+        from pi_compact.ops.prune import plan_prune  # not on check's start-up path
+
+        data["prune"] = plan_prune(result).summary_json()  # type: ignore[typeddict-unknown-key]
     report_diagnostics(env, result.diagnostics, path)
     for warning in result.warnings:
         env.warn(warning)

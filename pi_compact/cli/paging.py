@@ -29,8 +29,9 @@ def _valued_options() -> set[str]:
     return names
 
 
-def next_command(env: Environment, cursor: str) -> str:
-    """The command line that prints the next page, ready to paste into a shell."""
+def next_command(env: Environment, cursor: str, drop: tuple[str, ...] = ()) -> str:
+    """The command line that prints the next page, ready to paste into a shell; without the flags ``drop`` names
+    (``search --reindex``: the next page need not build the index again)."""
     argv = list(env.argv)
     end = argv.index("--") if "--" in argv else len(argv)
     valued = _valued_options()
@@ -41,6 +42,9 @@ def next_command(env: Environment, cursor: str) -> str:
         name = arg.split("=", 1)[0] if arg.startswith("--") else arg
         if name in PAGE_OPTIONS:
             i += 1 if "=" in arg else 2
+            continue
+        if arg in drop:
+            i += 1
             continue
         kept.append(arg)
         if arg in valued and i + 1 < end:

@@ -246,9 +246,9 @@ def config_command(
     """The effective "picompact" settings for a directory, and whether context_lookup has a model.
 
     JSON: {"schema_version": 1, "enabled", "mode" (null: as installed), "cap" (null: default; false: no cap),
-    "lookupModel", "sources" ({key: global|project}), "warnings", "projectTrusted", "capArgs" (the same cap as
-    compact flags), "lookupAvailable", "tools" (the tools the extension registers: [{name, label, description,
-    parameters, kind: search|lookup}])}.
+    "lookupModel", "crossSession", "prune", "sources" ({key: global|project}), "warnings", "projectTrusted",
+    "capArgs" (the same cap as compact flags), "lookupAvailable", "tools" (the tools the extension registers:
+    [{name, label, description, parameters, kind: search|lookup}])}.
     """
     from pi_compact.extension.hook import effective_config
 
@@ -359,4 +359,95 @@ def tool_command(
     if not isinstance(args, dict):
         raise UsageError("--args must be a JSON object")
     out.emit({"text": run_tool(session, leaf, name, args, trusted)})
+    return ExitCode.OK
+
+
+@pi_app.command("prune-drafts")
+def prune_drafts_command(
+    ctx: typer.Context,
+    session: Path = typer.Argument(..., metavar="SESSION", help="The Pi session file.", show_default=False),
+    leaf: str = typer.Option(..., "--leaf", help="The branch's leaf: the last entry Pi has."),
+    boundary: str = typer.Option(
+        ..., "--boundary", metavar="turn_end|agent_before_settle", help="The Pi event the drafts are for."
+    ),
+    context_window: int = typer.Option(..., "--context-window", help="The model's context window in tokens."),
+    reserve_tokens: int | None = typer.Option(
+        None, "--reserve-tokens", help="Pi's compaction.reserveTokens (default: from Pi's settings)."
+    ),
+    keep_recent_tokens: int | None = typer.Option(
+        None, "--keep-recent-tokens", help="Pi's compaction.keepRecentTokens (default: from Pi's settings)."
+    ),
+    cache_ttl: float | None = typer.Option(
+        None, "--cache-ttl", metavar="S", help="The model's prompt-cache lifetime in seconds (promptCache)."
+    ),
+    cache_warming: str | None = typer.Option(
+        None,
+        "--cache-warming",
+        metavar="off|streaming|idle",
+        help="Pi's cacheWarming setting (default: read from Pi's global settings).",
+    ),
+    warming: str | None = typer.Option(
+        None, "--warming", metavar="warm|stop", help="Pi's last cache_warming_decision since the last request."
+    ),
+    price_input: float = typer.Option(0.0, "--price-input", metavar="USD", help="$ per million input tokens."),
+    price_output: float = typer.Option(0.0, "--price-output", metavar="USD", help="$ per million output tokens."),
+    price_cache_read: float = typer.Option(0.0, "--price-cache-read", metavar="USD", help="$ per M cached reads."),
+    price_cache_write: float = typer.Option(0.0, "--price-cache-write", metavar="USD", help="$ per M cache writes."),
+    min_batch_tokens: int | None = typer.Option(
+        None, "--min-batch-tokens", metavar="N", help="The fewest tokens a batch frees (default: max(2000, 5%).)"
+    ),
+    now_ms: int | None = typer.Option(None, "--now-ms", metavar="MS", help="The time to decide at (default: now)."),
+    json_output: bool = typer.Option(True, "--json", hidden=True),
+) -> ExitCode:
+    """The context_edit drafts for Pi's turn_end or agent_before_settle, as JSON; nothing is written (Pi appends
+    them).
+
+    The batch is `picompact prune SESSION --dry-run`'s for the same branch and settings; it is handed over only
+    when it costs no prompt cache now (threshold, cold, warming-stopped or worth-it; docs/extension.md).
+    JSON: {"schema_version": 1, "prune", "reason", "detail", "boundary", "entries" ([{type: context_edit,
+    targetId, replacement}], empty unless prune), "tokensBefore", "tokensAfter", "tokensFreed", "pruned",
+    "threshold", "lastRequestMs", "promptTokens", "decision" ({prune, reason, detail, warmProbability, missCost,
+    savings, remainingTurns, coldAtMs})}.
+    """
+    import time
+
+    from pi_compact.extension.hook import prune_drafts
+    from pi_compact.ops.check import CheckOptions
+    from pi_compact.ops.prune_policy import Prices
+
+    out = env_of(ctx)
+    if boundary not in ("turn_end", "agent_before_settle"):
+        raise UsageError(f"--boundary must be turn_end or agent_before_settle (got {boundary!r})")
+    if cache_warming not in (None, "off", "streaming", "idle"):
+        raise UsageError(f"--cache-warming must be off, streaming or idle (got {cache_warming!r})")
+    if warming not in (None, "warm", "stop"):
+        raise UsageError(f"--warming must be warm or stop (got {warming!r})")
+    for name, value in (
+        ("--context-window", context_window),
+        ("--reserve-tokens", reserve_tokens or 0),
+        ("--keep-recent-tokens", keep_recent_tokens or 0),
+        ("--min-batch-tokens", min_batch_tokens or 0),
+    ):
+        check_nonneg(name, value)
+    prices = (price_input, price_output, price_cache_read, price_cache_write)
+    if any(not (p >= 0 and p < float("inf")) for p in (*prices, cache_ttl or 0.0)):
+        raise UsageError("prices and --cache-ttl must be finite numbers, not negative")
+    settings = CheckOptions(
+        context_window=context_window,
+        reserve_tokens=reserve_tokens,
+        keep_recent_tokens=keep_recent_tokens,
+        leaf_id=leaf,
+    )
+    data = prune_drafts(
+        session,
+        settings,
+        boundary=boundary,  # type: ignore[arg-type]
+        now_ms=now_ms if now_ms is not None else int(time.time() * 1000),
+        cache_ttl_ms=round(cache_ttl * 1000) if cache_ttl is not None else None,
+        warming_mode=cache_warming,  # type: ignore[arg-type]
+        warming=warming,  # type: ignore[arg-type]
+        prices=Prices(*prices),
+        min_batch_tokens=min_batch_tokens,
+    )
+    out.emit(data)
     return ExitCode.OK

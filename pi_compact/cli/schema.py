@@ -23,7 +23,7 @@ from pi_compact.checkpoint.mode import NotNeededJSON
 from pi_compact.checkpoint.summary.preview import SummaryPreviewJSON
 from pi_compact.cli._jsonmode import JSON_LINES, JSON_LINES_COMMANDS, json_mode_for
 from pi_compact.cli.env import SCHEMA_VERSION
-from pi_compact.extension.hook import CheckpointJSON, EffectiveConfigJSON
+from pi_compact.extension.hook import CheckpointJSON, EffectiveConfigJSON, PruneDraftsJSON
 from pi_compact.extension.install import InstallJSON, InstallStatusJSON, UninstallJSON
 from pi_compact.lookup.agent import LookupJSON
 from pi_compact.ops.audit import AuditJSON
@@ -31,6 +31,8 @@ from pi_compact.ops.check import CheckJSON
 from pi_compact.ops.compact import CompactJSON
 from pi_compact.ops.coverage import CoverageJSON
 from pi_compact.ops.lint_report import LintJSON, LintReportJSON, LintTotalsJSON
+from pi_compact.ops.prune import PruneJSON, PruneSummaryJSON
+from pi_compact.ops.prune_policy import DecisionJSON  # noqa: F401  (PruneDraftsJSON's "decision", for the docs)
 from pi_compact.ops.rules import RulesReportJSON
 from pi_compact.ops.rules_block import RulesWrittenJSON
 from pi_compact.pi.config import PicompactConfigJSON
@@ -63,6 +65,8 @@ class ErrorRecord(TypedDict):
 class CheckDoc(Versioned, CheckJSON):
     """``check --json``: ``CheckResult.to_json()``."""
 
+    prune: PruneSummaryJSON  # what `picompact prune` would free now (``PrunePlan.summary_json``)
+
 
 class SessionsDoc(Versioned, SessionListingJSON):
     """``sessions --json``: ``SessionListing.to_json()``."""
@@ -70,6 +74,10 @@ class SessionsDoc(Versioned, SessionListingJSON):
 
 class CompactDoc(Versioned, CompactJSON):
     """``compact --json`` (verbatim mode, and summary mode when it writes): ``CompactResult.compaction_json()``."""
+
+
+class PruneDoc(Versioned, PruneJSON):
+    """``prune --json`` (a run, a dry run, or nothing to prune): ``PruneResult.to_json()``."""
 
 
 class SummaryDryRunDoc(Versioned, SummaryPreviewJSON):
@@ -165,10 +173,16 @@ class PiToolDoc(Versioned):
     text: str
 
 
+class PiPruneDraftsDoc(Versioned, PruneDraftsJSON):
+    """``pi prune-drafts``: ``prune_drafts()``."""
+
+
 class RulesDoc(Versioned, RulesReportJSON):
-    """``rules --json``: ``RulesReport.to_json()``, and what --write did (``WriteResult.to_json()``)."""
+    """``rules --json``: ``RulesReport.to_json()``, what --write did (``WriteResult.to_json()``), and with
+    --dry-run the unified diff it would make ("" when nothing would change; null without --dry-run)."""
 
     written: RulesWrittenJSON | None
+    diff: str | None
 
 
 # What each document is called in docs/json.md's "JSON output" table, and its keys' declaration.
@@ -179,6 +193,7 @@ DOCUMENTS: dict[str, type] = {
     "compact": CompactDoc,
     "compact --mode summary --dry-run": SummaryDryRunDoc,
     "compact --mode summary --dry-run, not needed": SummaryNotNeededDoc,
+    "prune": PruneDoc,
     "list": ListDoc,
     "show": ShowDoc,
     "context": ContextDoc,
@@ -195,6 +210,7 @@ DOCUMENTS: dict[str, type] = {
     "pi config": PiConfigDoc,
     "pi checkpoint": PiCheckpointDoc,
     "pi tool": PiToolDoc,
+    "pi prune-drafts": PiPruneDraftsDoc,
 }
 
 # JSON Lines records by command and record type: the keys of their ``data`` (each a library result's ``to_json()``

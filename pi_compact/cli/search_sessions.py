@@ -19,9 +19,13 @@ _HELP = """Search every Pi session at once: ranked results across projects, sess
 
 Covers Pi's sessions tree (<agent dir>/sessions, PI_CODING_AGENT_DIR honoured, or the configured session
 directory) and each --dir DIR (any depth). QUERY is words: `timeout retry` (both), `"connection reset"` (the
-phrase), `migrat*` (a prefix), OR, AND, NOT (upper case) and parentheses; case and accents do not matter.
-Results are ranked by BM25. --regex PATTERN or -F STRING search for an exact pattern instead, matched on each
-entry's text as `picompact show` renders it (the index only narrows the candidates; -i ignores case).
+phrase), `migrat*` (a prefix), OR, AND, NOT (upper case) and parentheses; case and accents do not matter; a
+word of Chinese, Japanese or Korean matches wherever its characters stand in a row (`설정` in `설정을`). Results
+are ranked by BM25 weighed by role: what the user said first (a question less), then the agent's replies, then
+tool output; an identifier or path (`max_retries`, `src/app.py`) counts most where it is written as typed.
+--regex PATTERN or -F STRING search for an exact pattern instead, matched on each entry's text as `picompact
+show` renders it (the index only narrows the candidates; -i ignores case). Nothing found: where it looked and
+what it searched are said on stderr, with the likely fixes of a typo ("did you mean").
 
 Each result: the session file, the entry's time, id and role, a snippet with the match highlighted, and the
 command that shows the whole entry (picompact show ENTRY_ID SESSION). Exit 0 when something matched, 1 when
@@ -33,8 +37,9 @@ ones drop out. --no-index searches the files without it (the same results, slowe
 from nothing; --stats describes it.
 
 --json prints one document {"schema_version", "query", "mode", "results": [{session, session_id, cwd,
-entry_id, line, role, timestamp, score, snippet, highlights [{start, end}], show}], "matches",
-"sessions_searched", "complete", "next_cursor", "skipped": [{path, reason}], "stopped"}; --json-lines prints
+entry_id, line, role, timestamp, score, snippet, highlights [{start, end}], show}], "matches" (on this page),
+"total" (on all pages; null when not counted), "sessions_searched", "complete", "next_cursor", "skipped":
+[{path, reason}], "stopped", "did_you_mean"}; --json-lines prints
 a {"type": "match", "version": 1, "data": {...}} record per result, then a "summary" record (the document's
 other keys). Pages hold --max-count results (default 20); the next page is printed as a command with --cursor.
 A --regex or -F search stops after 10 s of matching in all (a pattern slow on every entry): "stopped" then
@@ -87,6 +92,7 @@ def search_command(
     ),
 ) -> ExitCode:
     from pi_compact.archive import Filters, Query, search, session_files
+    from pi_compact.archive.scope import NO_HEADER
 
     env = env_of(ctx)
     if json_output and json_lines:
@@ -133,7 +139,10 @@ def search_command(
         for warning in store.warnings:
             env.warn(warning)
         for path, reason in scope.skipped:
-            env.warn(f"{path}: cannot read the session ({reason}): skipped")
+            if reason == NO_HEADER:
+                env.warn(f"{path}: {reason}: skipped")
+            else:
+                env.warn(f"{path}: cannot read the session ({reason}): skipped")
         if parsed is None:
             figures = store.run(store.stats)
             if json_output or json_lines:
@@ -160,8 +169,27 @@ def search_command(
         if page.next_cursor:
             from pi_compact.cli.paging import next_command
 
-            env.note(f"more results; next page: {next_command(env, page.next_cursor)}")
+            count = f"{len(page.hits)} of {page.total:,}" if page.total is not None else f"{len(page.hits)}"
+            env.note(f"{count} results; next page: {next_command(env, page.next_cursor, drop=('--reindex',))}")
+    if not page.hits:
+        _say_nothing_found(env, page, found, store.path)
     return ExitCode.OK if page.hits else ExitCode.NO
+
+
+def _say_nothing_found(env: Environment, page: Any, found: Any, index: Path | None) -> None:
+    """What a search that found nothing looked for, and where: the sessions and the trees searched, the index;
+    the likely fixes of a typo."""
+    where = ", ".join(env.shown(root) for root in found.roots) or "no directory"
+    query = page.query
+    what = {"words": "the words", "regex": "the regular expression", "fixed": "the string"}[query.mode]
+    if page.sessions == 0:
+        env.note(f"no sessions to search: none found under {where}")
+        return
+    sessions = f"{page.sessions:,} session{'s' if page.sessions != 1 else ''}"
+    kept = f" (index {env.shown(str(index))})" if index is not None else ""
+    env.note(f"no results for {what} {query.text!r} in {sessions} under {where}{kept}")
+    if page.suggestions:
+        env.note("did you mean: " + "; ".join(repr(s) for s in page.suggestions) + "?")
 
 
 def _ms(text: str | None, flag: str) -> int | None:

@@ -19,10 +19,13 @@ from pi_compact.extension.tools import SEARCH_MAX_COUNT, SEARCH_SESSIONS
 from pi_compact.pi.config import PicompactConfigJSON
 
 if TYPE_CHECKING:
-    from pi_compact.ops.check import CheckOptions
+    from pi_compact.ops.check import CheckOptions, CheckResult
     from pi_compact.ops.checkpoint_request import CheckpointRequest
     from pi_compact.ops.compact import CompactStatsJSON
+    from pi_compact.ops.prune import PrunePlan
+    from pi_compact.ops.prune_policy import Boundary, DecisionJSON, Prices, Warming, WarmingMode
     from pi_compact.search.transcript import Transcript
+    from pi_compact.session.tree import Branch
 
 # The extension's tool names -> the search tools of ``picompact lookup`` they run.
 TOOLS = {
@@ -299,4 +302,154 @@ def effective_config(
         "capArgs": config.cap_args(),
         "lookupAvailable": lookup,
         "tools": extension_tools(config.cross_session, lookup),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pruning between compactions
+
+
+class PruneDraftJSON(TypedDict):
+    type: str
+    targetId: str
+    replacement: Any
+
+
+class PruneDraftsJSON(TypedDict):
+    """``prune_drafts()``: the ``pi prune-drafts`` document."""
+
+    prune: bool
+    reason: str
+    detail: str
+    boundary: str
+    entries: list[PruneDraftJSON]
+    tokensBefore: int
+    tokensAfter: int
+    tokensFreed: int  # Pi's figure before less after (what its threshold check sees)
+    tokensRemoved: int  # the pruned outputs' tokens less their stubs'
+    pruned: list[dict[str, Any]]
+    threshold: int | None
+    lastRequestMs: int | None
+    promptTokens: int
+    decision: DecisionJSON
+
+
+def timestamp_ms(timestamp: str | None) -> int | None:
+    """An entry's ISO timestamp in ms since the epoch (None when it has none that parses)."""
+    from datetime import datetime
+
+    if not timestamp:
+        return None
+    try:
+        return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+    except (ValueError, OverflowError):
+        return None
+
+
+def last_request(branch: Branch) -> tuple[int | None, int]:
+    """When the branch's prompt cache entry was last written or refreshed (the last assistant reply, or Pi's last
+    ``cache_warm`` usage entry after it), in ms since the epoch, and the prompt size of that last reply (usage input
+    + cacheRead + cacheWrite, Pi's ``lastPromptTokens``)."""
+    when: int | None = None
+    for entry in reversed(branch.entries):
+        if entry.type == "usage" and entry.raw.get("kind") == "cache_warm" and when is None:
+            when = timestamp_ms(entry.timestamp)
+            continue
+        message = entry.message
+        if entry.type == "message" and message is not None and message.get("role") == "assistant":
+            raw = message.get("usage")
+            usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            prompt = 0.0
+            for key in ("input", "cacheRead", "cacheWrite"):
+                value = usage.get(key)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    prompt += value
+            if when is None:
+                when = timestamp_ms(entry.timestamp)
+            return when, int(prompt)
+    return when, 0
+
+
+def prune_plan(check: CheckResult) -> PrunePlan:
+    """``picompact prune --dry-run``'s plan for the branch ``check`` was made on (its settings, the default minimum
+    size worth pruning)."""
+    from pi_compact.ops.prune import PruneOptions, plan_prune
+
+    return plan_prune(check, PruneOptions(dry_run=True))
+
+
+def cache_warming_mode(cwd: str) -> WarmingMode:
+    """Pi's ``cacheWarming`` setting (global settings only, as Pi reads it): off, streaming or idle (the default)."""
+    from pi_compact.pi.settings import load_settings
+
+    loaded = load_settings(cwd)
+    for layer in loaded.layers:
+        if layer.scope == "global":
+            value = layer.data.get("cacheWarming")
+            if value in ("off", "streaming", "idle"):
+                return value  # type: ignore[no-any-return]
+    return "idle"
+
+
+def prune_drafts(
+    session: Path,
+    settings: CheckOptions,
+    *,
+    boundary: Boundary,
+    now_ms: int,
+    cache_ttl_ms: int | None,
+    warming_mode: WarmingMode | None,
+    warming: Warming | None,
+    prices: Prices,
+    min_batch_tokens: int | None = None,
+) -> PruneDraftsJSON:
+    """The ``context_edit`` drafts the extension hands Pi at ``boundary``, when ``ops.prune_policy`` says the batch
+    costs no prompt cache now (``prune`` false and no entries otherwise), with the figures behind the decision.
+    The batch is ``picompact prune --dry-run``'s for the same branch and settings."""
+    from pi_compact.ops.check import check_session, settings_cwd
+    from pi_compact.ops.prune_policy import Situation, decide, min_batch
+    from pi_compact.session.load import load_session
+
+    loaded = load_session(session)
+    check = check_session(loaded, settings)
+    if warming_mode is None:
+        warming_mode = cache_warming_mode(settings_cwd(loaded))
+    plan = prune_plan(check)
+    when, prompt = last_request(check.branch)
+    growth = check.forecast.growth.per_turn if check.forecast is not None else None
+    situation = Situation(
+        boundary=boundary,
+        now_ms=now_ms,
+        last_request_ms=when,
+        cache_ttl_ms=cache_ttl_ms,
+        warming_mode=warming_mode,
+        warming=warming,
+        prompt_tokens=prompt,
+        context_tokens=check.plan.context.tokens,
+        tokens_after=plan.tokens_after,
+        tokens_freed=sum(p.tokens - p.stub_tokens for p in plan.pruned),
+        threshold=check.threshold if check.enabled else None,
+        growth_per_turn=growth,
+        prices=prices,
+        min_batch_tokens=min_batch(check.context_window, min_batch_tokens),
+    )
+    decision = decide(situation)
+    drafts: list[PruneDraftJSON] = [
+        {"type": "context_edit", "targetId": e["targetId"], "replacement": e["replacement"]} for e in plan.entries
+    ]
+    return {
+        "prune": decision.prune,
+        "reason": decision.reason,
+        "detail": decision.detail,
+        "boundary": boundary,
+        "entries": drafts if decision.prune else [],
+        "tokensBefore": check.plan.context.tokens,
+        "tokensAfter": plan.tokens_after,
+        "tokensFreed": plan.tokens_freed,
+        "tokensRemoved": situation.tokens_freed,
+        "pruned": [dict(p.to_json()) for p in plan.pruned],
+        "threshold": situation.threshold,
+        "lastRequestMs": when,
+        "promptTokens": prompt,
+        "decision": decision.to_json(),
     }

@@ -9,7 +9,11 @@
  *   search the raw session branch through picompact.
  * - context_search_sessions searches other sessions (`picompact search`; this project's unless
  *   picompact.crossSession says "all" or false); context_show_entry reads an entry of one with its session id.
- * - /picompact shows the configuration and the last compaction; /picompact compact compacts now.
+ * - Between compactions, old tool output is pruned with Pi's own context_edit entries, handed to Pi as drafts at
+ *   turn_end and agent_before_settle, in batches and only when that costs no prompt cache (`picompact pi
+ *   prune-drafts` decides: the cache lifetime has passed, Pi stopped warming it, the saving outweighs Pi's
+ *   missCost, or pruning puts a compaction off). picompact.prune: false turns it off.
+ * - /picompact shows the configuration, the last compaction and what was pruned; /picompact compact compacts now.
  *
  * Thin on purpose: every decision about the checkpoint and every search is picompact's (Python); this file runs
  * it and translates. Any failure leaves Pi to compact its own way, with a notice. When picompact does not answer in
@@ -17,11 +21,14 @@
  * until /picompact retries. Installed by `picompact pi install`, which writes install.json beside this file.
  */
 import type {
+	BoundaryResult,
+	ContextEditEntryDraft,
 	ExtensionAPI,
 	ExtensionCommandContext,
 	ExtensionContext,
 	SessionBeforeCompactEvent,
 	SessionBeforeCompactResult,
+	SessionBoundaryDraft,
 } from "@earendil-works/pi-coding-agent";
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -69,6 +76,28 @@ interface Config {
 	lookupAvailable: boolean;
 	warnings: string[];
 	tools?: ToolSpec[]; // what to register, defined by picompact (pi_compact/extension/tools.py)
+	prune?: boolean; // absent (an older picompact): no pruning
+}
+
+/** `picompact pi prune-drafts`: the batch for a boundary, and whether (and why) to hand it to Pi now. */
+interface PruneDrafts {
+	prune: boolean;
+	reason: string;
+	detail: string;
+	entries: ContextEditEntryDraft[];
+	tokensBefore: number;
+	tokensAfter: number;
+	tokensFreed: number;
+	pruned: { id: string; tool?: string; tokens?: number }[];
+}
+
+interface PruneRecord {
+	boundary: string;
+	reason: string;
+	tokensBefore: number;
+	tokensAfter: number;
+	tokensFreed: number;
+	pruned: { id: string; tool?: string; tokens?: number }[];
 }
 
 /** A tool as `picompact pi config` defines it: "search" tools run `picompact pi tool NAME`, "lookup" runs lookup. */
@@ -241,6 +270,8 @@ function outcome<T>(result: RunResult, valid: (data: T) => boolean): Outcome<T> 
 }
 
 const isConfig = (c: Config) => typeof c.enabled === "boolean" && Array.isArray(c.capArgs) && Array.isArray(c.warnings);
+const isPruneDrafts = (d: PruneDrafts) =>
+	typeof d.prune === "boolean" && typeof d.reason === "string" && Array.isArray(d.entries) && Array.isArray(d.pruned);
 const isCheckpoint = (c: Checkpoint) =>
 	typeof c.summary === "string" &&
 	typeof c.firstKeptEntryId === "string" &&
@@ -555,6 +586,121 @@ export default function picompact(pi: ExtensionAPI) {
 	});
 
 	// ---------------------------------------------------------------------------------------------------------
+	// Pruning between compactions
+	//
+	// At turn_end and agent_before_settle picompact is asked for a batch of context_edit drafts (`picompact pi
+	// prune-drafts`), which it hands over only when the batch costs no prompt cache; Pi appends them, and its
+	// compaction check after the turn counts the context without what they removed. At turn_end it is asked only when
+	// a reason can hold (the cache lifetime has passed since the last request, the context grew by a batch since
+	// picompact was last asked, or it is past 70% of the window), so that most turns run no process.
+
+	let pruneOff: string | undefined; // why pruning is off for this session (picompact failed at it)
+	const pruned: PruneRecord[] = [];
+	let lastRequestAt: number | undefined; // the last request of this process, or Pi's last refresh of its cache
+	let warming: "warm" | "stop" | undefined; // Pi's last cache_warming_decision since that request
+	let askedAtTokens: number | undefined; // the context when picompact was last asked
+
+	/** The prompt-cache lifetime of the session's model for the retention tier Pi uses (getPromptCacheTtlMs). */
+	function cacheTtlSeconds(ctx: ExtensionContext): number | undefined {
+		const tier = process.env.PI_CACHE_RETENTION === "long" ? "long" : "short";
+		return ctx.model?.promptCache?.[tier];
+	}
+
+	function pruneWanted(ctx: ExtensionContext, boundary: "turn_end" | "agent_before_settle"): boolean {
+		if (off || pruneOff || !config?.enabled || config.prune !== true) return false;
+		if (boundary === "agent_before_settle") return true;
+		const window = ctx.model?.contextWindow ?? 0;
+		const tokens = ctx.getContextUsage()?.tokens ?? null;
+		const ttl = cacheTtlSeconds(ctx);
+		if (ttl !== undefined && lastRequestAt !== undefined && Date.now() - lastRequestAt > ttl * 1000) return true;
+		if (tokens === null || window <= 0) return false;
+		if (tokens > window * 0.7) return true;
+		return askedAtTokens === undefined || tokens - askedAtTokens >= Math.max(2_000, window * 0.05);
+	}
+
+	async function pruneDrafts(
+		ctx: ExtensionContext,
+		boundary: "turn_end" | "agent_before_settle",
+		proposed: readonly unknown[],
+	): Promise<PruneDrafts["entries"] | undefined> {
+		// Another extension's drafts (a compaction, say) change what the batch was computed on: not this time.
+		if (proposed.length > 0 || !pruneWanted(ctx, boundary)) return undefined;
+		const file = sessionFile(ctx);
+		const leaf = ctx.sessionManager.getLeafId();
+		const model = ctx.model;
+		if (!file || !leaf || !model?.contextWindow) return undefined;
+		askedAtTokens = ctx.getContextUsage()?.tokens ?? undefined;
+		const args = [
+			"pi",
+			"prune-drafts",
+			file,
+			"--leaf",
+			leaf,
+			"--boundary",
+			boundary,
+			"--context-window",
+			String(model.contextWindow),
+			"--price-input",
+			String(model.cost.input),
+			"--price-output",
+			String(model.cost.output),
+			"--price-cache-read",
+			String(model.cost.cacheRead),
+			"--price-cache-write",
+			String(model.cost.cacheWrite),
+		];
+		const ttl = cacheTtlSeconds(ctx);
+		if (ttl !== undefined) args.push("--cache-ttl", String(ttl));
+		if (warming) args.push("--warming", warming);
+		const result = await runPicompact(command, args, checkpointTimeout(file), ctx.signal);
+		const answer = outcome<PruneDrafts>(result, isPruneDrafts);
+		if (!answer.ok) {
+			if (answer.broken || !result.aborted) {
+				pruneOff = answer.why;
+				notify(ctx, `pruning failed (${answer.why}); no more pruning in this session (/picompact retries)`);
+			}
+			return undefined;
+		}
+		const data = answer.data;
+		if (!data.prune || data.entries.length === 0) return undefined;
+		pruned.push({
+			boundary,
+			reason: data.reason,
+			tokensBefore: data.tokensBefore,
+			tokensAfter: data.tokensAfter,
+			tokensFreed: data.tokensFreed,
+			pruned: data.pruned,
+		});
+		askedAtTokens = data.tokensAfter;
+		return data.entries;
+	}
+
+	pi.on("turn_start", async () => {
+		lastRequestAt = Date.now();
+		warming = undefined;
+	});
+	pi.on("cache_warming_decision", async (event) => {
+		warming = event.action;
+		if (event.action === "warm") lastRequestAt = Date.now();
+		return undefined; // Pi's decision stands
+	});
+	async function atBoundary(
+		boundary: "turn_end" | "agent_before_settle",
+		entries: SessionBoundaryDraft[],
+		ctx: ExtensionContext,
+	): Promise<BoundaryResult | undefined> {
+		try {
+			const drafts = await pruneDrafts(ctx, boundary, entries);
+			return drafts ? { entries: [...entries, ...drafts] } : undefined;
+		} catch (error) {
+			notify(ctx, `pruning: unexpected error (${String(error)})`);
+			return undefined;
+		}
+	}
+	pi.on("turn_end", (event, ctx) => atBoundary("turn_end", event.entries, ctx));
+	pi.on("agent_before_settle", (event, ctx) => atBoundary("agent_before_settle", event.entries, ctx));
+
+	// ---------------------------------------------------------------------------------------------------------
 	// Recovery tools
 
 	async function runTool(
@@ -689,6 +835,21 @@ export default function picompact(pi: ExtensionAPI) {
 			);
 		}
 		lines.push(`command: ${command.join(" ")}${install?.version ? ` (installed by picompact ${install.version})` : ""}`);
+		if (config && config.prune !== true) lines.push("pruning: off (picompact.prune)");
+		else if (pruneOff) lines.push(`pruning: off for this session: ${pruneOff} (/picompact retries)`);
+		else if (pruned.length === 0) lines.push("pruning: on, nothing pruned yet in this process");
+		else {
+			const total = pruned.reduce((sum, p) => sum + p.tokensFreed, 0);
+			lines.push(`pruning: ${pruned.length} batch${pruned.length === 1 ? "" : "es"}, ${total} tokens freed:`);
+			for (const p of pruned) {
+				const what = p.pruned.map((e) => `${e.id}${e.tool ? ` ${e.tool}` : ""}${e.tokens ? ` ${e.tokens}` : ""}`);
+				lines.push(
+					`  ${p.boundary} (${p.reason}): ${p.tokensBefore} -> ${p.tokensAfter} tokens, ${p.pruned.length} ` +
+						`results: ${what.join(", ")}`,
+				);
+			}
+			lines.push("  the originals stay in the session file: context_show_entry ID (or `picompact show ID`)");
+		}
 		if (!last) lines.push("no compaction yet in this process");
 		else if (!last.fromPicompact) lines.push(`last compaction (${last.reason}): Pi's own, because ${last.note}`);
 		else {
@@ -706,6 +867,7 @@ export default function picompact(pi: ExtensionAPI) {
 		description: "picompact: show the configuration and the last compaction; `/picompact compact` compacts now",
 		handler: async (args: string, ctx: ExtensionCommandContext) => {
 			const [sub, ...rest] = args.trim().split(/\s+/);
+			pruneOff = undefined;
 			if (off) {
 				// The user asks for picompact again: try it afresh.
 				off = undefined;

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from pi_compact.checkpoint.prune_stub import is_prune_stub
 from pi_compact.js import js_integer, js_quotient
 from pi_compact.ops.audit_records import (
     Drift,
@@ -260,6 +261,7 @@ def _marker(entry: Entry, position: int, after_reply: int, before: int, after: i
         else None,
         target_id=target if isinstance(target, str) else None,
         omitted=entry.type == "context_edit" and entry.raw.get("replacement") is None,
+        pruned=is_prune_stub(entry),
     )
 
 

@@ -48,6 +48,7 @@ class MarkerJSON(TypedDict):
     tokens_before: int | None
     target_id: str | None
     omitted: bool
+    pruned: bool
 
 
 class ModelCostJSON(TypedDict):
@@ -183,6 +184,7 @@ class Marker:
     tokens_before: int | None = None  # a compaction's recorded tokensBefore
     target_id: str | None = None  # a context edit's target
     omitted: bool = False  # a context edit that omits its target
+    pruned: bool = False  # a context edit that replaces a tool output with a prune stub (``picompact prune``)
 
     @property
     def freed(self) -> int:
@@ -201,6 +203,7 @@ class Marker:
             "tokens_before": self.tokens_before,
             "target_id": self.target_id,
             "omitted": self.omitted,
+            "pruned": self.pruned,
         }
 
 

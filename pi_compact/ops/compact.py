@@ -445,6 +445,37 @@ def build_compaction(
     return _prepare(Path(path), mode.name, mode.build, opts, 1)
 
 
+def write_lines(
+    p: Path, session: Session, lines: list[str], opts: CompactOptions
+) -> tuple[WriteResult, Literal["written", "rewritten", "copied"]]:
+    """Write the new lines the one safe way: appended under the lock after checking the file is still exactly
+    ``session`` (v3), the whole file rewritten in v3 form with a backup (v1/v2), or a copy (``opts.output``).
+    A torn last line is waited on (``opts.torn_quiet``) and refused without ``opts.repair``. Raises
+    SessionChangedError (nothing written) when the file changed since it was read: the caller reads it again."""
+    if session.torn_last_line:
+        # Still being written: SessionChangedError, re-read, retry.
+        quiet = settle_torn_line(p, session, opts.torn_quiet)
+        if not opts.repair:
+            message = torn_line_message(session, quiet)
+            raise SessionError(message, path=str(p), line=torn_line_number(session))
+    if opts.output is not None:
+        return write_copy(opts.output, session, lines, repair=opts.repair, stream=opts.stdout), "copied"
+    if session.needs_migration:
+        written = rewrite_session(
+            p,
+            migrated_lines(session) + lines,
+            opts.backup,
+            expected=session,
+            lock_timeout=opts.lock_timeout,
+            in_lock=opts.in_lock,
+        )
+        return written, "rewritten"
+    written = append_entries(
+        p, session, lines, repair=opts.repair, lock_timeout=opts.lock_timeout, in_lock=opts.in_lock
+    )
+    return written, "written"
+
+
 def compact_session(
     path: str | os.PathLike[str],
     mode: CheckpointMode,
@@ -465,34 +496,8 @@ def compact_session(
         result = _prepare(p, mode.name, mode.preview if opts.dry_run else mode.build, opts, attempts)
         if opts.dry_run or result.status == "not-needed":
             return result
-        session = result.check.session
-        lines = result.lines
         try:
-            quiet = None
-            if session.torn_last_line:
-                # Still being written: SessionChangedError, re-read, retry.
-                quiet = settle_torn_line(p, session, opts.torn_quiet)
-                if not opts.repair:
-                    message = torn_line_message(session, quiet)
-                    raise SessionError(message, path=str(p), line=torn_line_number(session))
-            if opts.output is not None:
-                result.write = write_copy(opts.output, session, lines, repair=opts.repair, stream=opts.stdout)
-                result.status = "copied"
-            elif session.needs_migration:
-                result.write = rewrite_session(
-                    p,
-                    migrated_lines(session) + lines,
-                    opts.backup,
-                    expected=session,
-                    lock_timeout=opts.lock_timeout,
-                    in_lock=opts.in_lock,
-                )
-                result.status = "rewritten"
-            else:
-                result.write = append_entries(
-                    p, session, lines, repair=opts.repair, lock_timeout=opts.lock_timeout, in_lock=opts.in_lock
-                )
-                result.status = "written"
+            result.write, result.status = write_lines(p, result.check.session, result.lines, opts)
             return result
         except SessionChangedError as exc:
             if attempts > opts.retries:

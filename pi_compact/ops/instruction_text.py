@@ -22,8 +22,8 @@ COVER_SHARE = 0.6
 LEADING = re.compile(
     r"^(?:(?:ok(?:ay)?|alright|so|now|and|also|oh|wait|btw|by the way|note|nb|ps|p\.s\.|heads[- ]up|reminder|"
     r"remember(?: that| to)?|as always|again|as i said(?: before)?|like i said|as usual|one more thing|one rule|"
-    r"rule|fyi|for reference|for the record|before i forget|quick note|important|please|pls|just|"
-    r"actually|and again|once more)\b[\s,:;.!-]*)+",
+    r"(?:new |house |project )?rule|fyi|for reference|for the record|before i forget|quick note|important|please|"
+    r"pls|just|actually|and again|once more)\b[\s,:;.!-]*)+",
     re.IGNORECASE,
 )
 # A reason or an aside after the instruction ("…, it holds the live credentials", "… because CI runs it").
@@ -42,12 +42,87 @@ _LEAVE_ALONE = re.compile(r"\bleave\s+(.{1,60}?)\s+alone\b", re.IGNORECASE)
 _NEGATION = re.compile(
     r"\b(?:do not|don't|dont|do n't|never|must not|mustn't|must never|should not|shouldn't|should never|"
     r"shall not|cannot|can't|can not|may not|no longer|avoid|not allowed to|not allowed|forbidden|"
-    r"under no circumstances|off[- ]limits|hands off|stay away from|refrain from|no|not|nothing|without)\b",
+    r"under no circumstances|off[- ]limits|hands off|stay away from|refrain from|no|not|nothing|without|"
+    r"nicht|nie|niemals|keine?[nmrs]?|nunca|jamás|sin)\b"
+    r"|지\s*(?:마|말)|않|금지|건드리지|ないで|ない|禁止|不要|别|不准|不许|不得|不能|永不",
     re.IGNORECASE,
+)
+# "X 말고 Y", "X ではなく Y", "而不是", "statt", "en lugar de": a contrast, as "instead of".
+_CJK_CONTRAST = re.compile(
+    r"말고|대신|ではなく|じゃなく|而不是|不是|\b(?:statt|anstatt|sondern|en lugar de|en vez de)\b", re.I
+)
+# Scripts written without spaces between words, or with particles and endings glued to them.
+_HANGUL_RUN = re.compile(r"[\uac00-\ud7a3]+")
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]")
+# Korean particles and verb endings, stripped from the end of a word (longest first) before it is cut in pairs.
+_KO_ENDINGS = sorted(
+    [
+        "에서는",
+        "에게는",
+        "한테는",
+        "으로는",
+        "에서",
+        "에게",
+        "한테",
+        "으로",
+        "까지",
+        "부터",
+        "이랑",
+        "랑",
+        "은",
+        "는",
+        "이",
+        "가",
+        "을",
+        "를",
+        "에",
+        "로",
+        "도",
+        "만",
+        "와",
+        "과",
+        "의",
+        "해주세요",
+        "해줘",
+        "해요",
+        "하세요",
+        "하지",
+        "하기",
+        "하고",
+        "해서",
+        "하면",
+        "해",
+        "하",
+        "받아",
+        "받고",
+        "맡겨",
+        "줘",
+        "주세요",
+        "마세요",
+        "마",
+        "말고",
+        "야",
+        "이야",
+        "돼",
+        "라",
+        "지",
+        "기",
+        "고",
+        "게",
+        "요",
+        "서",
+        "써",
+        "돌려",
+        "줄래",
+    ],
+    key=len,
+    reverse=True,
 )
 NOT = "¬"  # the token every negation becomes
 MIXED = "±"  # a negation followed by its positive alternative: compatible with either form
-_TOKEN = re.compile(r"[a-z0-9¬]+")
+_TOKEN = re.compile(r"[^\W_]+|¬")
 _SYNONYMS = {
     **dict.fromkeys(
         ("touch", "modify", "edit", "change", "alter", "overwrite", "rewrite", "tamper", "mess", "update"), "edit"
@@ -100,7 +175,7 @@ _STOP = frozenset(
     file files folder folders directory directories dir dirs path paths code part parts bit bits kind okay ok
     yes yeah really very much more most less least lot lots like want wanted wants let lets let's what which who how
     when where why whether again once twice thanks thank sorry actually basically stay prefer preferred rather
-    favor favour keep directly straight right simply through via""".split()  # noqa: SIM905
+    favor favour keep directly straight right simply through via btw fyi pls plz lol inside""".split()  # noqa: SIM905
 )
 # Tokens too common among coding instructions to make two sentences the same instruction on their own.
 GENERIC = frozenset(
@@ -206,8 +281,12 @@ def instruction_key(sentence: str) -> frozenset[str]:
     text = _HANDS_OFF.sub("never touch", text)
     text = _CONTRAST.sub(" ", text)
     mixed = bool(_NEGATION.search(text)) and bool(_ALTERNATIVE.search(text))
+    text = _CJK_CONTRAST.sub(" ", text)
     text = _NEGATION.sub(f" {NOT} ", text)
     tokens = {MIXED} if mixed else set()
+    if _CJK.search(text):
+        tokens.update(_cjk_tokens(text))
+        text = _CJK_RUNS.sub(" ", text)
     for word in _TOKEN.findall(text.replace("'", "")):
         if word in _STOP:
             continue
@@ -216,6 +295,45 @@ def instruction_key(sentence: str) -> frozenset[str]:
         if token not in _STOP and token not in _STEMMED_STOP:
             tokens.add(token)
     return frozenset(tokens)
+
+
+_CJK_RUNS = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]+")
+
+
+# Chinese function characters (particles, "must", "one", "let"): pairs are cut at them, not made across them.
+_HAN_FUNCTION = re.compile(r"[的了之都要就在和是把让再也一下请给将被着过得地]")
+
+
+def _pairs(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)] if len(run) > 1 else []
+
+
+def _korean_word(word: str) -> str:
+    """A Korean word without the particles and endings glued to it (at most two, at least a syllable kept)."""
+    for _ in range(2):
+        for ending in _KO_ENDINGS:
+            if len(word) > len(ending) and word.endswith(ending):
+                word = word[: -len(ending)]
+                break
+        else:
+            break
+    return word
+
+
+def _cjk_tokens(text: str) -> set[str]:
+    """Tokens of Korean, Chinese and Japanese text: a Korean word without its particles and endings, cut in
+    pairs of syllables; Chinese characters in pairs; a katakana word (a loanword: サブエージェント) whole;
+    hiragana (particles, endings) left out."""
+    out: set[str] = set()
+    for match in _HANGUL_RUN.finditer(text):
+        out.update(_pairs(_korean_word(match[0])))
+    for match in _HAN_RUN.finditer(text):
+        for part in _HAN_FUNCTION.split(match[0]):
+            out.update(_pairs(part))
+    for match in _KATAKANA_RUN.finditer(text):
+        if len(match[0]) > 1:
+            out.add(match[0])
+    return out
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:

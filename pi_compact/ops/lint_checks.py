@@ -12,6 +12,7 @@ from typing import Any
 
 from pi_compact.errors import CycleError
 from pi_compact.ops.lint_report import RANK, Finding, finding, from_diagnostic
+from pi_compact.pi.projection import loadable_replacement
 from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Entry, Session
 
 KNOWN_TYPES = frozenset(ENTRY_TYPES)
@@ -255,6 +256,15 @@ def _entry_findings(session: Session, spans: dict[int, tuple[int, int]]) -> list
                 )
         elif kind == "context_edit":
             target = raw.get("targetId")
+            if not loadable_replacement(raw.get("replacement")):
+                findings.append(
+                    finding(
+                        "edit-bad-replacement",
+                        "error",
+                        "replacement is neither null nor {content: string or array}",
+                        entry,
+                    )
+                )
             if not isinstance(target, str) or target not in session.by_id:
                 findings.append(
                     finding("edit-target-missing", "warning", f"targetId {target!r} is not in the file", entry)

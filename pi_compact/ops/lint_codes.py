@@ -43,7 +43,7 @@ PI_DOES: dict[str, str] = {
     "not-found": "starts a new session at that path (the file is written with its first message)",
     "unreadable": "cannot read it either (it fails with an error, or starts a new session it cannot save)",
     "line-too-long": "cannot open the file when the line is over 536,870,888 characters (JavaScript's longest "
-    "string); picompact stops at 1 GiB",
+    "string), and reads a shorter one, which picompact skips unread (over 128 MiB, PICOMPACT_MAX_LINE_BYTES)",
     # lint's own
     "parent-cycle": "loops forever walking a branch through it (hangs or crashes)",
     "dangling-parent": "starts a branch at this entry: nothing before it is in the model's context on that branch",
@@ -57,6 +57,8 @@ PI_DOES: dict[str, str] = {
     "compaction-kept-missing": "keeps nothing before the compaction: the history it meant to keep silently vanishes",
     "edit-target-missing": "applies the edit to nothing",
     "edit-target-off-branch": "applies the edit to nothing on this branch",
+    "edit-bad-replacement": "throws on it (content is not iterable) when it builds the context of a branch where "
+    "the edit and its target are in view, so it cannot resume that branch",
     "negative-usage": "takes a usage only when its total (totalTokens, else input + output + cacheRead + "
     "cacheWrite) is above zero: a total at or below zero is passed over for an earlier reply's, a positive one "
     "is taken as it is",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,8 +32,9 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from pi_compact.checkpoint.context_files import ContextFile, context_files_for
-from pi_compact.checkpoint.verbatim.standing import classify, split_sentences
+from pi_compact.checkpoint.verbatim.standing import split_sentences
 from pi_compact.errors import PiCompactError, UsageError
+from pi_compact.ops.instruction_cues import instructions, normalise
 from pi_compact.ops.instruction_text import (
     GENERIC,
     LEADING,
@@ -41,7 +43,6 @@ from pi_compact.ops.instruction_text import (
     NOT,
     covers,
     instruction_key,
-    is_request,
     similarity,
 )
 from pi_compact.ops.rules_block import target_file
@@ -80,6 +81,7 @@ class SuggestionJSON(TypedDict):
     said: list[MentionJSON]
     file: NotRequired[str]
     line: NotRequired[str]
+    why: NotRequired[str]
 
 
 class UnreadableJSON(TypedDict):
@@ -99,6 +101,7 @@ class RulesReportJSON(TypedDict):
     target: str | None
     suggestions: list[SuggestionJSON]
     known: list[SuggestionJSON]
+    dismissed: list[SuggestionJSON]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +134,7 @@ class Suggestion:
     mentions: tuple[Mention, ...]
     known_in: str | None = None
     known_line: str | None = None
+    dismissed: str | None = None  # why it is not suggested again: "refused", "deleted from the block"
 
     @property
     def sessions(self) -> int:
@@ -158,7 +162,10 @@ class Suggestion:
         }
         if self.known_in is not None:
             doc["file"] = safe_text(self.known_in)
-            doc["line"] = safe_text(self.known_line or "")
+        if self.known_line is not None:
+            doc["line"] = safe_text(self.known_line)
+        if self.dismissed is not None:
+            doc["why"] = self.dismissed
         return doc
 
 
@@ -176,6 +183,7 @@ class RulesReport:
     context_files: list[str]
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     target: str | None = None  # the instruction file --write appends to (None with --all)
+    dismissed: list[Suggestion] = field(default_factory=list)  # refused before, or deleted from the block
 
     def to_json(self) -> RulesReportJSON:
         return {
@@ -188,6 +196,7 @@ class RulesReport:
             "target": safe_text(self.target) if self.target is not None else None,
             "suggestions": [s.to_json() for s in self.suggestions],
             "known": [s.to_json() for s in self.known],
+            "dismissed": [s.to_json() for s in self.dismissed],
         }
 
 
@@ -250,12 +259,7 @@ def _timestamp(entry_raw: dict[str, Any], message: dict[str, Any]) -> str | None
 def statements(path: Path, session_id: str, user_messages: Iterable[tuple[str, str | None, str]]) -> Iterator[_Said]:
     """The standing instructions of one session's user messages ((entry id, timestamp, text), in file order)."""
     for entry_id, stamp, text in user_messages:
-        for sentence in split_sentences(text):
-            kind = classify(sentence)
-            if kind not in KINDS:
-                continue
-            if is_request(sentence):
-                continue
+        for sentence, kind in instructions(text):
             key = instruction_key(sentence)
             if not key - GENERIC - {MIXED}:
                 continue
@@ -406,13 +410,17 @@ def _one_word(
 
 def _display(text: str) -> str:
     """The line to suggest: the sentence without its leading discourse words, capitalised, ending with a stop."""
-    line = LEADING.sub("", " ".join(text.split())).strip(" -*>#")
+    line = LEADING.sub("", " ".join(text.split()))
+    line = _ASIDE.sub("", line).strip(" -*>#")
     if not line:
         line = text.strip()
     line = line[:1].upper() + line[1:]
     if line and line[-1] not in ".!)`\"'":
         line += "."
     return line if len(line) <= RULE_CHARS else line[: RULE_CHARS - 1].rstrip() + "…"
+
+
+_ASIDE = re.compile(r"\s+\b(?:btw|fyi|pls|plz|please|lol)\b(?=[\s,.!;:]|$)", re.IGNORECASE)
 
 
 def _representative(group: Sequence[_Said]) -> _Said:
@@ -428,6 +436,16 @@ def _kind(group: Sequence[_Said]) -> str:
     for item in group:
         counts[item.kind] = counts.get(item.kind, 0) + 1
     return max(KINDS, key=lambda k: (counts.get(k, 0), -KINDS.index(k)))
+
+
+def normal_text(text: str) -> str:
+    """A sentence as compared word for word: misspellings written out, case, punctuation, markup and leading
+    discourse words dropped."""
+    words = _NORMAL_WORD.findall(LEADING.sub("", normalise(" ".join(text.split()))).casefold())
+    return " ".join(words)
+
+
+_NORMAL_WORD = re.compile(r"[^\W_]+")
 
 
 def context_lines(files: Sequence[ContextFile]) -> list[tuple[str, str, frozenset[str]]]:
@@ -449,8 +467,13 @@ def context_lines(files: Sequence[ContextFile]) -> list[tuple[str, str, frozense
 def _known(
     group: Sequence[_Said], lines: Sequence[tuple[str, str, frozenset[str]]], threshold: float
 ) -> tuple[str, str] | None:
-    """The first instruction-file line that states what one of the group's statements says (each key once: a
-    group of thousands of repetitions costs what one does)."""
+    """The first instruction-file line that states what one of the group's statements says: the same words once
+    normalised (``normal_text``), a near-duplicate key or one it covers (each key once: a group of thousands of
+    repetitions costs what one does)."""
+    by_text = {normal_text(line): (path, line) for path, line, _ in lines}
+    for text in dict.fromkeys(normal_text(item.mention.text) for item in group):
+        if text in by_text:
+            return by_text[text]
     for item_key in dict.fromkeys(item.key for item in group):
         for path, line, key in lines:
             if similarity(item_key, key) >= threshold or covers(key, item_key):
@@ -466,9 +489,13 @@ def find_rules(
     agent_dir: str | os.PathLike[str] | None = None,
     threshold: float = MATCH_THRESHOLD,
     known_threshold: float | None = None,
+    refused: Sequence[str] = (),
+    written: Sequence[str] = (),
 ) -> RulesReport:
     """The standing instructions said in at least ``min_sessions`` sessions of the project at ``cwd`` (default:
-    the current directory; ``all_``: every project), ranked, without those its instruction files already state."""
+    the current directory; ``all_``: every project), ranked, without those its instruction files already state,
+    and without those that state a line the user ``refused`` or one ``written`` before that is no longer in the
+    file (``rules_memory``: the user deleted it from the block), listed in ``RulesReport.dismissed``."""
     if min_sessions < 1:
         raise UsageError(f"--min-sessions must be at least 1 (got {min_sessions})")
     where = os.getcwd() if cwd is None else os.fspath(cwd)
@@ -498,21 +525,31 @@ def find_rules(
     said = [_Said(s.mention, s.kind, s.key, n) for n, s in enumerate(said)]
     context = context_files_for(where, agent) if not all_ else _context_for_all(sorted(cwds), agent)
     lines = context_lines(context)
+    decided = [("", line, instruction_key(line)) for line in (*refused, *written)]
+    why = {line: "refused" for line in refused}
     suggestions: list[Suggestion] = []
     known: list[Suggestion] = []
+    dismissed: list[Suggestion] = []
     for group in _group(said, threshold):
         if len({s.mention.path for s in group}) < min_sessions:
             continue
         mentions = tuple(s.mention for s in group)
         suggestion = Suggestion(_display(_representative(group).mention.text), _kind(group), mentions)
-        hit = _known(group, lines, KNOWN_THRESHOLD if known_threshold is None else known_threshold)
-        if hit is None:
-            suggestions.append(suggestion)
-        else:
+        limit = KNOWN_THRESHOLD if known_threshold is None else known_threshold
+        hit = _known(group, lines, limit)
+        if hit is not None:
             known.append(Suggestion(suggestion.text, suggestion.kind, mentions, hit[0], hit[1]))
+            continue
+        decision = _known(group, decided, limit) if decided else None
+        if decision is not None:
+            reason = why.get(decision[1], "deleted from the block")
+            dismissed.append(Suggestion(suggestion.text, suggestion.kind, mentions, None, decision[1], reason))
+            continue
+        suggestions.append(suggestion)
     rank = lambda s: (-s.sessions, _neg(s.last_said), -len(s.mentions), s.text)  # noqa: E731
     suggestions.sort(key=rank)
     known.sort(key=rank)
+    dismissed.sort(key=rank)
     return RulesReport(
         cwd=None if all_ else where,
         all_projects=all_,
@@ -523,6 +560,7 @@ def find_rules(
         context_files=[c.path for c in context],
         unreadable=unreadable,
         target=None if all_ else target_file(where),
+        dismissed=dismissed,
     )
 
 

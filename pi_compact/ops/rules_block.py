@@ -103,11 +103,11 @@ def with_rules(text: str, lines: Sequence[str]) -> tuple[str, list[str], bool]:
     begin = text.find(BLOCK_BEGIN)
     end = text.find(BLOCK_END, begin + len(BLOCK_BEGIN)) if begin >= 0 else -1
     existing = text[begin:end] if begin >= 0 and end >= 0 else ""
-    present = {ln.strip().lstrip("-* ").strip() for ln in existing.splitlines()}
+    present = {_same(ln.strip().lstrip("-* ").strip()) for ln in existing.splitlines()}
     added: list[str] = []
     for line in lines:
         line = rule_line(line)
-        if line and line not in present and line not in added:
+        if line and _same(line) not in present and _same(line) not in {_same(a) for a in added}:
             added.append(line)
     if not added:
         return text, [], False
@@ -120,6 +120,41 @@ def with_rules(text: str, lines: Sequence[str]) -> tuple[str, list[str], bool]:
     newline = "" if not text or text.endswith("\n") else "\n"
     gap = "\n" if text.strip() else ""
     return f"{text}{newline}{gap}{BLOCK_BEGIN}\n{bullets}{BLOCK_END}\n", added, True
+
+
+def _same(line: str) -> str:
+    """A bullet as compared with the lines already in the block: case and end punctuation aside."""
+    return line.casefold().rstrip(" .!")
+
+
+def rules_diff(path: str | os.PathLike[str], lines: Sequence[str]) -> tuple[str, list[str]]:
+    """What ``write_rules(path, lines)`` would change, as a unified diff of the file (empty when nothing would
+    change), and the lines it would add; nothing is written. Refuses what ``write_rules`` refuses."""
+    import difflib
+
+    where = os.path.abspath(os.fspath(path))
+    directory, name = os.path.split(where)
+    dfd = _open_dir(directory, where)
+    try:
+        target = _open_target(name, dfd, where)
+        try:
+            before = _read_all(target[0], where).decode("utf-8", errors="surrogateescape") if target else ""
+        finally:
+            if target is not None:
+                os.close(target[0])
+    finally:
+        os.close(dfd)
+    after, added, _ = with_rules(before, lines)
+    if not added:
+        return "", []
+    label = safe_text(where)
+    diff = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=label if target is not None else "/dev/null",
+        tofile=label,
+    )
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff), added
 
 
 # ---------------------------------------------------------------------------------------------------------------

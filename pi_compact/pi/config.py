@@ -15,6 +15,8 @@ merged the way Pi merges settings (objects key by key, the project winning)::
   session's project), ``"all"`` (every session Pi can find), ``false`` (no such tool). A project's ``"all"``
   counts only in a project trusted for certain (told so, or Pi's decision without asking): an undecided
   project's repository cannot widen the search to other projects' sessions.
+- ``prune`` (default true): false stops the extension from pruning old tool output between compactions (the
+  ``context_edit`` batches it hands Pi when they cost no prompt cache; ``picompact pi prune-drafts``).
 
 A value of the wrong type is reported and ignored (the default applies), never fatal.
 """
@@ -42,6 +44,7 @@ class PicompactConfigJSON(TypedDict):
     cap: Any  # the cap in tokens, None (the default) or false (no cap)
     lookupModel: str | None
     crossSession: str | bool
+    prune: bool
     sources: dict[str, str]
     warnings: list[str]
     projectTrusted: bool
@@ -57,6 +60,7 @@ class PicompactConfig:
     no_cap: bool = False
     lookup_model: str | None = None
     cross_session: str | None = "project"  # None: off (``crossSession: false``)
+    prune: bool = True
     sources: dict[str, str] = field(default_factory=dict)  # key -> "global" | "project"
     warnings: tuple[str, ...] = ()
     project_trusted: bool = False
@@ -68,6 +72,7 @@ class PicompactConfig:
             "cap": False if self.no_cap else self.cap,
             "lookupModel": self.lookup_model,
             "crossSession": self.cross_session or False,
+            "prune": self.prune,
             "sources": self.sources,
             "warnings": list(self.warnings),
             "projectTrusted": self.project_trusted,
@@ -129,8 +134,14 @@ def parse_config(
         warnings.append(
             f'settings: {SETTINGS_KEY}.crossSession must be "project", "all" or false (got {value!r}); ignored'
         )
+    prune = True
+    value = raw.get("prune")
+    if isinstance(value, bool):
+        prune = value
+    elif value is not None:
+        warnings.append(f"settings: {SETTINGS_KEY}.prune must be true or false (got {value!r}); ignored")
     sources = {k: v for k, v in (where or {}).items() if k in raw}
-    return PicompactConfig(enabled, mode, cap, no_cap, lookup, cross, sources, tuple(warnings), project_trusted)
+    return PicompactConfig(enabled, mode, cap, no_cap, lookup, cross, prune, sources, tuple(warnings), project_trusted)
 
 
 def load_config(cwd: str | os.PathLike[str], project_trusted: bool | None = None) -> PicompactConfig:

@@ -117,6 +117,25 @@ def context_entries(path: list[Entry]) -> tuple[list[Entry], Entry | None]:
     return out, compaction
 
 
+def loadable_replacement(replacement: object) -> bool:
+    """Whether Pi can project a ``context_edit``'s replacement: null (an omission) or an object whose ``content`` is
+    a string or an array (as ``appendContextEdit`` requires). Any other value makes Pi 1.6 throw ("content is not
+    iterable") when it builds the context of a branch where the edit and its target are in view."""
+    if replacement is None:
+        return True
+    return isinstance(replacement, dict) and isinstance(replacement.get("content"), (str, list))
+
+
+def unloadable_edits(projection: Projection) -> list[Entry]:
+    """The context edits in view whose replacement Pi cannot project (``loadable_replacement``): Pi cannot resume
+    this branch."""
+    return [
+        pe.edit
+        for pe in projection.entries
+        if pe.edit is not None and not loadable_replacement(pe.edit.raw.get("replacement"))
+    ]
+
+
 def apply_edit(messages: list[JsonDict], edit: Entry | None) -> list[JsonDict]:
     """Pi's projectContextEntry: null omits, ``{content}`` replaces the content of editable roles."""
     if edit is None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from pi_compact.checkpoint.prune_stub import PRUNE_MARK, is_prune_stub, replacement_text
 from pi_compact.session.entries import Entry
 from pi_compact.session.jsonline import safe_text
 
@@ -297,7 +298,7 @@ def _render_into(out: _Lines, entry: Entry) -> None:
         out.fields(raw, CUSTOM, _BASE_KEYS | {"customType"})
     elif kind == "context_edit":
         replacement = raw.get("replacement")
-        action = "omit" if replacement is None else "replace"
+        action = "omit" if replacement is None else "prune" if is_prune_stub(raw) else "replace"
         out.mark(f"[contextEdit] {action} {raw.get('targetId')}", META)
         if isinstance(replacement, dict):
             _content(out, replacement.get("content"), META, None)
@@ -456,6 +457,9 @@ def _preview_text(entry: Entry, width: int) -> str:
         replacement = raw.get("replacement")
         if replacement is None:
             return f"omit {raw.get('targetId')}"
+        if is_prune_stub(raw):
+            stub = (replacement_text(replacement) or "")[len(PRUNE_MARK) :]
+            return f"prune {raw.get('targetId')}: {_content_preview(stub.strip(), width)}"
         text = _content_preview(replacement.get("content") if isinstance(replacement, dict) else None, width)
         return f"replace {raw.get('targetId')}: {text}"
     rest = {k: v for k, v in raw.items() if k not in _BASE_KEYS}

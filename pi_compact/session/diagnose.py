@@ -10,6 +10,7 @@ from pi_compact.errors import SessionError
 from pi_compact.js import js_truthy
 from pi_compact.session.entries import Diagnostic, Entry
 from pi_compact.session.jsonline import DEEP_MARKER, MAX_DEPTH
+from pi_compact.session.source import MAX_LINE_ENV, PI_MAX_LINE_CHARS
 
 
 def is_utf8(body: bytes) -> bool:
@@ -76,6 +77,17 @@ def big_line(length: int, number: int) -> Diagnostic:
     return Diagnostic("info", "big-line", f"line is {length / 1e6:.1f} MB (loaded in full)", number)
 
 
+def too_long_line(number: int, size: int, limit: int) -> Diagnostic:
+    return Diagnostic(
+        "warning",
+        "line-too-long",
+        f"line is {size:,} bytes, over picompact's limit of {limit:,} ({MAX_LINE_ENV} sets it): skipped unread, "
+        f"as a line that does not parse (Pi reads a line of up to {PI_MAX_LINE_CHARS:,} characters and cannot "
+        "open a file with a longer one)",
+        number,
+    )
+
+
 def name_not_string(number: int) -> Diagnostic:
     return Diagnostic(
         "warning",
@@ -132,12 +144,28 @@ def bom_error(where: str) -> SessionError:
     )
 
 
-def missing_header(where: str, lines: int, size: int, bom: bool, binary_line: int | None) -> SessionError:
-    """No line of the file is a session header (``binary_line``: the first line that is not UTF-8)."""
+def missing_header(
+    where: str,
+    lines: int,
+    size: int,
+    bom: bool,
+    binary_line: int | None,
+    too_long: tuple[int, int] | None = None,
+) -> SessionError:
+    """No line of the file is a session header (``binary_line``: the first line that is not UTF-8; ``too_long``:
+    the first line too long to read and the limit)."""
     if lines == 0 or size == 0:
         return SessionError("empty file: not a Pi session", path=where, code="empty-file")
     if bom:
         return bom_error(where)
+    if too_long is not None:
+        return SessionError(
+            f"line is longer than picompact's limit of {too_long[1]:,} bytes ({MAX_LINE_ENV} sets it) and no "
+            "session header was read: not read as a Pi session",
+            path=where,
+            line=too_long[0],
+            code="line-too-long",
+        )
     if binary_line is not None:
         return SessionError(
             "not valid UTF-8 and no session header: not a Pi session file (a binary file?)",

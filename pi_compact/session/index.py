@@ -251,7 +251,7 @@ class PrefixHash:
     def __init__(self, stream: Any, start: int = 0, crc: int = 0) -> None:
         self._stream = stream
         self._read = start
-        self._pending: list[bytes] = []  # read after the last b"\n" so far
+        self._running = crc  # of the file's bytes read so far (those after the last b"\n" too: none are held)
         self.through = start  # the offset after the last b"\n" read
         self.crc = crc  # of the file's bytes before ``through``
 
@@ -262,13 +262,10 @@ class PrefixHash:
         view = memoryview(buf)[:n]
         nl = buf.rfind(b"\n", 0, n)
         if nl < 0:
-            self._pending.append(view.tobytes())
+            self._running = crc32(view, self._running)
         else:
-            crc = self.crc
-            for piece in self._pending:
-                crc = crc32(piece, crc)
-            self.crc = crc32(view[: nl + 1], crc)
-            self._pending = [view[nl + 1 :].tobytes()] if nl + 1 < n else []
+            self.crc = crc32(view[: nl + 1], self._running)
+            self._running = crc32(view[nl + 1 :], self.crc) if nl + 1 < n else self.crc
             self.through = self._read + nl + 1
         view.release()
         self._read += n

@@ -31,13 +31,14 @@ from pi_compact.session.diagnose import (
     note_line_ends,
     note_lossy,
     null_line,
+    too_long_line,
 )
 from pi_compact.session.entries import _UNREAD as UNREAD
-from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Diagnostic, Entry, Session
+from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.jsonline import COUNT_BELOW, MAX_DEPTH, cut_depth, nests_deeper, parse_line
 from pi_compact.session.loadstate import TAIL_BYTES, Decorate, Heads, ParseState, releasable
 from pi_compact.session.migrate import CURRENT_VERSION, migrate
-from pi_compact.session.source import FileSource, read_lines
+from pi_compact.session.source import FileSource, SkippedLine, read_lines
 
 if TYPE_CHECKING:
     from pi_compact.session.index import PrefixHash, PrefixState
@@ -106,7 +107,7 @@ def _parse_session(
         if at is not None and at.prefix_len > 0 and at.lines >= state.header_line:
             snapshot.append(at.prefix_state(decorate, facts_known))
     if state.header is None:
-        raise missing_header(where, state.lines, size, state.first_line_bom, state.binary_line)
+        raise missing_header(where, state.lines, size, state.first_line_bom, state.binary_line, state.too_long_line)
     return _session(state, path, size, resume, facts_known)
 
 
@@ -119,9 +120,15 @@ def _read_lines(
     marking: bool,
 ) -> ParseState | None:
     """Read the lines of ``stream`` into ``state``. With ``marking``, return the state before an unterminated
-    last line (``ParseState.mark``) once bodies are released, if there is one."""
+    last line (``ParseState.mark``) once bodies are released, if there is one.
+
+    Each line goes through the loop's stages: where it lies (its number and offset); its parse (orjson, else
+    ``_parse_rare``); a value that is no entry (``_not_an_entry``: not an object, the header, another header);
+    the entry's head, read as ``Entry.refresh`` reads it; what an index keeps of it (``heads``); and, at a
+    compaction, the release of the bodies it leaves behind. The common path is inlined (it runs on every line);
+    the rare ones are functions."""
     # The fields every line reads or writes, as local variables (stored back when the loop ends)
-    entries, diagnostics, header, release = state.entries, state.diagnostics, state.header, state.release
+    entries, header, release = state.entries, state.header, state.release
     last_value, last_parsed_ok, last_terminated = state.last_value, state.last_parsed_ok, state.last_terminated
     prev_chunk, last_chunk = state.prev_chunk, state.last_chunk
     number = state.lines
@@ -137,6 +144,7 @@ def _read_lines(
         h_id, h_parent, h_type, h_role = heads.ids.append, heads.parents.append, heads.types.append, heads.roles.append
         h_slot = heads.slots.append
     for body in stream:  # split on b"\n" only, each line with its "\n" (JSON allows trailing whitespace)
+        # Where the line lies
         number += 1
         offset = next_offset
         next_offset += len(body)
@@ -152,20 +160,20 @@ def _read_lines(
         if body.isspace() or not body:
             last_parsed_ok = True
             continue
+        # Its parse
         try:
             value = loads(body)  # the fast path: valid UTF-8, at most 1,024 levels
         except decode_error:
-            try:
-                parsed = parse_line(body)  # what orjson refuses and JSON.parse reads (see ``jsonline``)
-            except ValueError:
+            if type(body) is SkippedLine:  # streamed past unread (see ``source.read_lines``)
+                next_offset += body.size - len(body)
+                last_chunk = body.tail
                 last_parsed_ok = False
-                state.malformed.append(number)
-                if header is None and state.binary_line is None and not is_utf8(body):
-                    state.binary_line = number
+                _skipped(state, body, number, header is None)
                 continue
-            value = parsed.value
-            if parsed.replaced_utf8 or parsed.depth_cut:
-                note_lossy(parsed.replaced_utf8, parsed.depth_cut, body, number, diagnostics)
+            value = _parse_rare(state, body, number, header is None)
+            if value is _UNPARSED:
+                last_parsed_ok = False
+                continue
         else:
             n = len(body)  # a cheap bound first (see ``jsonline.may_nest_deeper``, inlined: it runs on every line)
             if n > MAX_DEPTH and (
@@ -173,34 +181,22 @@ def _read_lines(
             ):
                 value, cut = cut_depth(value)
                 if cut:
-                    note_lossy(False, True, body, number, diagnostics)
+                    note_lossy(False, True, body, number, state.diagnostics)
         last_parsed_ok = True
-        if type(value) is not dict:  # JSON.parse gives exact objects; an object is never falsy
-            if not js_truthy(value):
-                diagnostics.append(null_line(number))
-                continue
-            if header is None:
-                raise header_error(where, number, state.first_line_bom)
-            last_value = (value, number)
-            state.non_objects.append((number, value))
-            diagnostics.append(non_object_line(number))
+        # A value that is no entry
+        if type(value) is not dict or header is None:  # JSON.parse gives exact objects
+            last_value, header = _not_an_entry(state, value, number, where, last_value, source)
+            release = state.release
             continue
         kind = value.get("type")
-        if header is None:
-            if not (kind == "session" and isinstance(value.get("id"), str)):
-                raise header_error(where, number, state.first_line_bom)
-            header = state.header = value
-            state.header_line = number
-            release = state.release = source is not None and releasable(header)
-            continue
         if kind == "session":
-            diagnostics.append(extra_header(number))
+            state.diagnostics.append(extra_header(number))
             continue
         last_value = (value, number)
         length = len(body) - (1 if terminated else 0)
         if length >= BIG_LINE_BYTES:
-            diagnostics.append(big_line(length, number))
-        # The head fields, read as ``Entry.refresh`` reads them
+            state.diagnostics.append(big_line(length, number))
+        # The entry's head, read as ``Entry.refresh`` reads it
         entry_id = value.get("id")
         parent = value.get("parentId")
         role = None
@@ -212,7 +208,7 @@ def _read_lines(
                 role = msg.get("role")
                 role = known(role, role) if type(role) is str else None
         elif kind == "session_info" and not isinstance(value.get("name", ""), (str, type(None))):
-            diagnostics.append(name_not_string(number))
+            state.diagnostics.append(name_not_string(number))
         if type(entry_id) is not str:
             entry_id = None
         if not (type(parent) is str and parent):
@@ -231,7 +227,8 @@ def _read_lines(
         entry.length = length
         entries.append(entry)
         by_id[entry_id] = entry
-        if heads is not None:  # what the index keeps, while it is at hand (see ``Heads``)
+        # What the index keeps, while it is at hand (see ``Heads``)
+        if heads is not None:
             h_line(number)
             h_offset(offset)
             h_length(length)
@@ -244,12 +241,71 @@ def _read_lines(
             else:
                 found = find(parent)
                 h_slot(1 if found is None else found.index + 2)
+        # The bodies a compaction leaves behind
         if release and kind == "compaction":
             state.release_before(value.get("firstKeptEntryId"), source, decorate)  # type: ignore[arg-type]
     state.lines, state.prefix_len, state.last_value = number, next_offset, last_value
     state.last_parsed_ok, state.last_terminated = last_parsed_ok, last_terminated
     state.prev_chunk, state.last_chunk = prev_chunk, last_chunk
     return at
+
+
+_UNPARSED: Any = object()  # ``_parse_rare``: the line does not parse
+
+
+def _parse_rare(state: ParseState, body: bytes, number: int, before_header: bool) -> Any:
+    """The value of a line orjson refuses and JSON.parse reads (see ``jsonline``), or ``_UNPARSED`` (noted)."""
+    try:
+        parsed = parse_line(body)
+    except ValueError:
+        state.malformed.append(number)
+        if before_header and state.binary_line is None and not is_utf8(body):
+            state.binary_line = number
+        return _UNPARSED
+    if parsed.replaced_utf8 or parsed.depth_cut:
+        note_lossy(parsed.replaced_utf8, parsed.depth_cut, body, number, state.diagnostics)
+    return parsed.value
+
+
+def _skipped(state: ParseState, body: SkippedLine, number: int, before_header: bool) -> None:
+    """A line read past unread: too long to hold (a warning of its own), or no JSON (a malformed line)."""
+    if body.too_long:
+        state.diagnostics.append(too_long_line(number, body.size, body.limit))
+        if before_header and state.too_long_line is None:
+            state.too_long_line = (number, body.limit)
+    else:
+        state.malformed.append(number)
+
+
+def _not_an_entry(
+    state: ParseState,
+    value: Any,
+    number: int,
+    where: str,
+    last_value: tuple[Any, int] | None,
+    source: FileSource | None,
+) -> tuple[tuple[Any, int] | None, JsonDict | None]:
+    """A parsed line that is no entry, before the header or not an object: a falsy value, one that is not an
+    object (which Pi takes as an entry), the header (before it, any other line is fatal). The last value and the
+    header after it."""
+    header = state.header
+    if type(value) is not dict:
+        if not js_truthy(value):
+            state.diagnostics.append(null_line(number))
+            return last_value, header
+        if header is None:
+            raise header_error(where, number, state.first_line_bom)
+        state.non_objects.append((number, value))
+        state.diagnostics.append(non_object_line(number))
+        return (value, number), header
+    if header is None:
+        if not (value.get("type") == "session" and isinstance(value.get("id"), str)):
+            raise header_error(where, number, state.first_line_bom)
+        state.header = value
+        state.header_line = number
+        state.release = source is not None and releasable(value)
+        return last_value, value
+    raise AssertionError("an object after the header is an entry")
 
 
 def _session(state: ParseState, path: Path | None, size: int, resume: PrefixState | None, known: int) -> Session:

@@ -82,6 +82,7 @@ class ParseState:
         "prev_chunk",
         "release",
         "released_to",
+        "too_long_line",
     )
 
     def __init__(self) -> None:
@@ -104,6 +105,8 @@ class ParseState:
         self.last_value: tuple[Any, int] | None = None  # the last parsed entry value (object or not) and its line
         self.non_objects: list[tuple[int, Any]] = []  # (line, value) of entry lines that are not objects
         self.binary_line: int | None = None  # the first line that is not UTF-8, before a header
+        self.too_long_line: tuple[int, int] | None = None  # the first line too long to read, before a header (and
+        # the limit)
         self.release = False  # whether bodies are released (see ``release_before``): not in a file to migrate
         self.released_to = 0  # every message entry before it was released
         self.decorated: dict[int, tuple[str, ...]] = {}

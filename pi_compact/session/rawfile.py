@@ -29,6 +29,7 @@ class FileBytes:
         self._lines_at = -1  # start of the block of whole lines in ``_lines`` (search_lines)
         self._lines_len = 0
         self._lines = bytearray()
+        self._skipped_to = 0  # the end of a line too long to search, read past (``search_block``)
 
     def __len__(self) -> int:
         return self.size
@@ -97,11 +98,16 @@ class FileBytes:
 
     def search_block(self, pattern: Any, start: int) -> tuple[int, int]:
         """``search_lines`` within the block of whole lines that starts at ``start`` (or holds it): the match's
-        start or -1, and where the block ends. Several patterns searched block by block read the file once."""
+        start or -1, and where the block ends. Several patterns searched block by block read the file once.
+
+        A line the loader does not hold (``source.read_lines``: longer than the limit, or longer than a chunk and
+        no JSON) is no entry: it is read past unsearched, as a block without a match."""
         if start >= self.size:
             return -1, self.size
         if not (self._lines_at <= start < self._lines_at + self._lines_len):
             self._read_lines(start)
+            if self._skipped_to > start:
+                return -1, self._skipped_to
             if not self._lines_len:
                 return -1, self.size  # the file is shorter than it was: nothing more to search
         found = pattern.search(self._lines, start - self._lines_at, self._lines_len)
@@ -109,15 +115,28 @@ class FileBytes:
 
     def _read_lines(self, start: int) -> None:
         """Fill the buffer from ``start`` to the end of the line that holds byte ``start + window`` (or to the end
-        of the file)."""
+        of the file); for a line from ``start`` that is not held, set ``_skipped_to`` past it instead."""
+        from pi_compact.session.source import READ_CHUNK, cannot_be_json, max_line_bytes
+
         if len(self._lines) < self.window:
             self._lines = bytearray(self.window)
+        self._skipped_to = 0
         filled = 0
+        limit = max_line_bytes()
         with open(self.path, "rb", buffering=0) as stream:
             stream.seek(start)
             while True:
-                if filled == len(self._lines):
-                    grown = bytearray(2 * len(self._lines))  # a line longer than the buffer
+                if filled == len(self._lines):  # a line longer than the buffer
+                    no_json = (
+                        filled >= READ_CHUNK
+                        and cannot_be_json(self._lines)
+                        and (start == 0 or self.read(start - 1, start) == b"\n")
+                    )
+                    if filled >= limit or no_json:
+                        self._lines_at, self._lines_len = start, 0
+                        self._skipped_to = self._line_end(stream, start + filled)
+                        return
+                    grown = bytearray(min(2 * len(self._lines), limit + 1))
                     grown[:filled] = self._lines
                     self._lines = grown
                 room = min(len(self._lines), self.size - start) - filled
@@ -130,6 +149,19 @@ class FileBytes:
                     filled = cut + 1
                     break
         self._lines_at, self._lines_len = start, filled
+
+    def _line_end(self, stream: Any, at: int) -> int:
+        """The offset after the first b"\\n" at or after ``at`` (``stream`` positioned there), or the size."""
+        buf = memoryview(self._lines)[: self.window]
+        while at < self.size:
+            got = stream.readinto(buf[: min(self.window, self.size - at)])
+            if not got:
+                break
+            nl = self._lines.find(b"\n", 0, got)
+            if nl >= 0:
+                return at + nl + 1
+            at += got
+        return self.size
 
     def findall(self, pattern: Any, longest: int) -> set[bytes]:
         """The distinct matches of a compiled bytes pattern whose matches are at most ``longest`` bytes long."""

@@ -20,18 +20,61 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pi_compact.errors import FileChangedError, SessionError
+from pi_compact.errors import FileChangedError
 
 if TYPE_CHECKING:
     from pi_compact.session.entries import Entry
 
 
 READ_CHUNK = 1024 * 1024
-# The longest line read. Pi reads a session line into one JavaScript string, which holds at most 536,870,888
-# UTF-16 units (Node 20's limit; ``PI_MAX_LINE_CHARS``): Pi cannot open a file with a longer line. picompact stops
-# at 1 GiB, before holding more of one line in memory (a 2 GB file without a newline is refused after 1 GiB).
-MAX_LINE_BYTES = 1024 * 1024 * 1024
+# The longest line picompact holds in memory, by default: 128 MiB (``PICOMPACT_MAX_LINE_BYTES`` sets another, in
+# bytes). A longer line is streamed past unread and counted as a line that does not parse, with a warning naming
+# it: so a command's memory stays bounded (about three times this, for the line, its parsed text and one copy)
+# whatever the file holds. Pi reads a session line into one JavaScript string, which holds at most 536,870,888
+# UTF-16 units (Node's limit; ``PI_MAX_LINE_CHARS``): Pi reads a line up to that length and cannot open a file
+# with a longer one.
+MAX_LINE_BYTES = 128 * 1024 * 1024
+MAX_LINE_ENV = "PICOMPACT_MAX_LINE_BYTES"
 PI_MAX_LINE_CHARS = 536_870_888
+# The bytes a JSON text can start with after its whitespace (JSON.parse fails on a line starting with any other)
+_JSON_STARTS = frozenset(b'{["-0123456789tfn')
+_JSON_SPACE = b" \t\r\n"
+TAIL_KEPT = 64
+
+
+def max_line_bytes() -> int:
+    """The longest line held in memory: ``PICOMPACT_MAX_LINE_BYTES`` if it is a positive number, else 128 MiB."""
+    value = os.environ.get(MAX_LINE_ENV, "")
+    try:
+        limit = int(value)
+    except ValueError:
+        return MAX_LINE_BYTES
+    return limit if limit > 0 else MAX_LINE_BYTES
+
+
+class SkippedLine(bytes):
+    """A line ``read_lines`` streamed past without holding it: over the limit (``too_long``), or longer than a
+    chunk and starting with a byte no JSON text starts with (NULs a crash left, binary data), which Pi skips as
+    malformed. Its bytes are a NUL (and the newline, if it had one), which no JSON parser reads; ``size`` is the
+    line's real length, ``tail`` its last bytes (for ``Session.tail``)."""
+
+    size: int
+    tail: bytes
+    too_long: bool
+    limit: int
+
+    @classmethod
+    def of(cls, size: int, tail: bytes, terminated: bool, too_long: bool, limit: int) -> SkippedLine:
+        line = cls(b"\x00\n" if terminated else b"\x00")
+        line.size, line.tail, line.too_long, line.limit = size, tail[-TAIL_KEPT:], too_long, limit
+        return line
+
+
+def cannot_be_json(piece: bytes | bytearray | memoryview) -> bool:
+    """Whether a line starting with ``piece`` cannot be JSON (its first byte after whitespace starts no JSON text);
+    False while ``piece`` is only whitespace."""
+    start = bytes(piece[:4096]).lstrip(_JSON_SPACE)
+    return bool(start) and start[0] not in _JSON_STARTS
 
 
 def read_lines(stream: Any, chunk: int = READ_CHUNK, max_line: int | None = None) -> Iterator[bytes]:
@@ -39,16 +82,18 @@ def read_lines(stream: Any, chunk: int = READ_CHUNK, max_line: int | None = None
 
     The same lines as iterating over the file object, at about 60% of the cost on large files: the file is read
     a chunk at a time into one reused buffer and each line is copied out once (long lines are joined from pieces).
-    A line longer than ``max_line`` bytes (default ``MAX_LINE_BYTES``) is a SessionError (``line-too-long``, its
-    line number counted from the stream's start) as soon as that much of it is read, not after reading it all.
+    A line longer than ``max_line`` bytes (default ``max_line_bytes()``), or one longer than a chunk that cannot
+    be JSON, is not held: it is read past a chunk at a time and given as a ``SkippedLine``.
     """
-    limit = MAX_LINE_BYTES if max_line is None else max_line
+    limit = max_line_bytes() if max_line is None else max_line
     buf = bytearray(chunk)
     view = memoryview(buf)
     find = buf.find
     carry: list[bytes] = []
-    carried = 0  # bytes in ``carry``
-    lines = 0  # lines yielded
+    carried = 0  # bytes in ``carry``, or of the line being skipped
+    skipping = False  # the line being read is skipped: ``carried`` counts it, ``tail`` keeps its last bytes
+    too_long = False
+    tail = b""
     try:
         while True:
             n = stream.readinto(buf)
@@ -59,37 +104,49 @@ def read_lines(stream: Any, chunk: int = READ_CHUNK, max_line: int | None = None
                 nl = find(b"\n", start, n)
                 if nl < 0:
                     break
-                if carry:
+                if skipping:
+                    tail = (tail + view[max(start, nl + 1 - TAIL_KEPT) : nl + 1].tobytes())[-TAIL_KEPT:]
+                    yield SkippedLine.of(carried + nl + 1 - start, tail, True, too_long, limit)
+                    skipping, carried, tail = False, 0, b""
+                elif carry:
                     if carried + nl + 1 - start > limit:
-                        raise _too_long(lines + 1, limit)
-                    carry.append(view[start : nl + 1].tobytes())
-                    yield b"".join(carry)
+                        carry.append(view[start : nl + 1].tobytes())
+                        tail = b"".join(carry[-2:])[-TAIL_KEPT:]
+                        yield SkippedLine.of(carried + nl + 1 - start, tail, True, True, limit)
+                        tail = b""
+                    else:
+                        carry.append(view[start : nl + 1].tobytes())
+                        yield b"".join(carry)
                     carry = []
                     carried = 0
+                elif nl + 1 - start > limit:
+                    piece = view[max(start, nl + 1 - TAIL_KEPT) : nl + 1].tobytes()
+                    yield SkippedLine.of(nl + 1 - start, piece, True, True, limit)
                 else:
-                    if nl + 1 - start > limit:
-                        raise _too_long(lines + 1, limit)
                     yield view[start : nl + 1].tobytes()
-                lines += 1
                 start = nl + 1
             if start < n:
+                rest = view[start:n]
+                if skipping:
+                    carried += n - start
+                    tail = (tail + rest[-TAIL_KEPT:].tobytes())[-TAIL_KEPT:]
+                    continue
                 carried += n - start
-                if carried > limit:
-                    raise _too_long(lines + 1, limit)
-                carry.append(view[start:n].tobytes())
-        if carry:
-            yield b"".join(carry)
+                carry.append(rest.tobytes())
+                # Stop holding a line once it is over the limit, or longer than a chunk and no JSON: read it past
+                cut = len(carry) == 2 and cannot_be_json(carry[0] + carry[1][:4096])
+                if cut or carried > limit:
+                    tail = b"".join(carry[-2:])[-TAIL_KEPT:]
+                    skipping, too_long, carry = True, not cut, []
+        if skipping:
+            yield SkippedLine.of(carried, tail, False, too_long, limit)
+        elif carry:
+            if carried > limit:
+                yield SkippedLine.of(carried, b"".join(carry[-2:]), False, True, limit)
+            else:
+                yield b"".join(carry)
     finally:
         view.release()
-
-
-def _too_long(line: int, limit: int) -> SessionError:
-    return SessionError(
-        f"line is longer than {limit:,} bytes: picompact does not read it (Pi cannot read a line of more than "
-        f"{PI_MAX_LINE_CHARS:,} characters either: it fails to open the file)",
-        line=line,
-        code="line-too-long",
-    )
 
 
 def read_at(fd: int, length: int, offset: int, lock: threading.Lock | None = None) -> bytes:

@@ -82,11 +82,19 @@ SAME = [
     (r"a\tb|a\nb", False),
     (r"(?:ab){2,3}", False),
     (r"\\d", False),
+    (r"\d{3}-\d{4}", False),  # the classes: RE2 is given the very characters regex puts in them
+    (r"\w+Error", False),
+    (r"[\d,.]+", False),
+    (r"[^\s]+\s", False),
+    (r"\S+|\W", False),
+    (r"\D\d", True),
+    (r"[_\w]+", True),
 ]
 TEXTS = [
     "aaaa\nfoo.bar\nerror: timeout\ncafé Café CAFE\nxAy a\tb a\nb ababab \\d",
     "ab" * 50 + "\nError: x\n" + "ÉTÉ straße STRASSE",
     "",
+    "٣٤٥-١٢٣٤ 123-4567 café_Error ÉtéError\u3000x\u00a0y\u2028z 1,5.6 \u0663\u0664 ǅungla_x",
 ]
 
 
@@ -104,7 +112,7 @@ def test_re2_matches_what_regex_matches(pattern: str, ignore_case: bool) -> None
 
 
 @pytest.mark.parametrize(
-    "pattern", [r"\d+", r"\bword\b", r"\w+", r"\s", r"(?=x)x", r"(a)\1", r"a{,3}", r"[[:alpha:]]", r"\Z", r"(?i)x"]
+    "pattern", [r"[\D]", r"[a\d-z]", r"\bword\b", r"(?=x)x", r"(a)\1", r"a{,3}", r"[[:alpha:]]", r"\Z", r"(?i)x"]
 )
 def test_patterns_the_engines_read_differently_stay_with_regex(pattern: str) -> None:
     assert not isinstance(Query.parse(pattern, regex=True).pattern, _Linear)

@@ -126,7 +126,7 @@ def test_a_ranked_search_is_in_the_order_of_the_one_statement(tmp_path: Path) ->
         for words in ("alpha", "beta", "alpha OR timeout", '"beta alpha"', "alp*"):
             fts = Query.parse(words).fts
             statement = store.conn.execute(
-                "select e.id, e.file, e.line, e.entry_id, e.kind, e.ts, bm25(body) as score "
+                "select e.id, e.file, e.line, e.entry_id, e.kind, e.ts, bm25(body) * body.weight as score "
                 "from body join entries e on e.id = body.rowid join files f on f.id = e.file "
                 "where body match ? order by score, f.path, e.line",
                 (fts,),

@@ -71,6 +71,7 @@ def test_every_document_has_the_declared_keys(session: Path, tmp_path: Path, iso
         "list": _doc("list", session),
         "show": _doc("show", session, entry),
         "context": _doc("context", session),
+        "prune": _doc("prune", session, *WINDOW, *keep, "--dry-run"),
     }
     missing = run("check", tmp_path / "missing.jsonl", "--json")
     assert missing.code == 2
@@ -106,7 +107,10 @@ def test_documents_are_the_library_results_to_json(session: Path) -> None:
     def same(doc: dict, data: dict) -> None:
         assert doc == {"schema_version": SCHEMA_VERSION, **orjson.loads(orjson.dumps(data))}
 
-    same(_doc("check", session, *WINDOW), check_session(session, CheckOptions(context_window=200_000)).to_json())
+    from pi_compact.ops.prune import plan_prune
+
+    checked = check_session(session, CheckOptions(context_window=200_000))
+    same(_doc("check", session, *WINDOW), {**checked.to_json(), "prune": plan_prune(checked).summary_json()})
     loaded = load_session(session)
     same(_doc("list", session), list_entries(build_transcript(loaded)).to_json())
     same(_doc("context", session), build_context_view(loaded).to_json())

@@ -26,6 +26,7 @@ def test_pi_documents_have_the_declared_keys(agent: Path, tmp_path: Path) -> Non
         "pi config": run("pi", "config", "--json", "--cwd", tmp_path),
         "pi checkpoint": run("pi", "checkpoint", path, "--leaf", sb.leaf, *pi_flags),
         "pi tool": run("pi", "tool", "context_grep", path, "--args", '{"pattern": "Turn"}'),
+        "pi prune-drafts": run("pi", "prune-drafts", path, "--leaf", sb.leaf, "--boundary", "turn_end", *pi_flags),
         "pi uninstall": run("pi", "uninstall", "--json", cwd=tmp_path),
     }
     for name, result in printed.items():

@@ -120,16 +120,20 @@ def _drive(
 def midrun(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A threshold compaction between tool results and the next request (prompt 3), a context overflow with retry
     (prompt 4), and one before a prompt: the user raises reserveTokens in settings.json before prompt 5."""
-    with _drive(
-        tmp_path_factory,
-        "midrun",
-        "--overflow-early",
-        "--raise-reserve-to",
-        "12000",
-        seed=3,
-        prompts=5,
-        context_window=32000,
-    ) as manifest:
+    with (
+        _drive(
+            tmp_path_factory,
+            "midrun",
+            "--overflow-early",
+            "--raise-reserve-to",
+            "12000",
+            "--settings",
+            '{"picompact": {"prune": false}}',  # pruning would put it off
+            seed=3,
+            prompts=5,
+            context_window=32000,
+        ) as manifest
+    ):
         yield manifest
 
 

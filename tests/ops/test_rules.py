@@ -65,7 +65,7 @@ def test_an_instruction_repeated_in_other_words_is_suggested_with_its_sessions_a
     assert said(suggestion) == [(one.name, ids_one[1]), (two.name, ids_two[1])]
     assert suggestion["text"] == "Don't touch .env." or suggestion["text"].startswith("Never modify")
     report = find_rules(project)
-    assert doc == {"schema_version": SCHEMA_VERSION, **report.to_json(), "written": None}
+    assert doc == {"schema_version": SCHEMA_VERSION, **report.to_json(), "written": None, "diff": None}
     # the same from the project directory itself (--here is the default), as text
     text = run("rules", cwd=project)
     assert text.code == 0 and text.stdout.startswith("1. ")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -84,7 +85,14 @@ _RULING = re.compile(
 )
 _FAILURE = re.compile(r"\b(?:error|exception|failed|fails|failing|traceback|fatal|refused|denied|not found)\b", re.I)
 _DECIDED = re.compile(r"\b(?:decided|decision|chose|going with|the plan|found|because|caps|limit|budget)\b", re.I)
-_LOGLINE = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}|\[\d|[A-Z]{4,5}\s|at\s+\S+\s\(|File \")")
+# A value stated: "the flag is dash_x_5724", "the query takes 6748 ms", "refreshes every 30 seconds".
+_STATED = re.compile(
+    r"\b(?:is|are|was|equals|set to|stays at|takes|took|listens on|defaults? to|every|limit(?:ed)? to|now)\s+"
+    r"(?:[a-z]+\s+)?`?[\w./-]*\d",
+    re.IGNORECASE,
+)
+_LOGLINE = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}|\[\d|[A-Z]{4,5}\s+[\[\w.]+[\]:=]|at\s+\S+\s\(|File \")")
+_WORDY = re.compile(r"[A-Za-z]{2,}")  # a piece with no word in it (a ``` fence, a row of dashes) says nothing
 _CLAUSE_SPLIT = re.compile(r"(?<=[,;:.!?])\s+(?!\()|\s+(?=—|–)")  # the clauses of one line of a block
 LINE_CHARS = 100  # a block line over its share is first cut to its clauses worth most, within this
 _ITEM_PREFIX = re.compile(r"^- (?:\[[^\]]*\] )?")  # a block line's "- [entry id] "
@@ -99,6 +107,7 @@ class CapResult:
     trimmed: tuple[bool, ...]
     chars: int
     fits: bool
+    users_removed: bool = False  # the last resort was reached: some user message is gone
 
 
 def sentence_value(text: str, whole: bool = True) -> float:
@@ -109,10 +118,11 @@ def sentence_value(text: str, whole: bool = True) -> float:
     value = 0.0
     value += 2.5 * min(len(_PATHLIKE.findall(text)), 2)
     value += 2 * min(len(_NUMBER.findall(_STAMP.sub(" ", text))), 2)
-    value += 1.5 * min(len(_NAME.findall(text)), 3)
-    value += 4 * bool(_RULING.search(text))
+    value += 1.5 * min(len(_NAME.findall(_PATHLIKE.sub(" ", text))), 3)  # a path's file name is no other name
+    value += 5 * bool(_RULING.search(text))
     value += 2 * bool(_FAILURE.search(text))
     value += 1.5 * bool(_DECIDED.search(text))
+    value += 2 * bool(_STATED.search(text))
     if _LOGLINE.match(text) or _STAMP.search(text):
         value -= 3
     words = len(_ITEM_PREFIX.sub("", text).split())
@@ -145,11 +155,37 @@ def _cut_at_word(text: str, limit: int) -> str:
     return (cut[:space] if space >= limit * 2 // 3 else cut).rstrip()
 
 
+_VALUE_TOKEN = (_PATHLIKE, _NAME, _NUMBER)
+
+
+def _cut_around_value(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters at words, keeping its first path, identifier or number (what a
+    cut sentence is worth keeping for) with the words around it; ``…`` where it was cut."""
+    head = _cut_at_word(text, limit)
+    plain = _STAMP.sub(lambda x: " " * len(x[0]), text)
+    spots = sorted((m.start(), m.end()) for pattern in _VALUE_TOKEN for m in pattern.finditer(plain))
+    if not spots:
+        return head + "…"
+    first, end = spots[0]
+    if first < len(head) or end - first > limit - 2:  # the head reaches the first value (or nothing can)
+        return head + "…"
+    for _, b in spots[1:]:  # as many of the values after the first as fit with it
+        if max(end, b) - first <= limit - 2:
+            end = max(end, b)
+    start = max(0, min(first - (limit - (end - first)) // 2, len(text) - limit))
+    if start and text[start - 1] != " ":  # at a word: the next one if that still holds the first value
+        after = text.find(" ", start) + 1
+        start = after if 0 < after <= first else max(text.rfind(" ", 0, start) + 1, 0)
+    piece = _cut_at_word(text[start:], limit - 1)
+    return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
+
+
 def flat(text: str) -> str:
     """``text`` as ``seen`` holds it: whitespace collapsed, lower case."""
     return " ".join(text.split()).lower()
 
 
+ASK_BONUS = 4.0  # what a long stub's first sentence (often the ask) counts more: it then comes first of all
 REPEATED = -100.0  # the value of a sentence the checkpoint shows elsewhere already (``seen``)
 
 
@@ -183,24 +219,29 @@ def best_sentences(
     # Best value per character first (a short ruling beats a long line holding one number), the earliest on ties;
     # what is worth nothing fills the room left in its own order (the head of a pasted log), what is shown
     # elsewhere last.
+    # A full bonus (a long stub) puts the first sentence first of all, whatever the others are worth.
+    lead = first_bonus >= ASK_BONUS and scored[0][0] > REPEATED
     order = sorted(
         scored,
         key=lambda x: (
-            (False, -(x[0] / (pieces[x[1]][1] - pieces[x[1]][0] + 40)), 0)
+            (False, -math.inf if lead and x[1] == 0 else -(x[0] / (pieces[x[1]][1] - pieces[x[1]][0] + 40)), 0)
             if x[0] > 0
             else (True, float(x[0] <= REPEATED), x[1])
         ),
     )
     chosen: dict[int, str] = {}
     used = 0
-    for _, i in order:
+    wordy = any(_WORDY.search(text[a:b]) for a, b in pieces)
+    for value, i in order:
         a, b = pieces[i]
         room = keep - used - len(GAP) - 1
         piece = text[a:b]
+        if wordy and not _WORDY.search(piece):
+            continue
         if len(piece) > room:
             if chosen or room < MIN_TRACE_CHARS:
                 continue
-            piece = _cut_at_word(piece, room) + "…"
+            piece = _cut_around_value(piece, room) if value > 0 else _cut_at_word(piece, room) + "…"
         chosen[i] = piece
         used += len(piece) + len(GAP) + 1
     out: list[str] = []
@@ -214,7 +255,7 @@ def best_sentences(
             out.append("\n" if "\n" in text[pieces[last][1] : pieces[i][0]] else " ")
         out.append(chosen[i])
         last = i
-    if gaps and last != len(pieces) - 1 and not out[-1].endswith("…"):
+    if gaps and out and last != len(pieces) - 1 and not out[-1].endswith("…"):
         out.append(f" {GAP}")
     shown = sum(len(piece.rstrip("…")) for piece in chosen.values())
     return "".join(out), shown
@@ -595,7 +636,8 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
         if fits:
             fitter.refit_last_user(last_resort)
     text = join_spans(layouts, fitter.texts)
-    return CapResult(text, tuple(state.changed for state in fitter.states), js_len(text), fits)
+    removed = any(state.removed for state in fitter.states)
+    return CapResult(text, tuple(state.changed for state in fitter.states), js_len(text), fits, removed)
 
 
 def _is_error_fact(line: str) -> bool:

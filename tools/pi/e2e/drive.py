@@ -18,6 +18,9 @@ of the oracle) so that Pi compacts in the ways asked for:
   between the new and the old threshold: Pi compacts before the next prompt;
 - ``--manual-compact-at I``: before prompt I (again before each later one until Pi has something to compact), the
   user's ``/compact``: Pi in RPC mode gets one ``{"type": "compact"}`` command;
+- ``--prompt-cache S``: the model declares a prompt-cache lifetime of S seconds (``promptCache.short``);
+  ``--slow-reads S``: each note read by a mid-run or growing prompt runs ``sleep S`` first (a slow tool: the cache
+  may lapse while it runs); ``--settings JSON``: merged into settings.json before the first run;
 - ``--context-tools``: prompt 2 cats a notes file that does not exist (its error text is ``sandbox.probeError``); the
   last prompt has the model call ``context_list_entries``, ``context_grep`` for that text and ``context_show_entry``
   on the id the grep result gives for it, each only if Pi offers it.
@@ -260,7 +263,8 @@ class Planner:
         while tokens > 0:
             size = min(tokens, CHUNK_TOKENS)
             name = self.sandbox.write(f"notes/part-{i}-{k}.txt", self.sandbox.prose(4 * size))
-            steps.append({"text": f"Reading part {k + 1} of the notes.", "calls": [bash(f"cat {name}")]})
+            command = f"sleep {self.cfg.slow_reads}; cat {name}" if self.cfg.slow_reads else f"cat {name}"
+            steps.append({"text": f"Reading part {k + 1} of the notes.", "calls": [bash(command)]})
             tokens -= size
             k += 1
         if extra_step:
@@ -433,9 +437,10 @@ def drive(cfg: argparse.Namespace) -> dict[str, Any]:
 
             def settings() -> dict[str, Any]:
                 comp = {"enabled": True, "reserveTokens": planner.reserve, "keepRecentTokens": planner.keep}
-                return {"compaction": comp}
+                return {"compaction": comp, **json.loads(cfg.settings)}
 
-            home.configure(server.port, cfg.context_window, settings())
+            extra = {"promptCache": {"short": cfg.prompt_cache}} if cfg.prompt_cache else None
+            home.configure(server.port, cfg.context_window, settings(), extra)
             for command in cfg.agent_setup:
                 env = {**home.env(), "PATH": "/usr/local/bin:/usr/bin:/bin", **_passed_through()}
                 done = subprocess.run(command, shell=True, cwd=home.work, env=env, capture_output=True, timeout=300)
@@ -467,7 +472,7 @@ def drive(cfg: argparse.Namespace) -> dict[str, Any]:
                 context = oracle.context(session, cfg.context_window, planner.reserve, planner.keep)
                 scenario, plan = planner.plan(i, cfg.prompts, context, manual_due)
                 if planner.reserve != reserve_before:
-                    home.configure(server.port, cfg.context_window, settings())
+                    home.configure(server.port, cfg.context_window, settings(), extra)
                     changes.append({"beforePrompt": i, "reserveTokens": planner.reserve})
                 model.plan.append(plan)
                 before, seq = _lines(session), server.seq
@@ -693,6 +698,9 @@ def main(argv: list[str]) -> int:
     s.add_argument("--raise-reserve-to", type=int)
     s.add_argument("--manual-compact-at", type=int, action="append", default=[])
     s.add_argument("--context-tools", action="store_true")
+    s.add_argument("--prompt-cache", type=float, default=0.0)
+    s.add_argument("--slow-reads", type=float, default=0.0)
+    s.add_argument("--settings", default="{}")
     s.add_argument("--agent-setup", action="append", default=[])
     s.add_argument("--discover-extensions", action="store_true")
     s.add_argument("--extension", action="append", default=[])

@@ -59,9 +59,11 @@ class PiHome:
             "PI_TELEMETRY": "0",
         }
 
-    def configure(self, port: int, context_window: int, settings: dict[str, Any]) -> None:
-        """models.json: provider ``fake`` (Chat Completions on 127.0.0.1:port) with ``fake-model``; settings.json
-        gets ``settings`` merged over what is there."""
+    def configure(
+        self, port: int, context_window: int, settings: dict[str, Any], model_extra: dict[str, Any] | None = None
+    ) -> None:
+        """models.json: provider ``fake`` (Chat Completions on 127.0.0.1:port) with ``fake-model`` (plus
+        ``model_extra``: a ``promptCache``, say); settings.json gets ``settings`` merged over what is there."""
         model = {
             "id": "fake-model",
             "name": "Fake Model",
@@ -70,6 +72,7 @@ class PiHome:
             "contextWindow": context_window,
             "maxTokens": 4096,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+            **(model_extra or {}),
         }
         provider = {
             "name": "Local test model",
