@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_compact.cli.env import Environment
 from pi_compact.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from pi_compact.session.write import WriteResult
 
 
 def resolve_session_path(session: Path | None) -> Path:
@@ -102,3 +105,17 @@ def human_size(n: int) -> str:
             return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GB"
+
+
+def note_write(env: Environment, write: WriteResult | None, *, rewritten: bool) -> None:
+    """The notes a write of ``compact`` or ``prune`` leaves: a newline added, a torn line kept, a v1/v2 file
+    migrated (``rewritten``) and where its original is."""
+    if write is None:
+        return
+    if write.added_newline:
+        env.note("the file ended without a newline: added it before the new entries (as Pi would)")
+    if write.repaired_torn_line:
+        env.note("left the torn last line in place (Pi skips it) and appended after it")
+    if write.migrated_from is not None and rewritten:
+        kept = f"; the original is kept as {write.backup}" if write.backup else "; no backup kept (--no-backup)"
+        env.note(f"migrated the v{write.migrated_from} file to v3 and rewrote it, as Pi does on open{kept}")

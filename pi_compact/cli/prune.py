@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import report_diagnostics, resolve_session_path
+from pi_compact.cli.common import note_write, report_diagnostics, resolve_session_path
 from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode
 
@@ -134,12 +134,5 @@ def _report(env: Environment, result: PruneResult, *, json_output: bool) -> None
                 env.text("")
             env.text(f"----- {item.entry_id}: {item.tool}, {item.tokens:,} -> {item.stub_tokens:,} tokens -----")
             env.text(item.stub)
-    write = result.write
-    if write is not None and write.added_newline:
-        env.note("the file ended without a newline: added it before the new entries (as Pi would)")
-    if write is not None and write.repaired_torn_line:
-        env.note("left the torn last line in place (Pi skips it) and appended after it")
-    if write is not None and write.migrated_from is not None and result.status == "rewritten":
-        kept = f"; the original is kept as {write.backup}" if write.backup else "; no backup kept (--no-backup)"
-        env.note(f"migrated the v{write.migrated_from} file to v3 and rewrote it, as Pi does on open{kept}")
+    note_write(env, result.write, rewritten=result.status == "rewritten")
     env.note(prune_line(data))

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TypedDict, TypeVar
 
 from pi_compact.checkpoint.entry import (
     Clock,
@@ -360,6 +360,8 @@ def stale_reminders(plan: CompactionPlan) -> list[str]:
 
 
 # How the mode is run: its ``build``, or its ``preview`` for a dry run.
+_R = TypeVar("_R")
+
 RunMode = Callable[[CompactionPlan, ModeContext], CheckpointResult | ModePreview]
 
 
@@ -476,6 +478,24 @@ def write_lines(
     return written, "written"
 
 
+def retry_on_change(p: Path, retries: int, attempt: Callable[[int], _R]) -> _R:
+    """Run ``attempt`` (read the file, plan, write; given the attempt's number from 1) again each time the file
+    changes under it (SessionChangedError: nothing was written), up to ``retries`` times more; then raise
+    ConcurrentWriteError (exit 3)."""
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return attempt(attempts)
+        except SessionChangedError as exc:
+            if attempts > retries:
+                raise ConcurrentWriteError(
+                    f"{exc.message}, again after re-reading it; nothing was written (try again when the session "
+                    "is idle)",
+                    path=str(p),
+                ) from None
+
+
 def compact_session(
     path: str | os.PathLike[str],
     mode: CheckpointMode,
@@ -490,19 +510,12 @@ def compact_session(
     """
     opts = options or CompactOptions()
     p = Path(path)
-    attempts = 0
-    while True:
-        attempts += 1
+
+    def attempt(attempts: int) -> CompactResult:
         result = _prepare(p, mode.name, mode.preview if opts.dry_run else mode.build, opts, attempts)
         if opts.dry_run or result.status == "not-needed":
             return result
-        try:
-            result.write, result.status = write_lines(p, result.check.session, result.lines, opts)
-            return result
-        except SessionChangedError as exc:
-            if attempts > opts.retries:
-                raise ConcurrentWriteError(
-                    f"{exc.message}, again after re-reading it; nothing was written (try again when the session "
-                    "is idle)",
-                    path=str(p),
-                ) from None
+        result.write, result.status = write_lines(p, result.check.session, result.lines, opts)
+        return result
+
+    return retry_on_change(p, opts.retries, attempt)

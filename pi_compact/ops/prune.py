@@ -43,7 +43,7 @@ from pi_compact.checkpoint.entry import (
 )
 from pi_compact.checkpoint.prune_stub import stub_text
 from pi_compact.checkpoint.readtool import read_args, resolve_path, tool_call_blocks
-from pi_compact.errors import ConcurrentWriteError, OptionError, SessionError
+from pi_compact.errors import OptionError, SessionError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import entry_messages
 from pi_compact.pi.projection import (
@@ -56,7 +56,7 @@ from pi_compact.pi.projection import (
 from pi_compact.pi.tokens import estimate_tokens
 from pi_compact.session import get_branch, load_session
 from pi_compact.session.entries import JsonDict
-from pi_compact.session.lock import DEFAULT_LOCK_TIMEOUT, SessionChangedError
+from pi_compact.session.lock import DEFAULT_LOCK_TIMEOUT
 from pi_compact.session.mutations import mutation_facts, mutation_path
 from pi_compact.session.write import DEFAULT_TORN_QUIET, WriteResult, torn_line_message
 
@@ -465,31 +465,24 @@ def prune_session(path: str | os.PathLike[str], options: PruneOptions | None = N
     Raises SessionError (exit 2) for a torn last line without ``repair``, ConcurrentWriteError (exit 3) when the
     file keeps changing underneath or stays locked; nothing is written in either case.
     """
-    from pi_compact.ops.compact import CompactOptions, write_lines
+    from pi_compact.ops.compact import CompactOptions, retry_on_change, write_lines
 
     opts = options or PruneOptions()
     p = Path(path)
-    attempts = 0
-    while True:
-        attempts += 1
+    writer = CompactOptions(
+        backup=opts.backup,
+        repair=opts.repair,
+        lock_timeout=opts.lock_timeout,
+        torn_quiet=opts.torn_quiet,
+        in_lock=opts.in_lock,
+    )
+
+    def attempt(attempts: int) -> PruneResult:
         result = _prepare(p, opts, attempts)
         if opts.dry_run or not result.plan.entries:
             return result
-        writer = CompactOptions(
-            backup=opts.backup,
-            repair=opts.repair,
-            lock_timeout=opts.lock_timeout,
-            torn_quiet=opts.torn_quiet,
-            in_lock=opts.in_lock,
-        )
-        try:
-            result.write, status = write_lines(p, result.plan.check.session, result.plan.lines, writer)
-            result.status = "rewritten" if status == "rewritten" else "written"
-            return result
-        except SessionChangedError as exc:
-            if attempts > opts.retries:
-                raise ConcurrentWriteError(
-                    f"{exc.message}, again after re-reading it; nothing was written (try again when the session "
-                    "is idle)",
-                    path=str(p),
-                ) from None
+        result.write, status = write_lines(p, result.plan.check.session, result.plan.lines, writer)
+        result.status = "rewritten" if status == "rewritten" else "written"
+        return result
+
+    return retry_on_change(p, opts.retries, attempt)

@@ -87,6 +87,24 @@ class Story:
             self.builder.assistant(f"Checking {words[-1]} again.")
 
 
+# Words of the corpus in scripts without spaces, and Korean, each inside longer tokens somewhere (particles,
+# compounds, sentences without spaces): a word search must find every entry `-F` finds for each.
+CJK_WORDS = [
+    "배포",
+    "세션",
+    "캐시",
+    "금요일",
+    "데이터",
+    "테스트",
+    "キャッシュ",
+    "テスト",
+    "方針",
+    "数据库",
+    "日志",
+    "连接池",
+    "事务",
+]
+
 _DIRS = ["server", "client", "lib", "api", "worker", "config", "db", "ui"]
 _FILES = ["index.ts", "main.py", "util.ts", "handler.go", "store.rs", "app.tsx", "settings.toml", "README.md"]
 _COMMANDS = ["pnpm test", "make check", "cargo test", "pytest -q", "go test ./...", "npm run build", "docker logs api"]

@@ -11,26 +11,9 @@ import pytest
 
 from pi_compact.archive import Filters, Query, search, session_files, temporary_store
 from pi_compact.archive.store import database_path
-from tests.archive.judged_corpus import build
+from tests.archive.judged_corpus import CJK_WORDS, build
 from tests.helpers.cli import run
 from tests.helpers.sessions import SessionBuilder
-
-# Words of the corpus in scripts without spaces, and Korean, each inside longer tokens somewhere (particles,
-# compounds, sentences without spaces).
-CJK_WORDS = [
-    "배포",
-    "세션",
-    "캐시",
-    "금요일",
-    "데이터",
-    "キャッシュ",
-    "テスト",
-    "方針",
-    "数据库",
-    "日志",
-    "连接池",
-    "事务",
-]
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,8 +24,8 @@ import orjson
 import pytest
 
 from tests.helpers.cli import picompact_exe, run
-from tests.helpers.real_pi import local_model, pi_rpc
-from tests.oracle import DRIVE, NODE22, NOT_INSTALLED, PACKAGE, pi_installed
+from tests.helpers.real_pi import drive_session, local_model, pi_rpc
+from tests.oracle import NODE22, NOT_INSTALLED, PACKAGE, pi_installed
 
 REMINDER = "custom:picompact.reorientation"
 TOOLS = ("context_list_entries", "context_grep", "context_show_entry")
@@ -66,7 +65,6 @@ def _pi(*args: str) -> list[str]:
     ]
 
 
-@contextlib.contextmanager
 def _drive(
     factory: pytest.TempPathFactory,
     name: str,
@@ -75,65 +73,28 @@ def _drive(
     prompts: int,
     context_window: int,
     setup: str | None = None,
-) -> Iterator[dict[str, Any]]:
-    """One Pi session driven by the scripted model; its sandbox (kept with --keep for the tests) is removed after."""
-    out = factory.mktemp(name)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(DRIVE),
-            "session",
-            "--name",
-            name,
-            "--seed",
-            str(seed),
-            "--prompts",
-            str(prompts),
-            "--context-window",
-            str(context_window),
-            *args,
-            "--reserve-tokens",
-            "4096",
-            "--keep-recent-tokens",
-            "4000",
-            "--discover-extensions",
-            "--agent-setup",
-            setup or _install_command(),
-            "--keep",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
-    manifest = out / f"{name}.manifest.json"
-    assert manifest.exists(), proc.stderr.decode("utf-8", "replace")[-2000:]
-    data = orjson.loads(manifest.read_bytes())
-    try:
-        yield data
-    finally:
-        shutil.rmtree(data["tempDir"], ignore_errors=True)
+) -> contextlib.AbstractContextManager[dict[str, Any]]:
+    """One Pi session driven by the scripted model, picompact installed by ``setup`` (``pi install`` by default)."""
+    setup = setup or _install_command()
+    return drive_session(factory, name, *args, seed=seed, prompts=prompts, context_window=context_window, setup=setup)
 
 
 @pytest.fixture(scope="module")
 def midrun(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A threshold compaction between tool results and the next request (prompt 3), a context overflow with retry
     (prompt 4), and one before a prompt: the user raises reserveTokens in settings.json before prompt 5."""
-    with (
-        _drive(
-            tmp_path_factory,
-            "midrun",
-            "--overflow-early",
-            "--raise-reserve-to",
-            "12000",
-            "--settings",
-            '{"picompact": {"prune": false}}',  # pruning would put it off
-            seed=3,
-            prompts=5,
-            context_window=32000,
-        ) as manifest
-    ):
+    with _drive(
+        tmp_path_factory,
+        "midrun",
+        "--overflow-early",
+        "--raise-reserve-to",
+        "12000",
+        "--settings",
+        '{"picompact": {"prune": false}}',  # pruning would put it off
+        seed=3,
+        prompts=5,
+        context_window=32000,
+    ) as manifest:
         yield manifest
 
 

@@ -6,8 +6,6 @@ extension hands Pi a batch of ``context_edit`` drafts, which Pi appends; the sam
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +16,8 @@ import pytest
 
 from pi_compact.checkpoint.prune_stub import PRUNE_MARK
 from tests.helpers.cli import run
-from tests.oracle import DRIVE, NOT_INSTALLED, ask_oracle, pi_installed
+from tests.helpers.real_pi import drive_session
+from tests.oracle import NOT_INSTALLED, ask_oracle, pi_installed
 
 pytestmark = pytest.mark.skipif(not pi_installed(), reason=NOT_INSTALLED)
 
@@ -44,49 +43,21 @@ def _setup(launcher: Path) -> str:
 
 
 def _drive(factory: pytest.TempPathFactory, name: str, settings: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    out = factory.mktemp(name)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(DRIVE),
-            "session",
-            "--name",
-            name,
-            "--seed",
-            "3",
-            "--prompts",
-            "5",
-            "--context-window",
-            str(WINDOW),
-            "--reserve-tokens",
-            str(RESERVE),
-            "--keep-recent-tokens",
-            str(KEEP),
-            "--prompt-cache",
-            "1",
-            "--slow-reads",
-            "1.5",
-            "--settings",
-            orjson.dumps(settings).decode(),
-            "--discover-extensions",
-            "--agent-setup",
-            _setup(_launcher(out)),
-            "--keep",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
-    manifest = out / f"{name}.manifest.json"
-    assert manifest.exists(), proc.stderr.decode("utf-8", "replace")[-2000:]
-    data = orjson.loads(manifest.read_bytes())
-    data["file"] = out / f"{name}.jsonl"
-    try:
-        yield data
-    finally:
-        shutil.rmtree(data["tempDir"], ignore_errors=True)
+    with drive_session(
+        factory,
+        name,
+        "--prompt-cache",
+        "1",
+        "--slow-reads",
+        "1.5",
+        "--settings",
+        orjson.dumps(settings).decode(),
+        seed=3,
+        prompts=5,
+        context_window=WINDOW,
+        setup=_setup(_launcher(factory.mktemp(f"{name}-bin"))),
+    ) as manifest:
+        yield manifest
 
 
 @pytest.fixture(scope="module")

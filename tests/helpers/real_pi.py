@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import subprocess
 import sys
 import threading
@@ -13,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
-from tests.oracle import MODEL, NODE22, PACKAGE
+from tests.oracle import DRIVE, MODEL, NODE22, PACKAGE
 
 # Nothing of the user's is loaded (skills, templates, themes, context files, MCP servers) and nothing is fetched.
 QUIET = ["--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--no-mcp", "--no-approve"]
@@ -118,3 +120,56 @@ def pi_rpc(
             proc.wait()
         reader.join(5)
     return list(events)
+
+
+@contextlib.contextmanager
+def drive_session(
+    factory: pytest.TempPathFactory,
+    name: str,
+    *args: str,
+    seed: int,
+    prompts: int,
+    context_window: int,
+    setup: str,
+) -> Iterator[dict[str, Any]]:
+    """One Pi session driven by the scripted model (``tools/pi/e2e/drive.py session``: reserve 4096, keep 4000,
+    ``setup`` run in the agent dir first, ``args`` passed on); yields its manifest, ``file`` naming the session
+    file. The sandbox (kept with --keep for the tests) is removed after."""
+    out = factory.mktemp(name)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(DRIVE),
+            "session",
+            "--name",
+            name,
+            "--seed",
+            str(seed),
+            "--prompts",
+            str(prompts),
+            "--context-window",
+            str(context_window),
+            *args,
+            "--reserve-tokens",
+            "4096",
+            "--keep-recent-tokens",
+            "4000",
+            "--discover-extensions",
+            "--agent-setup",
+            setup,
+            "--keep",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
+    manifest = out / f"{name}.manifest.json"
+    assert manifest.exists(), proc.stderr.decode("utf-8", "replace")[-2000:]
+    data = orjson.loads(manifest.read_bytes())
+    data["file"] = out / f"{name}.jsonl"
+    try:
+        yield data
+    finally:
+        shutil.rmtree(data["tempDir"], ignore_errors=True)
