@@ -19,7 +19,7 @@ PACKAGE = Path(pi_compact.__file__).parent
 # Layers in order, each a package (the root's few leaf modules aside); a module belongs to the longest part that
 # prefixes its name.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("root", ["errors", "js", "redact"]),
+    ("root", ["version", "bundled", "errors", "js", "redact"]),
     ("session", ["session"]),
     ("pi", ["pi"]),
     ("llm", ["llm"]),
@@ -172,3 +172,10 @@ def test_the_readme_draws_every_layer_and_part() -> None:
     missing = [name for name, _ in LAYERS if name not in section]
     missing += [part for _, parts in LAYERS for part in parts if part.split(".")[-1] not in section]
     assert not missing, f"docs/architecture.md does not name: {missing}"
+
+
+def test_no_layer_imports_the_package_root() -> None:
+    """The package's ``__init__`` is the public API over every layer: a module inside a layer that imports it
+    (for ``__version__``, say) points up at all of them. Leaf modules of the root layer hold what they share."""
+    wrong = sorted(module for module, targets in graph().items() if part_of(module) and "pi_compact" in targets)
+    assert not wrong, f"these modules import the package root: {wrong}"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from pi_compact import __version__
+from pi_compact.version import __version__
 
 FORMAT = 2  # 2: the cjk and weight columns (an index of format 1 is built again, with a warning)
 APPLICATION_ID = 0x70635331  # "pcS1"

@@ -16,8 +16,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from pi_compact import __version__
 from pi_compact.cli.env import Environment, current_env
+from pi_compact.version import __version__
 
 
 def _usage_metavar(make_metavar: Any) -> Any:

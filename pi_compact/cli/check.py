@@ -19,7 +19,7 @@ from pi_compact.errors import ExitCode
 from pi_compact.js import js_string
 
 
-def _fmt(n: int | None) -> str:
+def format_count(n: int | None) -> str:
     """A count with thousands separators; one past 2^53 as JavaScript shows it (1e+30; Infinity for a usage of
     1e400), not hundreds of digits no double holds."""
     if n is None:
@@ -37,21 +37,21 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
         ("session", f"{shown(session['path'])} ({session['entries']} entries, branch {data['branch_length']})", "")
     )
     rows.append(("model", f"{model['provider']}/{model['id']}" if model else "unknown", ""))
-    rows.append(("context tokens", f"{_fmt(data['context_tokens'])}  [{data['context_tokens_source']}]", ""))
+    rows.append(("context tokens", f"{format_count(data['context_tokens'])}  [{data['context_tokens_source']}]", ""))
     if data.get("context_tokens_cl100k") is not None:
         rows.append(
             (
                 "cl100k tokens",
-                f"{_fmt(data['context_tokens_cl100k'])}  [tiktoken cl100k_base: an extra view, not Pi's rule]",
+                f"{format_count(data['context_tokens_cl100k'])}  [tiktoken cl100k_base: an extra view, not Pi's rule]",
                 "",
             )
         )
-    rows.append(("context window", f"{_fmt(data['context_window'])}  [{data['context_window_source']}]", ""))
+    rows.append(("context window", f"{format_count(data['context_window'])}  [{data['context_window_source']}]", ""))
     rows.append(
         (
             "threshold",
-            f"{_fmt(data['threshold'])}  (window - reserveTokens {_fmt(data['reserve_tokens'])}; "
-            f"keepRecentTokens {_fmt(data['keep_recent_tokens'])})",
+            f"{format_count(data['threshold'])}  (window - reserveTokens {format_count(data['reserve_tokens'])}; "
+            f"keepRecentTokens {format_count(data['keep_recent_tokens'])})",
             "",
         )
     )
@@ -59,10 +59,10 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
         rows.append(("compact?", "no (auto-compaction disabled in settings)", ""))
     elif data["should_compact"]:
         over = data["context_tokens"] - data["threshold"]
-        rows.append(("compact?", f"YES: {_fmt(over)} tokens over the threshold", "red"))
+        rows.append(("compact?", f"YES: {format_count(over)} tokens over the threshold", "red"))
     else:
         left = data["threshold"] - data["context_tokens"]
-        rows.append(("compact?", f"no: {_fmt(left)} tokens to go", "green"))
+        rows.append(("compact?", f"no: {format_count(left)} tokens to go", "green"))
     if data.get("forecast") and data["enabled"]:
         rows.append(("forecast", data["forecast"]["description"], ""))
     prune = data.get("prune")
@@ -87,7 +87,11 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
             if key == "turn_prefix" and not data["is_split_turn"]:
                 continue
             rows.append(
-                (label, f"{part['entries']} entries, {part['messages']} messages, ~{_fmt(part['tokens'])} tokens", "")
+                (
+                    label,
+                    f"{part['entries']} entries, {part['messages']} messages, ~{format_count(part['tokens'])} tokens",
+                    "",
+                )
             )
     else:
         rows.append(("cut", f"nothing to compact: {data['nothing_to_compact_reason']}", ""))
@@ -108,8 +112,9 @@ def prune_text(prune: Mapping[str, Any]) -> str:
         return "nothing to prune (no old tool output outside the protected ones)"
     plural = "s" if prune["outputs"] != 1 else ""
     text = (
-        f"would free {_fmt(prune['tokens_freed'])} tokens ({prune['freed_percent']:.0f}%) from {prune['outputs']} "
-        f"old tool output{plural}: {_fmt(prune['tokens_before'])} -> {_fmt(prune['tokens_after'])}"
+        f"would free {format_count(prune['tokens_freed'])} tokens ({prune['freed_percent']:.0f}%) "
+        f"from {prune['outputs']} old tool output{plural}: "
+        f"{format_count(prune['tokens_before'])} -> {format_count(prune['tokens_after'])}"
     )
     turns = prune["turns_bought"]
     if turns is not None:

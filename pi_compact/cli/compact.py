@@ -70,7 +70,7 @@ def _bought_text(forecast: Mapping[str, Any] | None) -> str:
     return f"; buys ~{turns} turn{plural} before the next compaction (at +{growth:,.0f} tokens per reply)"
 
 
-def _check_context_file(path: Path) -> None:
+def check_context_file(path: Path) -> None:
     """A --context-file must be a regular file (or a link to one): a FIFO would block the read, as the loader says."""
     import os
     import stat
@@ -258,7 +258,7 @@ def compact(
     if settings.context_window is not None and settings.model is not None and mode != "summary":
         env.warn("--context-window given: --model then only selects per-model settings overrides")
     for f in context_file or []:
-        _check_context_file(f)
+        check_context_file(f)
     chosen = request.checkpoint_mode(waiting=_waiting(env))
     options = CompactOptions(
         check=settings.check_options(),
@@ -268,7 +268,7 @@ def compact(
         backup=not no_backup,
         repair=repair,
         force=force,
-        **_from_environment(env, output),
+        **options_from_environment(env, output),
     )
     result = compact_session(resolve_session_path(session), chosen, options)
     if result.written or result.status == "copied":
@@ -277,7 +277,7 @@ def compact(
     return ExitCode.OK
 
 
-def _from_environment(env: Environment, output: str | None) -> dict[str, Any]:
+def options_from_environment(env: Environment, output: str | None) -> dict[str, Any]:
     """The ``CompactOptions`` the Environment sets: the clock and ids of the new entries, the lock's wait and the
     call under it, how long a torn line must stay quiet, and stdout for ``--output -``."""
     from pi_compact.checkpoint.entry import random_id, system_clock

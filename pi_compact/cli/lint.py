@@ -171,7 +171,7 @@ def _sessions_root() -> Path:
     import os
 
     from pi_compact.pi.sessions import configured_session_dir
-    from pi_compact.pi.settings import _agent_dir
+    from pi_compact.pi.settings import resolve_agent_dir
 
     configured = configured_session_dir(os.getcwd())
-    return configured if configured is not None else _agent_dir(None) / "sessions"
+    return configured if configured is not None else resolve_agent_dir(None) / "sessions"

@@ -145,10 +145,10 @@ def status_command(ctx: typer.Context, json_output: bool = JsonOpt) -> ExitCode:
     install and project settings load only in a trusted project) and the effective "picompact" settings.
     Exit 0 when an install would work, 1 when nothing is installed or an install is broken.
     """
-    from pi_compact import __version__
     from pi_compact.extension.install import location_status, picompact_command
     from pi_compact.pi.config import load_config
     from pi_compact.pi.extensions import project_trust
+    from pi_compact.version import __version__
 
     out = env_of(ctx)
     trusted, trust_text = project_trust()

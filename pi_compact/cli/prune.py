@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def _fmt(n: int) -> str:
-    from pi_compact.cli.check import _fmt as fmt  # huge counts as JavaScript shows them
+    from pi_compact.cli.check import format_count as fmt  # huge counts as JavaScript shows them
 
     return fmt(n)
 
@@ -96,13 +96,13 @@ def prune(
     Exit codes: 0 done (or nothing to prune), 2 usage or input error, 3 the file kept changing underneath or
     stayed locked (nothing written), 130 interrupted (nothing written).
     """
-    from pi_compact.cli.compact import _check_context_file, _from_environment
+    from pi_compact.cli.compact import check_context_file, options_from_environment
     from pi_compact.ops.prune import PruneOptions, prune_session
 
     env = env_of(ctx)
     for f in context_file or []:
-        _check_context_file(f)
-    written = _from_environment(env, None)
+        check_context_file(f)
+    written = options_from_environment(env, None)
     written.pop("stdout")
     options = PruneOptions(
         check=settings.check_options(),

@@ -28,7 +28,6 @@ from typing import TypedDict
 
 import orjson
 
-from pi_compact import __version__
 from pi_compact.errors import InstallError, UsageError
 from pi_compact.pi.extensions import (
     ENTRY_FILE,
@@ -39,6 +38,7 @@ from pi_compact.pi.extensions import (
     read_manifest,
     read_regular,
 )
+from pi_compact.version import __version__
 
 MODES = ("verbatim", "summary")
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,7 +58,9 @@ def session_thinking_level(branch_entries: Any, settings: dict[str, Any] | None 
 def _table() -> dict[str, dict[str, Any]]:
     import orjson
 
-    data = orjson.loads((Path(__file__).resolve().parent.parent / "data" / "pi-thinking.json").read_bytes())
+    from pi_compact.bundled import data_bytes
+
+    data = orjson.loads(data_bytes("pi-thinking.json"))
     return data if isinstance(data, dict) else {}
 
 

@@ -39,10 +39,10 @@ from pi_compact.llm.types import Message, Request, Response, ToolCall, Usage
 from pi_compact.lookup import prompts
 from pi_compact.lookup.tools import (
     MAX_RESULT_CHARS,
-    _BadArguments,
-    _parse,
-    _plural,
-    _Tools,
+    BadArguments,
+    Tools,
+    parse_call,
+    plural,
 )
 from pi_compact.search.pages import DEFAULT_LIMITS, Limits
 from pi_compact.search.quotes import Citation, CitationJSON, Quote, QuoteJSON, find_citations, verify_quotes
@@ -250,8 +250,8 @@ def overview(transcript: Transcript) -> str:
     compactions = sum(1 for e in entries if e.type == "compaction")
     extra = f", {compactions} compaction{'s' if compactions != 1 else ''}" if compactions else ""
     return (
-        f"The history of this branch has {_plural(len(entries), 'entry', 'entries')} "
-        f"({_plural(users, 'user message', 'user messages')}{extra}){span}; "
+        f"The history of this branch has {plural(len(entries), 'entry', 'entries')} "
+        f"({plural(users, 'user message', 'user messages')}{extra}){span}; "
         f"the last entry is {entry_label(entries[-1])}."
     )
 
@@ -380,7 +380,7 @@ class _Lookup:
         fixed = len(self.system) + len(orjson.dumps([t.parameters for t in self.tool_defs])) + 2_000
         self.max_tokens, limit, result_chars = fit_to_window(window, max_tokens, fixed)
         self.conversation_limit = min(opts.max_conversation_chars, limit)
-        self.tools = _Tools(transcript, limits, result_chars, redactor=self.redactor)
+        self.tools = Tools(transcript, limits, result_chars, redactor=self.redactor)
         self.usage = Usage()
         self.calls = 0
         self.searches = 0
@@ -527,12 +527,12 @@ class _Lookup:
         )
 
 
-def _run_call(tools: _Tools, call: ToolCall, limits: Limits, searches: int, budget: int) -> tuple[str, ToolRecord]:
+def _run_call(tools: Tools, call: ToolCall, limits: Limits, searches: int, budget: int) -> tuple[str, ToolRecord]:
     """Run one tool call (or refuse it when the budget is spent) and describe what happened."""
     arguments = dict(call.arguments) if call.raw_arguments is None else {"raw": call.raw_arguments}
     try:
-        params, cursor = _parse(call, limits)
-    except _BadArguments as exc:
+        params, cursor = parse_call(call, limits)
+    except BadArguments as exc:
         kind = "refused" if searches >= budget else "search"
         text = _refusal(budget) if kind == "refused" else f"error: {exc}"
         return text, ToolRecord(call.id, call.name, arguments, kind, False, str(exc), len(text), None)

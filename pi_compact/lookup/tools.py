@@ -34,7 +34,7 @@ _LINE_BREAKS = str.maketrans(
 # Tool arguments
 
 
-class _BadArguments(Exception):
+class BadArguments(Exception):
     """Tool arguments the model got wrong; the message is sent back to it as the tool's result."""
 
 
@@ -49,12 +49,12 @@ def _text_arg(args: Mapping[str, Any], name: str, *, required: bool = False) -> 
     value = args.get(name)
     if value is None:
         if required:
-            raise _BadArguments(f"{name} is required")
+            raise BadArguments(f"{name} is required")
         return None
     if not isinstance(value, str):
-        raise _BadArguments(f"{name} must be a string")
+        raise BadArguments(f"{name} must be a string")
     if required and not value:
-        raise _BadArguments(f"{name} must not be empty")
+        raise BadArguments(f"{name} must not be empty")
     return value
 
 
@@ -66,7 +66,7 @@ def _bool_arg(args: Mapping[str, Any], name: str) -> bool:
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
-    raise _BadArguments(f"{name} must be true or false")
+    raise BadArguments(f"{name} must be true or false")
 
 
 def _int_arg(args: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
@@ -78,9 +78,9 @@ def _int_arg(args: Mapping[str, Any], name: str, low: int, high: int) -> int | N
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _BadArguments(f"{name} must be a whole number")
+        raise BadArguments(f"{name} must be a whole number")
     if not low <= value <= high:
-        raise _BadArguments(f"{name} must be from {low} to {high} (got {value})")
+        raise BadArguments(f"{name} must be from {low} to {high} (got {value})")
     return value
 
 
@@ -90,17 +90,17 @@ def _names_arg(args: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
         return None
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-        raise _BadArguments(f"{name} must be a list of strings")
+        raise BadArguments(f"{name} must be a list of strings")
     names = sorted({part.strip() for item in items for part in item.split(",") if part.strip()})
     return tuple(names) or None
 
 
-def _parse(call: ToolCall, limits: Limits) -> tuple[dict[str, Any], str | None]:
+def parse_call(call: ToolCall, limits: Limits) -> tuple[dict[str, Any], str | None]:
     """The call's arguments with defaults filled in (what decides the result), and its cursor."""
     if call.name not in _TOOL_KEYS:
-        raise _BadArguments(f"unknown tool {call.name!r}: use list_entries, grep or show_entry")
+        raise BadArguments(f"unknown tool {call.name!r}: use list_entries, grep or show_entry")
     if call.raw_arguments is not None:
-        raise _BadArguments("the arguments are not a JSON object")
+        raise BadArguments("the arguments are not a JSON object")
     args = call.arguments
     cursor = _text_arg(args, "cursor") or None
     if call.name == "list_entries":
@@ -140,14 +140,14 @@ def _more(tool: str, cursor: str | None, extra: str = "") -> str:
     return f'(more: call {tool} again with the same arguments{extra} and cursor="{cursor}")'
 
 
-def _plural(n: int, one: str, many: str) -> str:
+def plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
 def format_list(page: EntryPage, name: str = "list_entries") -> str:
     """A list page as the model reads it: ``list``'s plain lines between a count and the way on (``name``: the
     tool's name as the model knows it, for the way on; the same in the two other formats)."""
-    head = f"list_entries: {_plural(len(page.entries), 'entry', 'entries')} on this page, {page.total} in all"
+    head = f"list_entries: {plural(len(page.entries), 'entry', 'entries')} on this page, {page.total} in all"
     return "\n".join([head, *(_line(line) for line in page.text_lines()), _more(name, page.next_cursor)])
 
 
@@ -156,8 +156,8 @@ def format_grep(page: GrepPage, name: str = "grep") -> str:
     way on."""
     if not page.matches:
         return f"grep: no matches ({page.entries_searched} entries searched)\n{_more(name, page.next_cursor)}"
-    count = _plural(len(page.matches), "match", "matches")
-    entries = _plural(len({m.entry_id for m in page.matches}), "entry", "entries")
+    count = plural(len(page.matches), "match", "matches")
+    entries = plural(len({m.entry_id for m in page.matches}), "entry", "entries")
     lines = [f"grep: {count} in {entries} on this page", *(_line(line) for line in page.text_lines())]
     lines.append(_more(name, page.next_cursor))
     return "\n".join(lines)
@@ -189,7 +189,7 @@ def _cut(text: str, limit: int) -> str:
     return text[:cut] + f"\n[result cut at {limit:,} characters: narrow the search to see the rest]"
 
 
-class _Tools:
+class Tools:
     """The three tools over one transcript, with the budget bookkeeping for continuation pages."""
 
     def __init__(
@@ -299,7 +299,7 @@ def call_tool(
     the same argument checks, limits and text the model gets (``name``: the tool's name as the caller's model knows
     it, for the "call … again" hint); arguments it would be told are wrong raise UsageError."""
     try:
-        params, cursor = _parse(ToolCall("direct", tool, dict(arguments)), limits)
-    except _BadArguments as exc:
+        params, cursor = parse_call(ToolCall("direct", tool, dict(arguments)), limits)
+    except BadArguments as exc:
         raise UsageError(str(exc)) from None
-    return _Tools(transcript, limits, names={tool: name} if name else None).run(tool, params, cursor)[0]
+    return Tools(transcript, limits, names={tool: name} if name else None).run(tool, params, cursor)[0]

@@ -214,9 +214,9 @@ def _tool_findings(session: Session, kids: dict[str | None, list[Entry]]) -> lis
 @cache
 def max_model_window() -> int:
     """The largest context window in Pi's model table: no real usage can exceed it."""
-    from pi_compact.pi.catalog import _builtin_rows
+    from pi_compact.pi.catalog import builtin_rows
 
-    windows = [row.get("contextWindow") for row in _builtin_rows().values()]
+    windows = [row.get("contextWindow") for row in builtin_rows().values()]
     return max((int(w) for w in windows if isinstance(w, (int, float)) and not isinstance(w, bool)), default=0)
 
 

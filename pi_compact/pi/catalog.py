@@ -24,9 +24,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from pi_compact.bundled import data_bytes
 from pi_compact.errors import SettingsError, UsageError
 from pi_compact.js import json_parse
-from pi_compact.pi.settings import _agent_dir, read_text
+from pi_compact.pi.settings import read_text, resolve_agent_dir
 
 CUSTOM_CONTEXT_WINDOW = 128000
 CUSTOM_MAX_TOKENS = 16384
@@ -112,17 +113,11 @@ _ROW_START = b'{"provider":'
 @cache
 def _table_bytes() -> bytes:
     """The bundled table as stored: a JSON array with one object per model, each starting with its provider."""
-    path = Path(__file__).parent / "data" / TABLE
-    try:
-        return path.read_bytes()
-    except OSError:  # pragma: no cover - installed in a zip: ask the import system
-        from importlib import resources
-
-        return resources.files("pi_compact").joinpath("data", TABLE).read_bytes()
+    return data_bytes(TABLE)
 
 
 @cache
-def _builtin_rows() -> dict[tuple[str, str], dict[str, Any]]:
+def builtin_rows() -> dict[tuple[str, str], dict[str, Any]]:
     """The bundled table's raw rows by (provider, id): cheap to index, converted only when asked for."""
     return {(m["provider"], m["id"]): m for m in orjson.loads(_table_bytes())}
 
@@ -134,23 +129,23 @@ def _builtin_row(provider: str, model_id: str) -> dict[str, Any] | None:
     key = _ROW_START + orjson.dumps(provider) + b',"id":' + orjson.dumps(model_id) + b","
     at = data.find(key)
     if at < 0 or data.find(key, at + 1) >= 0:
-        return _builtin_rows().get((provider, model_id))
+        return builtin_rows().get((provider, model_id))
     end = data.find(b"," + _ROW_START, at + 1)
     if end < 0:
         end = data.rindex(b"]")
     try:
         row = orjson.loads(data[at:end])
     except orjson.JSONDecodeError:
-        return _builtin_rows().get((provider, model_id))
+        return builtin_rows().get((provider, model_id))
     if isinstance(row, dict) and row.get("provider") == provider and row.get("id") == model_id:
         return row
-    return _builtin_rows().get((provider, model_id))  # pragma: no cover - the table is not laid out as expected
+    return builtin_rows().get((provider, model_id))  # pragma: no cover - the table is not laid out as expected
 
 
 @cache
 def builtin_models() -> dict[tuple[str, str], ModelInfo]:
     """Pi's bundled model table (read once, on first use)."""
-    return {key: _from_table(row) for key, row in _builtin_rows().items()}
+    return {key: _from_table(row) for key, row in builtin_rows().items()}
 
 
 @cache
@@ -281,7 +276,7 @@ def _validate(parsed: Any) -> list[str]:
 
 
 def models_json_path(agent_dir: str | os.PathLike[str] | None = None) -> Path:
-    return _agent_dir(agent_dir) / "models.json"
+    return resolve_agent_dir(agent_dir) / "models.json"
 
 
 def load_models_json(agent_dir: str | os.PathLike[str] | None = None) -> ModelsJson:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from pi_compact.js import js_date
-from pi_compact.pi.settings import _agent_dir, expand_path, load_settings, project_trust_decision
+from pi_compact.pi.settings import expand_path, load_settings, project_trust_decision, resolve_agent_dir
 from pi_compact.session.jsonline import parse_line, safe_text
 
 ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
@@ -161,7 +161,7 @@ def session_dir_for_cwd(cwd: str | os.PathLike[str], agent_dir: str | os.PathLik
     """Pi's default session directory for ``cwd``: ``--<path, leading separator dropped, / \\ : as ->--``."""
     resolved = expand_path(os.fspath(cwd))
     safe = re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", resolved))
-    return _agent_dir(agent_dir) / "sessions" / f"--{safe}--"
+    return resolve_agent_dir(agent_dir) / "sessions" / f"--{safe}--"
 
 
 def configured_session_dir(
@@ -398,7 +398,7 @@ def search_locations(
         directory, filter_cwd = _search_dir(cwd, agent_dir, session_dir)
         return directory, expand_path(os.fspath(cwd)) if filter_cwd else None
     custom = configured_session_dir(cwd, agent_dir=agent_dir, session_dir=session_dir)
-    return (custom if custom is not None else _agent_dir(agent_dir) / "sessions"), None
+    return (custom if custom is not None else resolve_agent_dir(agent_dir) / "sessions"), None
 
 
 def list_sessions(
@@ -426,7 +426,7 @@ def list_sessions(
     custom = configured_session_dir(cwd, agent_dir=agent_dir, session_dir=session_dir)
     if custom is not None:
         return _sort(_summaries(custom, problems))
-    root = _agent_dir(agent_dir) / "sessions"
+    root = resolve_agent_dir(agent_dir) / "sessions"
     sessions = []
     try:
         projects = [entry for entry in os.scandir(root) if entry.is_dir()]

@@ -98,13 +98,14 @@ def agent_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(os.path.abspath(os.path.join(home, CONFIG_DIR_NAME, "agent")))
 
 
-def _agent_dir(value: str | os.PathLike[str] | None) -> Path:
+def resolve_agent_dir(value: str | os.PathLike[str] | None) -> Path:
+    """An agent directory given by the caller (``~`` expanded), else Pi's own (``agent_dir``)."""
     return agent_dir() if value is None else Path(expand_path(os.fspath(value)))
 
 
 def settings_paths(cwd: str | os.PathLike[str], agent_dir: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
     """The global and the project settings file Pi reads for ``cwd``."""
-    base = _agent_dir(agent_dir)
+    base = resolve_agent_dir(agent_dir)
     project = Path(expand_path(os.fspath(cwd))) / CONFIG_DIR_NAME / "settings.json"
     return base / "settings.json", project
 
@@ -202,7 +203,7 @@ def project_trust_decision(cwd: str | os.PathLike[str], agent_dir: str | os.Path
     ancestor first), else ``defaultProjectTrust`` of the global settings (``"always"`` True, ``"never"`` False);
     None where Pi would ask (undecided). What a project's files may choose for picompact (which sessions are read,
     how wide a search goes) needs True here."""
-    base = _agent_dir(agent_dir)
+    base = resolve_agent_dir(agent_dir)
     decision = _trust_decision(expand_path(os.fspath(cwd)), base, [])
     if decision is not None:
         return decision
@@ -223,7 +224,7 @@ def load_settings(
     since a session recorded there was most likely run with its settings.
     """
     warnings: list[str] = []
-    base = _agent_dir(agent_dir)
+    base = resolve_agent_dir(agent_dir)
     global_path, project_path = settings_paths(cwd, base)
     global_layer = _load_layer("global", global_path, warnings)
     layers = [global_layer]

@@ -73,10 +73,10 @@ try:  # ISA-L's CRC-32 (SIMD): the same checksum as zlib's, 3 to 4 times as fast
 except ImportError:  # pragma: no cover - isal is a dependency; a tree without it is only slower
     from zlib import crc32
 
-from pi_compact import __version__
 from pi_compact.session.cachedir import index_name, open_cache, read_bounded, sweep, write_new
 from pi_compact.session.index_format import Coded, decode_fields, encode_state, owner, seal, split, unpack, well_formed
 from pi_compact.session.mutations import Facts
+from pi_compact.version import __version__
 
 NO_CACHE_ENV = "PICOMPACT_NO_CACHE"
 SIZE_FACTOR = 4  # an index is at most this many times the size of its session, plus SIZE_SLACK (``size_limit``)

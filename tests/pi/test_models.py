@@ -48,9 +48,9 @@ def test_bundled_table_loads_every_model() -> None:
 
 def test_one_model_read_alone_is_the_row_of_the_whole_table() -> None:
     # check reads only its model's row from the table's bytes; every row must come out as the full parse has it.
-    from pi_compact.pi.catalog import _builtin_row, _builtin_rows
+    from pi_compact.pi.catalog import _builtin_row, builtin_rows
 
-    rows = _builtin_rows()
+    rows = builtin_rows()
     for (provider, model_id), row in rows.items():
         assert _builtin_row(provider, model_id) == row
     assert _builtin_row("no-such-provider", "no-such-model") is None

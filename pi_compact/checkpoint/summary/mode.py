@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 from pi_compact.checkpoint.mode import CheckpointResult, ModeContext
 from pi_compact.checkpoint.summary.preview import SummaryPreview, preview_summary
 from pi_compact.checkpoint.summary.prompts import NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, RequestKind
-from pi_compact.checkpoint.summary.replies import _hard_failure, clean_reply, combine_usage, pi_usage, reply_problem
+from pi_compact.checkpoint.summary.replies import clean_reply, combine_usage, hard_failure, pi_usage, reply_problem
 from pi_compact.checkpoint.summary.requests import (
     SummaryModel,
     SummaryOptions,
     SummaryRequest,
-    _label,
     choose_thinking,
     file_lists,
     fit_problems,
     pi_token_estimate,
     plan_requests,
+    request_label,
     resolve_summary_model,
 )
 from pi_compact.errors import ProviderError, UsageError
@@ -102,9 +102,11 @@ def _ask(
             answer.requests += 1
             usage = pi_usage(response.usage, model.info)
             answer.usage = usage if answer.usage is None else combine_usage(answer.usage, usage)
-            hard = _hard_failure(response, request, model)
+            hard = hard_failure(response, request, model)
             if hard is not None:
-                raise ProviderError(f"{model.name}: {_label(request.kind)} summary failed: {hard}; nothing was written")
+                raise ProviderError(
+                    f"{model.name}: {request_label(request.kind)} summary failed: {hard}; nothing was written"
+                )
             text = clean_reply(response.text)
             problem = reply_problem(text, request.kind, request.max_tokens)
             if problem is None:
@@ -116,7 +118,7 @@ def _ask(
         if attempt == 2:
             request, problem = retry[0]
             raise ProviderError(
-                f"{model.name}: the {_label(request.kind)} summary is unusable after two tries: {problem}; "
+                f"{model.name}: the {request_label(request.kind)} summary is unusable after two tries: {problem}; "
                 "nothing was written"
             )
         pending = [request for request, _ in retry]

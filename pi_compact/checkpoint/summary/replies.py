@@ -57,7 +57,7 @@ def reply_problem(text: str, kind: RequestKind, max_tokens: int) -> str | None:
     return None
 
 
-def _hard_failure(response: Response, request: SummaryRequest, model: SummaryModel) -> str | None:
+def hard_failure(response: Response, request: SummaryRequest, model: SummaryModel) -> str | None:
     """Failures Pi refuses at once (no second try): a reply cut off by the limit, or a tool call."""
     if response.stop_reason == "length":
         return (

@@ -403,11 +403,11 @@ def fit_problems(requests: Sequence[SummaryRequest], model: SummaryModel) -> lis
     for request in requests:
         if model.context_window > 0 and request.input_tokens + _SAFETY_TOKENS >= model.context_window:
             problems.append(
-                f"the {_label(request.kind)} request (~{request.input_tokens:,} tokens) does not fit "
+                f"the {request_label(request.kind)} request (~{request.input_tokens:,} tokens) does not fit "
                 f"{model.name}'s {model.context_window:,}-token window; pick a model with a larger window (--model)"
             )
     return problems
 
 
-def _label(kind: RequestKind) -> str:
+def request_label(kind: RequestKind) -> str:
     return "turn-prefix" if kind == "turn_prefix" else "history"
