@@ -85,7 +85,12 @@ def rules(
     if not all_:
         from pi_compact.ops.rules_block import target_file
 
-        decisions = load_decisions(target_file(os.path.abspath(where)))
+        target = target_file(os.path.abspath(where))
+        if write or dry_run:
+            from pi_compact.ops.rules_block import check_target
+
+            check_target(target)  # refused at once, before the sessions are read (a link, a FIFO, too big)
+        decisions = load_decisions(target)
         if decisions.warning is not None:
             env.warn(decisions.warning)
     report = find_rules(

@@ -163,6 +163,20 @@ def test_a_directory_and_a_file_too_big_are_refused(project: Path) -> None:
     assert big.stat().st_size == MAX_FILE_BYTES + 1
 
 
+def test_an_unusable_target_is_refused_before_any_session_is_read(project: Path) -> None:
+    # A session the scan would warn about: no warning comes, since the refusal comes first.
+    (session_dir_for_cwd(str(project)) / "2026-01-09T00-00-00-000Z_9.jsonl").write_bytes(b"not a session\n")
+    assert "skipped" in run("rules", "--cwd", project).stderr
+    for make in (lambda p: p.mkdir(), lambda p: os.mkfifo(p), lambda p: p.symlink_to(project / "elsewhere.md")):
+        target = project / "AGENTS.md"
+        make(target)
+        for flag in ("--write", "--dry-run"):
+            result = run("rules", "--cwd", project, flag, *(["--yes"] if flag == "--write" else []))
+            assert result.code == 2, result.stderr
+            assert "skipped" not in result.stderr and result.stderr.count("\n") == 1, result.stderr
+        target.rmdir() if target.is_dir() and not target.is_symlink() else target.unlink()
+
+
 def test_the_prompt_names_the_file_written_and_a_link_is_refused_before_asking(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
