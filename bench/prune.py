@@ -20,7 +20,14 @@ context edits left out, or a synthetic shape). The replay sends one request per 
   is away 10 s-2 min (half), 2-15 min (a third) or 15-90 min (the rest); seeded, the same for every arm.
 
 Arms: ``none`` (compaction only), ``every-turn`` (at every turn_end, whatever prune would replace), ``policy``
-(``ops.prune_policy.decide`` at each turn_end and agent_before_settle, on the figures the extension passes it).
+(``ops.prune_policy.decide`` at each turn_end and agent_before_settle, on the figures the extension passes it: the
+return probability measured on the gaps so far, the compacted size, the share of growth with a run's last reply),
+``policy-pi-p`` (the same with Pi's 0.15 for every user), ``before`` (the rule without the break rule, as it was),
+``policy-strict`` (its threshold and cold rules only), and ``none-settle`` (no pruning; a compaction when a run settles
+if the next run, at the third quartile of the last ten, would cross the threshold: what Pi's extension API would
+need to do it, a compaction that print mode does not wait for, is not there yet).
+A "break" is a request that found the cache warm but an earlier message changed (by a compaction or a batch); a
+request that found it expired is "cold", whatever changed.
 What is pruned is a model of ``ops.prune.plan_prune``: tool results outside the newest keepRecentTokens, of at least
 500 tokens, not the latest read of a file edited later, not already pruned, each replaced by a stub of the size the
 real planner's stubs have on the session files (measured here, ``stub_tokens``).
@@ -43,7 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pi_compact.ops.prune_policy import Prices, Situation, decide, min_batch
+from pi_compact.ops.prune_policy import Prices, Situation, decide, min_batch, return_probability
 
 SONNET = Prices(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)
 TTL_S = 300.0
@@ -200,6 +207,8 @@ def prunable(ctx: list[tuple[Msg, bool]], keep: int, stub: int) -> list[int]:
 
 
 STRICT = ("threshold", "cold")  # the reasons the strict arm acts on
+BREAK_RULE = ("policy", "policy-pi-p", "policy-strict")  # arms that weigh a batch's breaks against compactions
+MEASURED = ("policy", "policy-strict")  # arms that take the session's own return probability
 
 
 def user_gap(rng: random.Random, timing: str) -> float:
@@ -222,6 +231,10 @@ def replay(stream: list[Msg], arm: str, s: Settings, seed: int, timing: str = "p
     last_request = 0.0
     growth: list[int] = []
     last_prompt = 0
+    runs: list[int] = []  # each run's growth
+    run_start = 0
+    gaps: list[int] = []  # ms from a run's last reply to the next prompt, as the session file shows them
+    grown = [0, 0]  # tokens added inside runs, and with a run's last reply
 
     def tokens() -> int:
         return sum(s.stub_tokens if done else m.tokens for m, done in ctx)
@@ -270,6 +283,11 @@ def replay(stream: list[Msg], arm: str, s: Settings, seed: int, timing: str = "p
         st.peak = max(st.peak, prompt)
         cached_prefix, cache_alive_until, changed, last_request, last_prompt = prompt, now + TTL_S, False, now, prompt
 
+    def run_growth() -> float:
+        """What the next run is expected to add: the third quartile of the last ten runs' growth."""
+        recent = sorted(runs[-10:])
+        return float(recent[(len(recent) * 3) // 4]) if recent else 0.0
+
     def decide_for(boundary: str, picks: list[int], freed: int) -> Any:
         recent = sorted(growth[-10:])
         median = recent[len(recent) // 2] if recent else None
@@ -290,22 +308,28 @@ def replay(stream: list[Msg], arm: str, s: Settings, seed: int, timing: str = "p
                 growth_per_turn=median,
                 prices=SONNET,
                 min_batch_tokens=min_batch(s.window),
+                return_probability=return_probability(gaps, int(TTL_S * 1000)) if arm in MEASURED else None,
+                compacted_tokens=s.keep + s.keep // 2 if arm in BREAK_RULE else None,
+                settle_growth_share=grown[1] / (grown[0] + grown[1])
+                if arm in BREAK_RULE and grown[0] + grown[1]
+                else None,
             )
         )
 
-    def prune(boundary: str) -> None:
+    def prune(boundary: str) -> str | None:
+        """Runs the arm's rule at ``boundary``: "pruned" when a batch went in, else None."""
         nonlocal changed
-        if arm == "none":
-            return
+        if arm in ("none", "none-settle"):
+            return None
         picks = prunable(ctx, s.keep, s.stub_tokens)
         freed = sum(ctx[i][0].tokens - s.stub_tokens for i in picks)
-        if not picks:
-            return
-        if arm in ("policy", "policy-strict"):
+        if arm.startswith("policy") or arm == "before":
             decision = decide_for(boundary, picks, freed)
             if not decision.prune or (arm == "policy-strict" and decision.reason not in STRICT):
-                return
+                return None
             st.reasons[decision.reason] = st.reasons.get(decision.reason, 0) + 1
+        elif not picks:
+            return None
         for i in picks:
             if ctx[i][0].role != "toolResult":
                 st.text_removed += 1
@@ -313,6 +337,7 @@ def replay(stream: list[Msg], arm: str, s: Settings, seed: int, timing: str = "p
         st.batches += 1
         st.edits += len(picks)
         changed = True
+        return "pruned"
 
     def compact() -> None:
         nonlocal ctx, changed
@@ -336,18 +361,25 @@ def replay(stream: list[Msg], arm: str, s: Settings, seed: int, timing: str = "p
     while i < n:
         m = stream[i]
         if m.role == "user" and i > 0:
+            runs.append(sum(x.tokens for x in stream[run_start:i]))
             prune("agent_before_settle")
+            if arm == "none-settle" and tokens() + run_growth() > s.threshold:
+                compact()
             gap = user_gap(rng, timing)
+            gaps.append(int(gap * 1000))
             warm_through(now + gap, idle=True)
             now += gap
             if tokens() > s.threshold:  # Pi's check before the prompt
                 compact()
+            run_start = i
         if m.role == "assistant":
             request(m.output)
             ctx.append((m, False))
             now += rng.uniform(2, 20)  # the reply streams
             j = i + 1
+            grown[0 if j < n and stream[j].role == "toolResult" else 1] += m.tokens
             while j < n and stream[j].role == "toolResult":
+                grown[0] += stream[j].tokens
                 ctx.append((stream[j], False))
                 run = rng.uniform(60, 480) if rng.random() < 0.125 else rng.uniform(1, 20)
                 warm_through(now + run, idle=False)
@@ -361,6 +393,9 @@ def replay(stream: list[Msg], arm: str, s: Settings, seed: int, timing: str = "p
         ctx.append((m, False))
         i += 1
     return st
+
+
+ARMS = ("none", "none-settle", "every-turn", "before", "policy-pi-p", "policy", "policy-strict")
 
 
 def stub_size(files: list[Path]) -> int:
@@ -415,10 +450,7 @@ def main(argv: list[str]) -> int:
 
     rows: list[dict[str, Any]] = []
     for name, stream, s in shapes:
-        results = {
-            arm: replay(stream, arm, s, args.seed, args.timing)
-            for arm in ("none", "every-turn", "policy", "policy-strict")
-        }
+        results = {arm: replay(stream, arm, s, args.seed, args.timing) for arm in ARMS}
         none = results["none"]
         full = none.fullest_freed
         row = {

@@ -403,11 +403,12 @@ def prune_drafts_command(
     them).
 
     The batch is `picompact prune SESSION --dry-run`'s for the same branch and settings; it is handed over only
-    when it costs no prompt cache now (threshold, cold, warming-stopped or worth-it; docs/extension.md).
-    JSON: {"schema_version": 1, "prune", "reason", "detail", "boundary", "entries" ([{type: context_edit,
-    targetId, replacement}], empty unless prune), "tokensBefore", "tokensAfter", "tokensFreed", "pruned",
-    "threshold", "lastRequestMs", "promptTokens", "decision" ({prune, reason, detail, warmProbability, missCost,
-    savings, remainingTurns, coldAtMs})}.
+    when it breaks the prompt cache no more often than the compactions it puts off would, reckoned on the
+    session's own pauses (threshold, cold, warming-stopped or worth-it; refused: breaks, warm, small, ...;
+    docs/extension.md). JSON: {"schema_version": 1, "prune", "reason", "detail", "boundary", "entries"
+    ([{type: context_edit, targetId, replacement}], empty unless prune), "tokensBefore", "tokensAfter",
+    "tokensFreed", "pruned", "threshold", "lastRequestMs", "promptTokens", "returnProbability", "settleShare",
+    "decision" ({prune, reason, detail, warmProbability, missCost, savings, remainingTurns, coldAtMs})}.
     """
     import time
 

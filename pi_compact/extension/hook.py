@@ -331,6 +331,8 @@ class PruneDraftsJSON(TypedDict):
     threshold: int | None
     lastRequestMs: int | None
     promptTokens: int
+    returnProbability: float | None  # the session's own chance of a prompt within the cache lifetime after a run
+    settleShare: float | None  # the share of the growth that came with a run's last reply
     decision: DecisionJSON
 
 
@@ -370,6 +372,48 @@ def last_request(branch: Branch) -> tuple[int | None, int]:
     return when, 0
 
 
+class RunShape(TypedDict):
+    """``run_shape()``: what the branch says about how its runs end and how soon the user comes back."""
+
+    gapsMs: list[int]  # from each run's last reply to the next prompt
+    settleShare: float | None  # the share of the growth that came with a run's last reply
+
+
+def run_shape(branch: Branch) -> RunShape:
+    """The gaps between a run's last reply and the user's next prompt (entry timestamps), and the share of the
+    branch's message tokens that a run's last reply added (the rest came inside runs: tool calls and their
+    results), for the break rule of ``ops.prune_policy``."""
+    from pi_compact.pi.tokens import estimate_tokens
+
+    gaps: list[int] = []
+    inside = settle = 0
+    last: tuple[int, int | None] | None = None  # a reply without a tool result after it yet: (tokens, ms)
+    for entry in branch.entries:
+        message = entry.message
+        if entry.type != "message" or message is None:
+            continue
+        role = message.get("role")
+        if role == "toolResult":
+            if last is not None:
+                inside += last[0]
+                last = None
+            inside += estimate_tokens(message)
+        elif role == "assistant":
+            if last is not None:
+                inside += last[0]
+            last = (estimate_tokens(message), timestamp_ms(entry.timestamp))
+        elif role == "user" and last is not None:
+            settle += last[0]
+            at = timestamp_ms(entry.timestamp)
+            if at is not None and last[1] is not None:
+                gaps.append(at - last[1])
+            last = None
+    if last is not None:
+        settle += last[0]
+    total = inside + settle
+    return {"gapsMs": gaps, "settleShare": settle / total if total else None}
+
+
 def prune_plan(check: CheckResult) -> PrunePlan:
     """``picompact prune --dry-run``'s plan for the branch ``check`` was made on (its settings, the default minimum
     size worth pruning)."""
@@ -406,8 +450,9 @@ def prune_drafts(
     """The ``context_edit`` drafts the extension hands Pi at ``boundary``, when ``ops.prune_policy`` says the batch
     costs no prompt cache now (``prune`` false and no entries otherwise), with the figures behind the decision.
     The batch is ``picompact prune --dry-run``'s for the same branch and settings."""
+    from pi_compact.checkpoint.verbatim.mode import default_cap
     from pi_compact.ops.check import check_session, settings_cwd
-    from pi_compact.ops.prune_policy import Situation, decide, min_batch
+    from pi_compact.ops.prune_policy import Situation, decide, min_batch, return_probability
     from pi_compact.session.load import load_session
 
     loaded = load_session(session)
@@ -417,6 +462,8 @@ def prune_drafts(
     plan = prune_plan(check)
     when, prompt = last_request(check.branch)
     growth = check.forecast.growth.per_turn if check.forecast is not None else None
+    shape = run_shape(check.branch)
+    keep = check.keep_recent_tokens
     situation = Situation(
         boundary=boundary,
         now_ms=now_ms,
@@ -432,6 +479,9 @@ def prune_drafts(
         growth_per_turn=growth,
         prices=prices,
         min_batch_tokens=min_batch(check.context_window, min_batch_tokens),
+        return_probability=return_probability(shape["gapsMs"], cache_ttl_ms),
+        compacted_tokens=keep + default_cap(keep),
+        settle_growth_share=shape["settleShare"],
     )
     decision = decide(situation)
     drafts: list[PruneDraftJSON] = [
@@ -451,5 +501,7 @@ def prune_drafts(
         "threshold": situation.threshold,
         "lastRequestMs": when,
         "promptTokens": prompt,
+        "returnProbability": situation.return_probability,
+        "settleShare": situation.settle_growth_share,
         "decision": decision.to_json(),
     }

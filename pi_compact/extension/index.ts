@@ -10,9 +10,10 @@
  * - context_search_sessions searches other sessions (`picompact search`; this project's unless
  *   picompact.crossSession says "all" or false); context_show_entry reads an entry of one with its session id.
  * - Between compactions, old tool output is pruned with Pi's own context_edit entries, handed to Pi as drafts at
- *   turn_end and agent_before_settle, in batches and only when that costs no prompt cache (`picompact pi
- *   prune-drafts` decides: the cache lifetime has passed, Pi stopped warming it, the saving outweighs Pi's
- *   missCost, or pruning puts a compaction off). picompact.prune: false turns it off.
+ *   turn_end and agent_before_settle, in batches and only when that breaks the prompt cache no more often than the
+ *   compactions it puts off would (`picompact pi prune-drafts` decides: the cache lifetime has passed, or the
+ *   chance of a warm cache, read off the session's own pauses, is outweighed by the compaction breaks and the
+ *   cost it saves). picompact.prune: false turns it off.
  * - /picompact shows the configuration, the last compaction and what was pruned; /picompact compact compacts now.
  *
  * Thin on purpose: every decision about the checkpoint and every search is picompact's (Python); this file runs

@@ -9,24 +9,40 @@ this order:
 
 1. **threshold**: the next reply would take the context over Pi's compaction threshold (or it is over it already),
    and the batch alone brings it back a quarter of the threshold below it (``THRESHOLD_MIN_SHARE``, and at least
-   ``MIN_TURNS_BOUGHT`` replies): the compaction it puts off would have broken the cache anyway. When the batch
-   cannot do that, nothing is pruned and Pi compacts: a batch that buys a few replies only would be followed by
-   another, each a cache break, where one compaction would have done.
+   ``MIN_TURNS_BOUGHT`` replies), and the break rule below lets it: the compaction it puts off would have broken
+   the cache too. When the batch cannot do that, nothing is pruned and Pi compacts: a batch that buys a few replies
+   only would be followed by another, each a cache break, where one compaction would have done.
 2. **cold**: the cache entry of the last request (or of Pi's last refresh of it) is older than the model's
    prompt-cache lifetime (``promptCache`` of the retention tier in use): the next request misses anyway.
-3. **warming-stopped** / **worth-it**: the chance that the cache is still warm at the next request, times
-   ``missCost``, times ``SAVINGS_MARGIN`` (3), is less than what the batch saves (freed tokens at the cached-read
-   price on every remaining request, plus one cache write of them when the cache is cold by then). At
-   ``turn_end`` the next request follows at once: the cache is warm unless rule 2 holds. At
-   ``agent_before_settle`` the next request waits for the user: Pi keeps the cache warm while idle only when its
-   own rule says a refresh pays (``cacheWarming`` "idle", the model has a lifetime, ``evaluateCacheWarming``'s
-   expected savings of at least $0.05) and no ``cache_warming_decision`` said
-   "stop"; otherwise the chance is Pi's own estimate that a request comes back in time (0.15).
+3. **warming-stopped** / **worth-it**: the break rule lets it, and the chance that the cache is still warm at the
+   next request, times ``missCost``, times ``SAVINGS_MARGIN`` (3), is less than what the batch saves (freed tokens
+   at the cached-read price on every remaining request, plus one cache write of them when the cache is cold by
+   then).
 
-The margin is there because a batch has a cost the savings leave out: it puts the next compaction off, and the
-requests after the one it would have been carry the larger pruned context instead of a fresh checkpoint. Its value
-and the threshold's share are those with which bench/prune.py's replays (bench/RESULTS.md) cost least without more
-cache breaks than compaction alone on the tool-heavy shape.
+The chance that the cache is warm at the next request: at ``turn_end`` the next request follows at once, so the
+cache is warm unless rule 2 holds. At ``agent_before_settle`` the next request waits for the user: Pi keeps the cache
+warm while idle only when its own rule says a refresh pays (``cacheWarming`` "idle", the model has a lifetime,
+``evaluateCacheWarming``'s expected savings of at least $0.05) and no ``cache_warming_decision`` said "stop";
+otherwise the chance is the session's own (``return_probability``: how often its user came back within the cache
+lifetime after a run, with Pi's estimate of 0.15 as the prior), or Pi's 0.15 when the caller gives none.
+
+**The break rule** keeps batches from breaking the cache more often than the compactions they put off would have:
+a batch breaks it with the chance above; the tokens it frees put off ``tokens_freed / room`` of a compaction
+(``room``: the threshold less the context right after a compaction, keepRecentTokens and the checkpoint), and a
+compaction breaks a warm cache when it comes inside a run (Pi compacts before the next reply, which follows at once)
+but, when it comes as a run settles, only if the user is back in time (``settle_growth_share``: how much of the
+context's growth comes with a run's last reply). A batch goes in only when its chance of a break, times
+``BREAK_MARGIN`` (1.5), is at most the breaks it saves. Inside a run (chance 1) that takes a batch larger than the
+room a compaction makes, so there Pi compacts; before the user's prompt it lets batches through when the user seldom
+comes back within the lifetime, and few when the user often does. Both extension boundaries are drafts Pi appends at
+once; there is no boundary between a user's prompt and the request it starts, so a batch can never be put where the
+cache is known to have lapsed except by rule 2.
+
+The savings margin is there because a batch has a cost the savings leave out: it puts the next compaction off, and
+the requests after the one it would have been carry the larger pruned context instead of a fresh checkpoint; the
+break margin because the rule is right on average and a session's breaks come one by one. Their values and the
+threshold's share are those with which bench/prune.py's replays (bench/RESULTS.md) have no more cache breaks than
+compaction alone on every shape and both user timings of the tuning seeds, at the least cost.
 
 A batch must free at least ``min_batch_tokens``: one batch now and then, never an edit a turn.
 
@@ -51,6 +67,9 @@ IDLE_MAX_AGE_MS = 30 * 60_000  # CACHE_WARMING_MAX_IDLE_AGE_MS
 MIN_TURNS_BOUGHT = 2
 THRESHOLD_MIN_SHARE = 0.25
 SAVINGS_MARGIN = 3.0
+BREAK_MARGIN = 1.5
+# Pi's continuation probability as a prior, counted as this many of the session's own gaps.
+RETURN_PRIOR_WEIGHT = 4
 # Remaining requests counted when the context's growth is unknown, and the most ever counted.
 DEFAULT_REMAINING = 10
 MAX_REMAINING = 200
@@ -120,6 +139,15 @@ class Situation(NamedTuple):
     growth_per_turn: float | None  # the context's growth per reply (``forecast``)
     prices: Prices
     min_batch_tokens: int
+    # The session's own chance that a prompt comes within the cache lifetime after a run settles
+    # (``return_probability``); None: Pi's estimate, 0.15.
+    return_probability: float | None = None
+    # The context right after a compaction (keepRecentTokens and the checkpoint); None: not known.
+    compacted_tokens: int | None = None
+    # The share of the context's growth that comes with a run's last reply (after which Pi compacts when the run
+    # settles, before the user's next prompt) rather than inside a run (Pi compacts before the next reply, into a
+    # warm cache); None: not known, every compaction counted as a break.
+    settle_growth_share: float | None = None
 
 
 class DecisionJSON(TypedDict):
@@ -184,7 +212,61 @@ def warm_probability(s: Situation) -> float:
         and s.warming != "stop"
         and pi_would_warm_idle(s.prices, s.prompt_tokens)
     )
-    return 1.0 if idle_warming else IDLE_CONTINUATION_PROBABILITY
+    if idle_warming:
+        return 1.0
+    return IDLE_CONTINUATION_PROBABILITY if s.return_probability is None else s.return_probability
+
+
+def return_probability(gaps_ms: list[int], cache_ttl_ms: int | None) -> float | None:
+    """The chance that a prompt comes back within the cache lifetime after a run settles, from the session's own
+    gaps between a run's last reply and the next prompt: Pi's 0.15 counted as ``RETURN_PRIOR_WEIGHT`` gaps, and the
+    session's gaps on top (a user who comes back quickly has a cache that is warm more often than Pi's estimate)."""
+    if cache_ttl_ms is None:
+        return None
+    quick = sum(1 for gap in gaps_ms if 0 <= gap <= cache_ttl_ms)
+    counted = sum(1 for gap in gaps_ms if gap >= 0)
+    return (quick + IDLE_CONTINUATION_PROBABILITY * RETURN_PRIOR_WEIGHT) / (counted + RETURN_PRIOR_WEIGHT)
+
+
+def compaction_room(s: Situation) -> int | None:
+    """The growth a compaction makes room for: the threshold less the compacted context."""
+    if s.threshold is None or s.compacted_tokens is None:
+        return None
+    return max(1, s.threshold - s.compacted_tokens)
+
+
+def settle_probability(s: Situation) -> float:
+    """The chance that the cache is warm at the first request after the run settles (``warm_probability`` as at
+    ``agent_before_settle``, whatever the boundary now)."""
+    return warm_probability(s._replace(boundary="agent_before_settle"))
+
+
+def compaction_break_probability(s: Situation) -> float:
+    """The chance that a compaction breaks a warm cache: one inside a run always does (Pi compacts before the next
+    reply); one when the run settles only if the user is back before the cache lapses."""
+    share = 0.0 if s.settle_growth_share is None else min(1.0, max(0.0, s.settle_growth_share))
+    return (1.0 - share) + share * settle_probability(s)
+
+
+def break_check(s: Situation, p: float) -> Decision | None:
+    """The break rule: a refusal when the batch is expected to break the cache more often than the compactions it
+    puts off would. The batch breaks it with chance ``p``; the tokens it frees put off ``tokens_freed / room`` of a
+    compaction (``room``: the growth a compaction makes room for), each a break with
+    ``compaction_break_probability``. None: no refusal (also when nothing is known of compaction)."""
+    room = compaction_room(s)
+    if p <= 0.0 or room is None:
+        return None
+    saved = s.tokens_freed / room * compaction_break_probability(s)
+    if p * BREAK_MARGIN <= saved:
+        return None
+    return Decision(
+        False,
+        "breaks",
+        f"the cache is warm at the next request with chance {p:.2f}; {s.tokens_freed} tokens freed put off "
+        f"{s.tokens_freed / room:.2f} of a compaction ({room} tokens of room), {saved:.2f} of a cache break: "
+        f"Pi's compactions break the cache less often",
+        p,
+    )
 
 
 def decide(s: Situation) -> Decision:
@@ -196,22 +278,28 @@ def decide(s: Situation) -> Decision:
             False, "small", f"the batch frees {s.tokens_freed} tokens, under the {s.min_batch_tokens} a batch must"
         )
     growth = max(0.0, s.growth_per_turn or 0.0)
-    if s.threshold is not None and s.context_tokens + growth > s.threshold:
-        room = max(MIN_TURNS_BOUGHT * growth, THRESHOLD_MIN_SHARE * s.threshold)
-        if s.tokens_after + room <= s.threshold:
-            return Decision(
-                True,
-                "threshold",
-                f"the context ({s.context_tokens}) nears the compaction threshold ({s.threshold}); pruning alone "
-                f"brings it to {s.tokens_after}, so the compaction is put off",
-            )
-        return Decision(
-            False,
-            "compaction-due",
-            f"pruning would leave {s.tokens_after} tokens, too close to the threshold ({s.threshold}): Pi compacts",
-        )
     lapse = cold_at(s)
     p = warm_probability(s)
+    if s.threshold is not None and s.context_tokens + growth > s.threshold:
+        room = max(MIN_TURNS_BOUGHT * growth, THRESHOLD_MIN_SHARE * s.threshold)
+        if s.tokens_after + room > s.threshold:
+            return Decision(
+                False,
+                "compaction-due",
+                f"pruning would leave {s.tokens_after} tokens, too close to the threshold ({s.threshold}): Pi compacts",
+                p,
+            )
+        refused = break_check(s, p)
+        if refused is not None:
+            return refused
+        return Decision(
+            True,
+            "threshold",
+            f"the context ({s.context_tokens}) nears the compaction threshold ({s.threshold}); pruning alone "
+            f"brings it to {s.tokens_after}, so the compaction is put off",
+            p,
+            cold_at_ms=lapse,
+        )
     if p == 0.0:
         last = s.last_request_ms or 0
         return Decision(
@@ -222,6 +310,9 @@ def decide(s: Situation) -> Decision:
             p,
             cold_at_ms=lapse,
         )
+    refused = break_check(s, p)
+    if refused is not None:
+        return refused
     if not s.prices.available:
         return Decision(False, "warm", "the cache may be warm and the model has no prices to weigh it", p)
     turns = remaining_turns(s)

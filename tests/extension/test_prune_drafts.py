@@ -75,3 +75,38 @@ def test_bad_flags_are_refused(tmp_path: Path) -> None:
     for args in (["--boundary", "agent_end"], ["--boundary", "turn_end", "--warming", "maybe"]):
         result = run("pi", "prune-drafts", path, "--leaf", leaf, *WINDOW, *args)
         assert result.code == 2 and "must be" in result.stderr
+
+
+SONNET = ["--price-input", "3", "--price-output", "15", "--price-cache-read", "0.3", "--price-cache-write", "3.75"]
+
+
+def _paced(tmp_path: Path, away_s: float) -> tuple[Path, str, int]:
+    """The plain session with the user away ``away_s`` seconds before each prompt, five seconds between the rest."""
+    from datetime import UTC
+
+    sb = simple_session(turns=12, size=8000, usage=False)
+    clock = datetime(2026, 1, 5, tzinfo=UTC).timestamp()
+    for entry in sb.entries:
+        message = entry.get("message") or {}
+        clock += away_s if message.get("role") == "user" else 5
+        entry["timestamp"] = (
+            datetime.fromtimestamp(clock, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        )
+    return sb.write(tmp_path / f"paced-{away_s:g}.jsonl"), sb.entries[-1]["id"], int(clock * 1000)
+
+
+def test_before_the_prompt_a_user_who_comes_back_quickly_keeps_the_cache(tmp_path: Path) -> None:
+    settle = ["--boundary", "agent_before_settle", "--cache-ttl", "300", *SONNET]
+    # The same batch, the same warm cache ten seconds after the run's last reply; only the user's habits differ.
+    path, leaf, last = _paced(tmp_path, away_s=3600)
+    slow = _drafts(path, leaf, *settle, "--now-ms", str(last + 10_000))
+    path, leaf, last = _paced(tmp_path, away_s=30)
+    quick = _drafts(path, leaf, *settle, "--now-ms", str(last + 10_000))
+    assert slow["tokensRemoved"] == quick["tokensRemoved"] > 0
+    # Eleven gaps, none (or all) within the lifetime, on Pi's prior of 0.15 counted as four gaps.
+    assert slow["returnProbability"] == 0.6 / 15 and quick["returnProbability"] == 11.6 / 15
+    assert slow["settleShare"] == quick["settleShare"] and 0 < slow["settleShare"] < 1
+    assert slow["prune"] is True and slow["entries"]
+    # Back within the lifetime three times in four: the batch would break the cache more often than the compactions
+    # it puts off would.
+    assert quick["prune"] is False and quick["reason"] == "breaks" and quick["entries"] == []

@@ -4,11 +4,13 @@ Pi's own cache economics (``evaluateCacheWarming`` of pi-ai, asked of Pi itself)
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 
 import pytest
 
 from pi_compact.ops.prune_policy import (
+    BREAK_MARGIN,
     IDLE_CONTINUATION_PROBABILITY,
     SAVINGS_MARGIN,
     THRESHOLD_MIN_SHARE,
@@ -17,6 +19,7 @@ from pi_compact.ops.prune_policy import (
     decide,
     min_batch,
     pi_would_warm_idle,
+    return_probability,
 )
 from tests.oracle import MODULES, NODE22, NOT_INSTALLED, pi_installed
 
@@ -100,6 +103,48 @@ def test_before_settling_the_chance_of_a_warm_cache_is_pis_own() -> None:
     assert decide(big._replace(warming_mode="off")).warm_probability == IDLE_CONTINUATION_PROBABILITY
     # Mid-run the next request follows at once: a warm cache, whatever Pi would do while idle.
     assert decide(big._replace(boundary="turn_end", warming="stop")).warm_probability == 1.0
+
+
+# A compaction leaves keepRecentTokens (20k) and the checkpoint (10k): 153,616 tokens of room below the threshold.
+ROOM = 183_616 - 30_000
+
+
+def test_a_batch_breaks_the_cache_no_more_often_than_the_compactions_it_puts_off() -> None:
+    known = situation(compacted_tokens=30_000, settle_growth_share=0.0)
+    # Mid-run a batch breaks the cache for sure; 62k tokens freed put off 0.4 of a compaction: Pi compacts instead.
+    near = decide(known._replace(context_tokens=182_000, tokens_after=120_000, tokens_freed=62_000))
+    assert not near.prune and near.reason == "breaks"
+    # Before the prompt, a user back within the lifetime one time in ten: the same batch goes in...
+    settle = known._replace(boundary="agent_before_settle", return_probability=0.1)
+    assert decide(settle._replace(context_tokens=182_000, tokens_after=120_000, tokens_freed=62_000)).prune
+    # ... and a smaller one only while the breaks it saves cover its chance of one, with the margin.
+    enough = math.ceil(0.1 * BREAK_MARGIN * ROOM)
+    assert decide(settle._replace(tokens_freed=enough, tokens_after=100_000 - enough)).reason == "warming-stopped"
+    refused = decide(settle._replace(tokens_freed=enough - 100, tokens_after=100_100 - enough))
+    assert not refused.prune and refused.reason == "breaks" and refused.warm_probability == 0.1
+    # A user back in time six times in ten: nothing short of a compaction's room.
+    quick = settle._replace(return_probability=0.6)
+    assert decide(quick._replace(context_tokens=182_000, tokens_after=120_000, tokens_freed=62_000)).reason == "breaks"
+    # Where Pi's compactions come as runs settle (all the growth with a run's last reply), they break the cache only
+    # when the user is back in time too: a batch saves fewer breaks and must free more.
+    assert decide(settle._replace(tokens_freed=enough, tokens_after=100_000 - enough)).prune
+    late = settle._replace(settle_growth_share=1.0, tokens_freed=enough, tokens_after=100_000 - enough)
+    assert decide(late).reason == "breaks"
+    # A cold cache breaks nothing: the rule does not apply.
+    assert decide(known._replace(last_request_ms=NOW - 301_000)).reason == "cold"
+
+
+def test_the_chance_of_a_quick_return_is_the_sessions_own() -> None:
+    ttl = 300_000
+    assert return_probability([], ttl) == IDLE_CONTINUATION_PROBABILITY  # nothing seen: Pi's estimate
+    assert return_probability([30_000] * 4, ttl) == pytest.approx((4 + 4 * IDLE_CONTINUATION_PROBABILITY) / 8)
+    assert return_probability([3_600_000] * 4, ttl) == pytest.approx(4 * IDLE_CONTINUATION_PROBABILITY / 8)
+    assert return_probability([ttl, ttl + 1, -5], ttl) == pytest.approx((1 + 0.6) / 6)  # a clock gone back: unused
+    assert return_probability([30_000], None) is None  # no lifetime: Pi's estimate stands
+    # It is the chance used before the prompt; mid-run the next request follows at once.
+    settle = situation(boundary="agent_before_settle", return_probability=0.4)
+    assert decide(settle).warm_probability == 0.4
+    assert decide(settle._replace(boundary="turn_end")).warm_probability == 1.0
 
 
 @pytest.mark.skipif(not pi_installed(), reason=NOT_INSTALLED)
