@@ -132,12 +132,18 @@ def test_v33_a_ledger_line_says_what_was_done_and_which_errors_a_later_call_reso
     ]
     resolved = resolutions([items])
     assert resolved == {(0, 1, 0): "a3"}
-    full, short = segment_lines(items, 0, 0, len(items), resolved)
+    full, short, terse = segment_lines(items, 0, 0, len(items), resolved)
     assert full.startswith("[a1..a4] edited src/tax.ts; wrote src/round.ts; read src/b.ts; ran ")
     assert '"npm test" → error (ok later, [a3])' in full
     assert 'said: "I\'ll round once, at the end, instead of per line."' in full
     assert len(short) < len(full)
     assert "ran 3 commands (1 failed): " in short and '"git commit -m \\"fix rounding\\"" → ok' in short
+    # The terse line: the decision as its clause, the files changed and the commit; no reads, no lead sentence.
+    assert terse == (
+        "[a1..a4] round once, at the end, instead of per line; changed src/tax.ts, src/round.ts; "
+        '"git commit -m \\"fix rounding\\"" → ok'
+    )
+    assert len(terse) < len(short)
 
 
 def test_v33_signatures_read_back_into_calls() -> None:

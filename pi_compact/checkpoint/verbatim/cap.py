@@ -7,16 +7,18 @@ oldest first within each stage:
    written and edited, commands run and how they ended, errors resolved or not, the lead sentence of the reply;
 2. ledger lines are shortened (counts in place of read paths and commands, a shorter lead sentence);
 3. facts taken from removed tool outputs are dropped;
-4. ledger lines are removed (``[…]`` stands for a removed run between two kept items);
-5. the facts that are errors are dropped last of the non-user content.
+4. ledger lines are cut to their terse form (what was decided or found, as its value-bearing clause; files
+   changed; commits and unresolved failures);
+5. terse lines are removed (``[…]`` stands for a removed run between two kept items);
+6. the facts that are errors are dropped last of the non-user content.
 
-Within a stage, what goes first is what is worth least to a resumed agent: ledger lines are removed lowest value
-first (oldest first among equals), and a shortened user message keeps its most valuable sentences (see
+Within a stage, what goes first is what is worth least to a resumed agent: terse lines are removed lowest value
+per character first (oldest first among equals), and a shortened user message keeps its most valuable sentences (see
 ``sentence_value``: rulings, values, numbers, paths, identifiers, errors), in their order, the gaps marked.
 
 Then (V20 step 2) long user messages become marked stubs that keep their first sentence (often the ask) and the
 sentences of the rest that carry the most, then the paths, identifiers and numbers left; when stubs were needed,
-stages 1–5 are run again from the start so that the newest
+stages 1–6 are run again from the start so that the newest
 runs come back in whatever form fits. Then every user message is cut to a short trace (its head, its id), oldest
 first, then to a bare one (its first 40 characters), and only as a last resort (V20 step 3) are the oldest user
 messages removed, the last one reached keeping the longest stub that fits.
@@ -43,6 +45,7 @@ from pi_compact.checkpoint.verbatim.spans import (
     GONE,
     RECOVER_HINT,
     SHORT,
+    TERSE,
     Span,
     SpanLayout,
     TrimState,
@@ -557,8 +560,8 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
         steps: list[Step] = [
             (si, "level", k, level) for si, layout in enumerate(layouts) for k in range(len(layout.segments))
         ]
-        if level == GONE:  # the ledger lines worth least go first (oldest first among equals)
-            steps.sort(key=lambda step: sentence_value(layouts[step[0]].ledger[step[2]][1]))
+        if level == GONE:  # the terse lines worth least per character go first (oldest first among equals)
+            steps.sort(key=lambda step: _line_value(layouts[step[0]].ledger[step[2]][2]))
         return steps
 
     def fact_steps(errors: bool) -> list[Step]:
@@ -594,11 +597,15 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
             if op == "level":
                 start, end = layout.segments[target]
                 body = sum(js_len(item.text) + len(item.head) + 14 for item in layout.span.items[start:end])
-                full, short = layout.ledger[target]
+                full, short, terse = layout.ledger[target]
+                gone = len(terse) - MARKER_CHARS if terse else 0
                 out.append(
-                    {CONDENSED: body - len(full), SHORT: len(full) - len(short), GONE: len(short) - MARKER_CHARS}[
-                        int(value)  # type: ignore[call-overload]
-                    ]
+                    {
+                        CONDENSED: body - len(full),
+                        SHORT: len(full) - len(short),
+                        TERSE: len(short) - len(terse) if terse else len(short) - MARKER_CHARS,
+                        GONE: gone,
+                    }[int(value)]  # type: ignore[call-overload]
                 )
             elif op == "facts":
                 out.append(js_len(layout.facts[target - 1]) + 1)
@@ -610,7 +617,14 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
         return out
 
     def non_user() -> bool:
-        stages = (seg_steps(CONDENSED), seg_steps(SHORT), fact_steps(False), seg_steps(GONE), fact_steps(True))
+        stages = (
+            seg_steps(CONDENSED),
+            seg_steps(SHORT),
+            fact_steps(False),
+            seg_steps(TERSE),
+            seg_steps(GONE),
+            fact_steps(True),
+        )
         return any(fitter.run(steps, gains(steps)) for steps in stages)
 
     fits = non_user()
@@ -638,6 +652,14 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
     text = join_spans(layouts, fitter.texts)
     removed = any(state.removed for state in fitter.states)
     return CapResult(text, tuple(state.changed for state in fitter.states), js_len(text), fits, removed)
+
+
+def _line_value(line: str) -> float:
+    """What a terse ledger line is worth per character (an empty one nothing): what the cap removes last."""
+    if not line:
+        return -1.0
+    body = line.partition("] ")[2] if line.startswith("[") else line
+    return sentence_value(body, whole=False) / (len(line) + 40)
 
 
 def _is_error_fact(line: str) -> bool:
