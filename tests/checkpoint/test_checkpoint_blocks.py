@@ -189,7 +189,7 @@ def test_v35_a_stub_keeps_the_head_and_what_identifies_the_rest() -> None:
     text += "noise line\n" * 300 + "Can you find out what's wrong?"
     stub = user_stub(text)
     assert stub.startswith("Please look at this log.")
-    kept = stub.split("[user message shortened by the size cap", 1)[0]  # chosen by value, not by position
+    kept = stub.split("[shortened: ", 1)[0]  # chosen by value, not by position
     assert "Can you find out what's wrong?" in kept and "KeyError: 'ledger_id'" in kept
     assert "src/billing/ledger.py:214" in stub
     assert len(stub) <= 520

@@ -71,6 +71,11 @@ BLOCK_SHARE = 0.85
 BLOCK_MIN_CHARS = 400
 TRACE_COST_CHARS = 100  # what the shortest trace of a user message costs: header, opening words, mark, gap marker
 GAP = "[…]"  # between two kept sentences of a shortened message
+# The marks of a shortened user message (the span's note says the size cap did it and how to recover it): what is
+# shown of how many characters, and for a stub what else it keeps of the rest. Short, since every message may carry
+# one.
+STUB_MARK = "shortened:"
+TRACE_MARK = "trace:"
 
 # What makes a sentence or a line worth keeping for a resumed agent, and how much (see ``sentence_value``).
 _PATHLIKE = re.compile(
@@ -271,7 +276,7 @@ def user_stub(text: str, keep: int = STUB_CHARS, seen: str = "") -> str:
     cut. Sentences the checkpoint shows elsewhere (``seen``, the standing instructions) come last."""
     if keep < MIN_STUB_CHARS:  # a trace: the sentence worth most, cut at a word
         kept, shown = best_sentences(text, keep + len(GAP) + 1, first_bonus=0.0, gaps=False, seen=seen)
-        return f"{kept.rstrip('…')}… [size cap: {shown} of {len(text)} characters]"
+        return f"{kept.rstrip('…')}… [{TRACE_MARK} {shown} of {len(text)} chars]"
     # A short stub (every message cut to a trace) keeps the sentences worth most, the first one (the ask of a turn
     # that is over) hardly ahead of them; a long one keeps its first sentence first, and room for the rest's names.
     short = keep <= 2 * TRACE_CHARS
@@ -279,8 +284,8 @@ def user_stub(text: str, keep: int = STUB_CHARS, seen: str = "") -> str:
     left = keep - len(kept)
     rest = "\n".join(text[a:b] for a, b in _pieces(text) if text[a:b] not in kept and sentence_value(text[a:b]) > 0)
     extras = salient_parts(rest, left) if left > 20 else ""
-    extra = f"; kept from the rest: {extras}" if extras else ""
-    return f"{kept} [user message shortened by the size cap: {shown} of {len(text)} characters shown{extra}]"
+    extra = f"; also: {extras}" if extras else ""
+    return f"{kept} [{STUB_MARK} {shown} of {len(text)} chars{extra}]"
 
 
 Compress = Callable[[Sequence[str], int], list[str]]
