@@ -283,7 +283,7 @@ def user_stub(text: str, keep: int = STUB_CHARS, seen: str = "") -> str:
     kept, shown = best_sentences(text, keep if short else int(keep * 0.8), first_bonus=1.0 if short else 4.0, seen=seen)
     left = keep - len(kept)
     rest = "\n".join(text[a:b] for a, b in _pieces(text) if text[a:b] not in kept and sentence_value(text[a:b]) > 0)
-    extras = salient_parts(rest, left) if left > 20 else ""
+    extras = salient_parts(rest, left) if left > 20 and not short else ""
     extra = f"; also: {extras}" if extras else ""
     return f"{kept} [{STUB_MARK} {shown} of {len(text)} chars{extra}]"
 

@@ -51,7 +51,7 @@ _STATED = re.compile(
 _CLAUSE = re.compile(r"(?<=[;:])\s+|\s+(?=—|–)|,?\s+(?=because\b|since\b|so that\b|to stay\b)")
 _LEAD_IN = re.compile(
     r"^(?:(?:so|ok|okay|right|good|found it|done|now|next|then|also|here)[,:]?\s+)+|"
-    r"^(?:I'll|I will|I'm going to|let's|we'll|we will|I decided to|decided to)\s+(?:use\s+(?:an?\s+|the\s+)?)?",
+    r"^(?:I'll|I will|I'm going to|let's|we'll|we will|I decided to|decided to)\s+(?:use\s+)?",
     re.IGNORECASE,
 )
 # What makes a clause worth a terse line: a choice made against another, or something it names (a number, a path,
