@@ -57,7 +57,7 @@ from pi_compact.js import js_len
 SPAN_SEPARATOR = "\n\n"
 LONG_USER_CHARS = 800  # a user message longer than this may be shortened in step 2
 STUB_CHARS = 400  # what a shortened user message keeps (head and salient parts together)
-TRACE_CHARS = 120  # what a user message keeps when every message is cut to a trace
+TRACE_CHARS = 150  # what a user message keeps when every message is cut to a short stub (its marks are short)
 MIN_TRACE_CHARS = 40  # the last trace before any user message is removed: its opening words and its id
 MIN_STUB_CHARS = 60  # the shortest stub worth keeping when the last resort reaches a user message
 MIN_CONVERSATION_CHARS = 500  # the conversation part never gets a smaller budget than this
