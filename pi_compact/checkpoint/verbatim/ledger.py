@@ -44,8 +44,8 @@ DECISION_CHARS = 160
 _COMMIT = re.compile(r"\bgit\b.*\bcommit\b")
 # A value stated or found in a reply: "the flag is dash_x_5724", "the query takes 6748 ms", "caps the series at 40".
 _STATED = re.compile(
-    r"\b(?:is|are|was|equals|set to|stays at|takes|took|listens on|defaults? to|every|limit(?:ed)? to|caps?\b.*\bat|"
-    r"now)\s+(?:[a-z]+\s+)?`?[\w./-]*\d",
+    r"\b(?:is|are|was|equals|set to|stays at|takes|took|listens on|defaults? to|every|limit(?:ed)? to|"
+    r"caps?\b[^.;\n]{0,60}?\bat|now)\s+(?:[a-z]+\s+)?`?[\w./-]*\d",
     re.IGNORECASE,
 )
 _CLAUSE = re.compile(r"(?<=[;:])\s+|\s+(?=—|–)|,?\s+(?=because\b|since\b|so that\b|to stay\b)")
