@@ -306,6 +306,7 @@ class Setting:
     compactions: int | None = None  # None: whenever Pi's check says so; N: after the turns that end each Nth
     compactor: str = "picompact"  # or "pi-vcc": the peer's compile() on Pi's span (PICOMPACT_PIVCC)
     peer_sizes: tuple[int, ...] | None = None  # "at pi-vcc's size": the peer's brief tokens, compaction by compaction
+    sizes_given: bool = False  # peer_sizes came from --peer-sizes (a run of the peer recorded earlier), not a run
 
     @property
     def reserve(self) -> int:
@@ -316,7 +317,8 @@ class Setting:
         if self.compactor == PEER:
             return PEER
         if self.peer_sizes is not None:
-            return PEER_SIZE
+            given = "/".join(dict.fromkeys(str(n) for n in self.peer_sizes))
+            return f"{PEER_SIZE} ({given} given)" if self.sizes_given else PEER_SIZE
         return "default" if self.cap is None else str(self.cap)
 
     def flags(self) -> list[str]:
@@ -665,6 +667,29 @@ def peer_settings(args: argparse.Namespace) -> list[Setting]:
     ]
 
 
+def given_sizes(args: argparse.Namespace) -> list[Setting]:
+    """Runs of picompact at sizes given by ``--peer-sizes`` (``SHAPE-SIZE=N`` or ``=N1/N2/…``, comma-separated: the
+    tokens of the peer's brief at each compaction of that chain, as a run with the peer recorded them; one number
+    holds every compaction to it), at the first window, for the shapes and sizes asked for."""
+    if not args.peer_sizes:
+        return []
+    given: dict[str, tuple[int, ...]] = {}
+    for part in args.peer_sizes.split(","):
+        key, _, numbers = part.partition("=")
+        given[key.strip()] = tuple(int(n) for n in numbers.split("/") if n)
+    window, keep = parse_windows(args.windows)[0]
+    out = []
+    for shape in [s for s in args.shapes.split(",") if s]:
+        for size, compactions in parse_sizes(args.sizes):
+            sizes = given.get(f"{shape}-{qs.size_label(size)}")
+            if not sizes:
+                continue
+            if len(sizes) == 1 and compactions:
+                sizes = sizes * compactions
+            out.append(Setting(size, window, keep, None, shape, compactions, peer_sizes=sizes, sizes_given=True))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -675,6 +700,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default=DEFAULT_SHAPES, help=f"session shapes: {', '.join(qs.SHAPES)}")
     ap.add_argument("--windows", default=DEFAULT_WINDOWS, help="WINDOW:KEEP,… (reserve = window/4)")
     ap.add_argument("--caps", default=DEFAULT_CAPS, help="checkpoint caps for the first window (default: all)")
+    ap.add_argument(
+        "--peer-sizes",
+        default="",
+        help="SHAPE-SIZE=N[/N…],…: also run picompact held to these tokens (summary + re-orientation) at each "
+        "compaction, the peer's brief sizes of an earlier run (e.g. task-100k=2707)",
+    )
     ap.add_argument("--caps-everywhere", action="store_true", help="run every cap at every window")
     ap.add_argument("--tree", type=Path, default=ROOT, help="the picompact source tree whose compact is measured")
     ap.add_argument("--seed", type=int, default=1)
@@ -689,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
     tree = args.tree.resolve()
     if not (tree / "pi_compact" / "__init__.py").exists():
         ap.error(f"{tree} holds no pi_compact package")
-    jobs = settings(args)
+    jobs = settings(args) + given_sizes(args)
     peers = peer_settings(args)
     peer_note = None
     if peers and not os.environ.get(PEER_ENV):

@@ -234,3 +234,21 @@ def test_files_and_sentences_are_scored_from_the_compacted_entries(
     content.score(reading, scores)
     assert scores["file"].found == 1 and scores["file"].total == len(set(content.files[file_entry]))
     assert scores["sentence"].found == 1 and scores["sentence"].total == len(content.sentences[ids[0]])
+
+
+def test_peer_sizes_given_run_picompact_at_those_sizes_compaction_by_compaction(
+    bench: tuple[ModuleType, ModuleType],
+) -> None:
+    _, q = bench
+    args = q.argparse.Namespace(
+        peer_sizes="task-100k=2707,pasted-30k=1900/2427",
+        shapes="task,pasted,rulings",
+        sizes="30k:2,100k:3",
+        windows="32000:8000",
+    )
+    runs = {(s.shape, s.size): s for s in q.given_sizes(args)}
+    assert set(runs) == {("task", 100_000), ("pasted", 30_000)}  # only the shapes and sizes given
+    assert runs[("task", 100_000)].peer_sizes == (2707, 2707, 2707)  # one number: every compaction of the chain
+    assert runs[("pasted", 30_000)].peer_sizes == (1900, 2427)
+    assert runs[("pasted", 30_000)].cap_label == "pi-vcc size (1900/2427 given)"
+    assert runs[("task", 100_000)].compactions == 3 and runs[("task", 100_000)].window == 32000

@@ -132,12 +132,18 @@ def test_v33_a_ledger_line_says_what_was_done_and_which_errors_a_later_call_reso
     ]
     resolved = resolutions([items])
     assert resolved == {(0, 1, 0): "a3"}
-    full, short = segment_lines(items, 0, 0, len(items), resolved)
+    full, short, terse = segment_lines(items, 0, 0, len(items), resolved)
     assert full.startswith("[a1..a4] edited src/tax.ts; wrote src/round.ts; read src/b.ts; ran ")
     assert '"npm test" → error (ok later, [a3])' in full
     assert 'said: "I\'ll round once, at the end, instead of per line."' in full
     assert len(short) < len(full)
     assert "ran 3 commands (1 failed): " in short and '"git commit -m \\"fix rounding\\"" → ok' in short
+    # The terse line: the decision as its clause, the files changed and the commit; no reads, no lead sentence.
+    assert terse == (
+        "[a1..a4] round once, at the end, instead of per line; changed src/tax.ts, src/round.ts; "
+        '"git commit -m \\"fix rounding\\"" → ok'
+    )
+    assert len(terse) < len(short)
 
 
 def test_v33_signatures_read_back_into_calls() -> None:
@@ -183,7 +189,7 @@ def test_v35_a_stub_keeps_the_head_and_what_identifies_the_rest() -> None:
     text += "noise line\n" * 300 + "Can you find out what's wrong?"
     stub = user_stub(text)
     assert stub.startswith("Please look at this log.")
-    kept = stub.split("[user message shortened by the size cap", 1)[0]  # chosen by value, not by position
+    kept = stub.split("[shortened: ", 1)[0]  # chosen by value, not by position
     assert "Can you find out what's wrong?" in kept and "KeyError: 'ledger_id'" in kept
     assert "src/billing/ledger.py:214" in stub
     assert len(stub) <= 520

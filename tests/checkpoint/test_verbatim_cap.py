@@ -95,8 +95,8 @@ def test_v20_long_user_messages_become_stubs_that_keep_what_identifies_them(
     span_text = conversation(cp.summary)
     assert "START OF PASTE" in span_text
     stub = span_text.split("START OF PASTE", 1)[1].split("\n\n", 1)[0]
-    assert f"characters shown of {len(paste)}" not in stub
-    assert f"of {len(paste)} characters shown" in stub  # its sentences chosen by value, the gaps marked
+    assert f"chars of {len(paste)}" not in stub
+    assert f"of {len(paste)} chars" in stub  # its sentences chosen by value, the gaps marked
     # the head, then the error line, the path and the last line of the part that was cut, in their order
     assert "KeyError: 'ledger_id'" in stub and "src/billing/ledger.py:214" in stub and "END OF PASTE" in stub
     assert len(stub) < 800
@@ -118,7 +118,7 @@ def test_v20_every_user_message_keeps_a_trace_before_any_is_removed(builder: Ses
         if "removed by the size cap: entr" in cp.summary and present != list(range(20)):
             assert found_traces, "a user message was removed before every message was cut to a trace"
             break
-        if present == list(range(20)) and "user message shortened by the size cap" in cp.summary:
+        if present == list(range(20)) and "[shortened: " in cp.summary:
             found_traces = True
     assert found_traces
 
@@ -225,7 +225,7 @@ def test_v22_fully_removed_spans_still_say_so_in_one_tag() -> None:
         'trimmed="true">[all of them removed by the size cap; recover the originals by entry id]</span>'
     )
     # the newest message survives as a marked trace
-    assert "[a10] user:\n" + "0" * 40 + "… [size cap: 40 of 3000 characters]" in result.text
+    assert "[a10] user:\n" + "0" * 40 + "… [trace: 40 of 3000 chars]" in result.text
     assert "0" * 3000 not in result.text
 
 

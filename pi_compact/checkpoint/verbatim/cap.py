@@ -7,16 +7,18 @@ oldest first within each stage:
    written and edited, commands run and how they ended, errors resolved or not, the lead sentence of the reply;
 2. ledger lines are shortened (counts in place of read paths and commands, a shorter lead sentence);
 3. facts taken from removed tool outputs are dropped;
-4. ledger lines are removed (``[…]`` stands for a removed run between two kept items);
-5. the facts that are errors are dropped last of the non-user content.
+4. ledger lines are cut to their terse form (what was decided or found, as its value-bearing clause; files
+   changed; commits and unresolved failures);
+5. terse lines are removed (``[…]`` stands for a removed run between two kept items);
+6. the facts that are errors are dropped last of the non-user content.
 
-Within a stage, what goes first is what is worth least to a resumed agent: ledger lines are removed lowest value
-first (oldest first among equals), and a shortened user message keeps its most valuable sentences (see
+Within a stage, what goes first is what is worth least to a resumed agent: terse lines are removed lowest value
+per character first (oldest first among equals), and a shortened user message keeps its most valuable sentences (see
 ``sentence_value``: rulings, values, numbers, paths, identifiers, errors), in their order, the gaps marked.
 
 Then (V20 step 2) long user messages become marked stubs that keep their first sentence (often the ask) and the
 sentences of the rest that carry the most, then the paths, identifiers and numbers left; when stubs were needed,
-stages 1–5 are run again from the start so that the newest
+stages 1–6 are run again from the start so that the newest
 runs come back in whatever form fits. Then every user message is cut to a short trace (its head, its id), oldest
 first, then to a bare one (its first 40 characters), and only as a last resort (V20 step 3) are the oldest user
 messages removed, the last one reached keeping the longest stub that fits.
@@ -43,6 +45,7 @@ from pi_compact.checkpoint.verbatim.spans import (
     GONE,
     RECOVER_HINT,
     SHORT,
+    TERSE,
     Span,
     SpanLayout,
     TrimState,
@@ -54,7 +57,7 @@ from pi_compact.js import js_len
 SPAN_SEPARATOR = "\n\n"
 LONG_USER_CHARS = 800  # a user message longer than this may be shortened in step 2
 STUB_CHARS = 400  # what a shortened user message keeps (head and salient parts together)
-TRACE_CHARS = 120  # what a user message keeps when every message is cut to a trace
+TRACE_CHARS = 150  # what a user message keeps when every message is cut to a short stub (its marks are short)
 MIN_TRACE_CHARS = 40  # the last trace before any user message is removed: its opening words and its id
 MIN_STUB_CHARS = 60  # the shortest stub worth keeping when the last resort reaches a user message
 MIN_CONVERSATION_CHARS = 500  # the conversation part never gets a smaller budget than this
@@ -68,6 +71,11 @@ BLOCK_SHARE = 0.85
 BLOCK_MIN_CHARS = 400
 TRACE_COST_CHARS = 100  # what the shortest trace of a user message costs: header, opening words, mark, gap marker
 GAP = "[…]"  # between two kept sentences of a shortened message
+# The marks of a shortened user message (the span's note says the size cap did it and how to recover it): what is
+# shown of how many characters, and for a stub what else it keeps of the rest. Short, since every message may carry
+# one.
+STUB_MARK = "shortened:"
+TRACE_MARK = "trace:"
 
 # What makes a sentence or a line worth keeping for a resumed agent, and how much (see ``sentence_value``).
 _PATHLIKE = re.compile(
@@ -268,16 +276,16 @@ def user_stub(text: str, keep: int = STUB_CHARS, seen: str = "") -> str:
     cut. Sentences the checkpoint shows elsewhere (``seen``, the standing instructions) come last."""
     if keep < MIN_STUB_CHARS:  # a trace: the sentence worth most, cut at a word
         kept, shown = best_sentences(text, keep + len(GAP) + 1, first_bonus=0.0, gaps=False, seen=seen)
-        return f"{kept.rstrip('…')}… [size cap: {shown} of {len(text)} characters]"
+        return f"{kept.rstrip('…')}… [{TRACE_MARK} {shown} of {len(text)} chars]"
     # A short stub (every message cut to a trace) keeps the sentences worth most, the first one (the ask of a turn
     # that is over) hardly ahead of them; a long one keeps its first sentence first, and room for the rest's names.
     short = keep <= 2 * TRACE_CHARS
     kept, shown = best_sentences(text, keep if short else int(keep * 0.8), first_bonus=1.0 if short else 4.0, seen=seen)
     left = keep - len(kept)
     rest = "\n".join(text[a:b] for a, b in _pieces(text) if text[a:b] not in kept and sentence_value(text[a:b]) > 0)
-    extras = salient_parts(rest, left) if left > 20 else ""
-    extra = f"; kept from the rest: {extras}" if extras else ""
-    return f"{kept} [user message shortened by the size cap: {shown} of {len(text)} characters shown{extra}]"
+    extras = salient_parts(rest, left) if left > 20 and not short else ""
+    extra = f"; also: {extras}" if extras else ""
+    return f"{kept} [{STUB_MARK} {shown} of {len(text)} chars{extra}]"
 
 
 Compress = Callable[[Sequence[str], int], list[str]]
@@ -557,8 +565,8 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
         steps: list[Step] = [
             (si, "level", k, level) for si, layout in enumerate(layouts) for k in range(len(layout.segments))
         ]
-        if level == GONE:  # the ledger lines worth least go first (oldest first among equals)
-            steps.sort(key=lambda step: sentence_value(layouts[step[0]].ledger[step[2]][1]))
+        if level == GONE:  # the terse lines worth least per character go first (oldest first among equals)
+            steps.sort(key=lambda step: _line_value(layouts[step[0]].ledger[step[2]][2]))
         return steps
 
     def fact_steps(errors: bool) -> list[Step]:
@@ -594,11 +602,15 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
             if op == "level":
                 start, end = layout.segments[target]
                 body = sum(js_len(item.text) + len(item.head) + 14 for item in layout.span.items[start:end])
-                full, short = layout.ledger[target]
+                full, short, terse = layout.ledger[target]
+                gone = len(terse) - MARKER_CHARS if terse else 0
                 out.append(
-                    {CONDENSED: body - len(full), SHORT: len(full) - len(short), GONE: len(short) - MARKER_CHARS}[
-                        int(value)  # type: ignore[call-overload]
-                    ]
+                    {
+                        CONDENSED: body - len(full),
+                        SHORT: len(full) - len(short),
+                        TERSE: len(short) - len(terse) if terse else len(short) - MARKER_CHARS,
+                        GONE: gone,
+                    }[int(value)]  # type: ignore[call-overload]
                 )
             elif op == "facts":
                 out.append(js_len(layout.facts[target - 1]) + 1)
@@ -610,7 +622,14 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
         return out
 
     def non_user() -> bool:
-        stages = (seg_steps(CONDENSED), seg_steps(SHORT), fact_steps(False), seg_steps(GONE), fact_steps(True))
+        stages = (
+            seg_steps(CONDENSED),
+            seg_steps(SHORT),
+            fact_steps(False),
+            seg_steps(TERSE),
+            seg_steps(GONE),
+            fact_steps(True),
+        )
         return any(fitter.run(steps, gains(steps)) for steps in stages)
 
     fits = non_user()
@@ -638,6 +657,14 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
     text = join_spans(layouts, fitter.texts)
     removed = any(state.removed for state in fitter.states)
     return CapResult(text, tuple(state.changed for state in fitter.states), js_len(text), fits, removed)
+
+
+def _line_value(line: str) -> float:
+    """What a terse ledger line is worth per character (an empty one nothing): what the cap removes last."""
+    if not line:
+        return -1.0
+    body = line.partition("] ")[2] if line.startswith("[") else line
+    return sentence_value(body, whole=False) / (len(line) + 40)
 
 
 def _is_error_fact(line: str) -> bool:

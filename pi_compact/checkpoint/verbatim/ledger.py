@@ -2,7 +2,8 @@
 
 A *segment* is a maximal run of non-user items in a span (what the agent did between two user messages). When
 the cap needs the room, a segment's items are replaced by its ledger line, which says in one line what was done
-and how it ended, then by a shorter line, and only then removed::
+and how it ended, then by a shorter line, then by a terse one (only what was decided or found, as the clause that
+carries it, the files changed, commits and unresolved failures), and only then removed::
 
     [b2c3d4e5..c3d4e5f6] edited src/tax.ts; wrote src/round.ts; read 2 files; ran "npm test" → error (ok later,
     [d4e5f6a7]), "git commit -m \\"fix rounding\\"" → ok; said: "The rounding now happens once, at the end."
@@ -41,6 +42,25 @@ _DECISION = re.compile(
 MAX_DECISIONS = 2
 DECISION_CHARS = 160
 _COMMIT = re.compile(r"\bgit\b.*\bcommit\b")
+# A value stated or found in a reply: "the flag is dash_x_5724", "the query takes 6748 ms", "caps the series at 40".
+_STATED = re.compile(
+    r"\b(?:is|are|was|equals|set to|stays at|takes|took|listens on|defaults? to|every|limit(?:ed)? to|"
+    r"caps?\b[^.;\n]{0,60}?\bat|now)\s+(?:[a-z]+\s+)?`?[\w./-]*\d",
+    re.IGNORECASE,
+)
+_CLAUSE = re.compile(r"(?<=[;:])\s+|\s+(?=—|–)|,?\s+(?=because\b|since\b|so that\b|to stay\b)")
+_LEAD_IN = re.compile(
+    r"^(?:(?:so|ok|okay|right|good|found it|done|now|next|then|also|here)[,:]?\s+)+|"
+    r"^(?:I'll|I will|I'm going to|let's|we'll|we will|I decided to|decided to)\s+(?:use\s+)?",
+    re.IGNORECASE,
+)
+# What makes a clause worth a terse line: a choice made against another, or something it names (a number, a path,
+# an identifier); "I'll read the module first" is a plan, not a decision.
+_CHOICE = re.compile(r"\b(?:instead of|rather than|chose|decided|going with|switch(?:ed)? to|root cause)\b", re.I)
+_REASON = re.compile(r"\s*(?:because|since|so that|to stay)\b", re.I)
+_NAMED = re.compile(r"\d|\w[_./]\w|`|\b[a-z]+[A-Z]\w*")
+TERSE_CLAUSE_CHARS = 70  # one clause of a terse ledger line
+MAX_TERSE_CLAUSES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +122,32 @@ def decision_sentences(texts: Sequence[str], skip: str = "") -> list[str]:
     return found[:MAX_DECISIONS]
 
 
+def _value_clause(sentence: str) -> str:
+    """The clause of ``sentence`` that carries its decision or value, its lead-in words ("I'll use", "Found it:")
+    left out, cut to ``TERSE_CLAUSE_CHARS``: ``a trie for the X lookups instead of a hash map``."""
+    clauses = [c for c in _CLAUSE.split(sentence) if c.strip()]
+    best = next((c for c in clauses if _CHOICE.search(c)), None)
+    best = best or next((c for c in clauses if _STATED.search(c)), None)
+    best = best or next((c for c in clauses if _DECISION.search(c) and not _REASON.match(c)), None) or clauses[0]
+    best = _LEAD_IN.sub("", best.strip().rstrip(".,;:")).strip()
+    return shorten(best, TERSE_CLAUSE_CHARS)
+
+
+def value_clauses(texts: Sequence[str]) -> list[str]:
+    """What the replies decided or found, each as its value-bearing clause (see ``_value_clause``), in order: the
+    sentences that state a choice or a value, up to ``MAX_TERSE_CLAUSES``, the newest when there are more."""
+    found: list[str] = []
+    for text in texts:
+        for sentence in sentences(text):
+            if len(sentence) < 20 or sentence.endswith("?"):
+                continue
+            if _DECISION.search(sentence) or _STATED.search(sentence):
+                clause = _value_clause(sentence)
+                if clause and clause not in found and (_CHOICE.search(clause) or _NAMED.search(clause)):
+                    found.append(clause)
+    return found[-MAX_TERSE_CLAUSES:]
+
+
 def lead_sentence(text: str, limit: int = LEAD_CHARS) -> str:
     """The first sentence of a reply, one line, cut to ``limit`` characters with ``…``."""
     flat = text.strip()
@@ -151,8 +197,13 @@ def _paths(paths: list[str], limit: int = MAX_PATHS) -> str:
     return shown + (f" (+{len(unique) - limit} more)" if len(unique) > limit else "")
 
 
-def segment_lines(items: Sequence[SpanItem], si: int, start: int, end: int, resolved: Resolutions) -> tuple[str, str]:
-    """The full and the short ledger line of the segment ``items[start:end]`` of span ``si``."""
+def segment_lines(
+    items: Sequence[SpanItem], si: int, start: int, end: int, resolved: Resolutions
+) -> tuple[str, str, str]:
+    """The full, the short and the terse ledger line of the segment ``items[start:end]`` of span ``si``. The terse
+    line keeps only what a resumed agent could not easily find again, each as its value-bearing clause: what the
+    replies decided or found, the files written and edited, commits and failures not resolved; it is empty when the
+    segment holds none of these (the cap then removes the segment instead)."""
     files: dict[str, list[str]] = {verb: [] for verb in FILE_VERBS.values()}
     commands: list[str] = []
     command_calls = 0
@@ -237,7 +288,20 @@ def segment_lines(items: Sequence[SpanItem], si: int, start: int, end: int, reso
             short.append(f'noted: "{shorten(decided[0], SHORT_LEAD_CHARS + 30)}"')
     body_full = "; ".join(full) or "nothing to report"
     body_short = "; ".join(short) or "nothing to report"
-    return where + body_full, where + body_short
+    terse: list[str] = []
+    clauses = value_clauses(proses)
+    if clauses:
+        terse.append("; ".join(clauses))
+    changed = [p for verb in ("edited", "wrote") for p in files[verb]]
+    if changed:
+        terse.append("changed " + _paths(changed, 2))
+    terse.extend(kept_commands[:2])
+    if errors_other:
+        terse.append(errors_other[0])
+    line_terse = (where + "; ".join(terse)) if terse else ""
+    if len(line_terse) >= len(where + body_short):  # never longer than the short line it stands in for
+        line_terse = where + body_short
+    return where + body_full, where + body_short, line_terse
 
 
 def open_errors(

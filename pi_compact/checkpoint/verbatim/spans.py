@@ -334,12 +334,13 @@ FACTS_HEAD = "facts from the removed tool output:"
 
 @dataclass(frozen=True, slots=True)
 class SpanLayout:
-    """A span with what the cap can put in place of its parts: each segment's full and short ledger line, and
-    its facts as rendered lines (oldest first)."""
+    """A span with what the cap can put in place of its parts: each segment's full, short and terse ledger line
+    (the terse one empty when the segment holds nothing it keeps), and its facts as rendered lines (oldest
+    first)."""
 
     span: Span
     segments: tuple[tuple[int, int], ...]
-    ledger: tuple[tuple[str, str], ...]
+    ledger: tuple[tuple[str, str, str], ...]
     facts: tuple[str, ...]
 
 
@@ -350,8 +351,8 @@ def span_layout(span: Span, index: int = 0, resolved: Resolutions | None = None)
     return SpanLayout(span, runs, ledger, tuple(render_facts(span.facts)))
 
 
-# Levels of a segment under the cap.
-KEPT, CONDENSED, SHORT, GONE = 0, 1, 2, 3
+# Levels of a segment under the cap: its items, its full, short and terse ledger line, nothing.
+KEPT, CONDENSED, SHORT, TERSE, GONE = 0, 1, 2, 3, 4
 
 
 @dataclass(slots=True)
@@ -394,8 +395,9 @@ def _plural(n: int, word: str) -> str:
 
 def trim_note(layout: SpanLayout, state: TrimState) -> str:
     """The recovery note of a span the cap changed."""
-    condensed = sum(1 for level in state.levels.values() if level in (CONDENSED, SHORT))
-    gone = sum(1 for level in state.levels.values() if level == GONE)
+    levels = [_level(layout, k, level) for k, level in state.levels.items()]
+    condensed = sum(1 for level in levels if level in (CONDENSED, SHORT, TERSE))
+    gone = sum(1 for level in levels if level == GONE)
     shortened = sum(1 for i in state.short if i not in state.removed)
     parts = []
     if condensed:
@@ -409,6 +411,11 @@ def trim_note(layout: SpanLayout, state: TrimState) -> str:
     if state.facts_dropped:
         parts.append(_plural(min(state.facts_dropped, len(layout.facts)), "fact line") + " removed")
     return f"[size cap: {'; '.join(parts)}; {RECOVER_HINT}]"
+
+
+def _level(layout: SpanLayout, k: int, level: int) -> int:
+    """The level segment ``k`` is shown at: a terse level with no terse line is no line at all."""
+    return GONE if level == TERSE and not layout.ledger[k][2] else level
 
 
 def _segment_blocks(items: Sequence[Item], start: int, end: int) -> list[list[str]]:
@@ -468,7 +475,7 @@ def render_body(layout: SpanLayout, state: TrimState | None = None) -> tuple[str
         if index in starts:
             k = starts[index]
             start, end = layout.segments[k]
-            level = state.levels.get(k, KEPT)
+            level = _level(layout, k, state.levels.get(k, KEPT))
             if level == GONE:
                 ids = [items[i].entry for i in range(start, end) if items[i].entry]
                 widen(ids[0] if ids else "", ids[-1] if ids else "")
