@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from pytest_httpserver import HTTPServer
 
 
 def set_provider_keys(monkeypatch: pytest.MonkeyPatch, openai_key: str, anthropic_key: str) -> dict[str, str]:
@@ -11,3 +14,12 @@ def set_provider_keys(monkeypatch: pytest.MonkeyPatch, openai_key: str, anthropi
     for name, value in keys.items():
         monkeypatch.setenv(name, value)
     return keys
+
+
+def await_logged(server: HTTPServer, requests: int, wait: float = 10.0) -> None:
+    """Wait (at most ``wait`` seconds) until the shared server has logged ``requests`` requests: it logs one when
+    its handler returns, so a request the client gave up on is logged late, and without this wait it lands in the
+    next test's log."""
+    deadline = time.monotonic() + wait
+    while len(server.log) < requests and time.monotonic() < deadline:
+        time.sleep(0.01)

@@ -14,6 +14,7 @@ from werkzeug import Response as WResponse
 
 from pi_compact.errors import ExitCode, ProviderError, UsageError
 from pi_compact.llm import Message, ModelRef, ProviderRequestError, Request, Tool, complete, resolve_model
+from tests.helpers.providers import await_logged
 
 KEY = "sk-test-openai-0123456789"
 
@@ -249,6 +250,7 @@ def test_timeout(server: HTTPServer, sleeps: list[float], fake_sleep) -> None:
             )
     finally:
         release.set()
+        await_logged(server, 2)  # both timed-out requests
     assert info.value.status is None
     assert "within 0.05 s" in str(info.value)
     assert sleeps == [1.0]

@@ -10,6 +10,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 from pi_compact.llm import Message, ProviderRequestError, Request, complete, complete_many, resolve_model
+from tests.helpers.providers import await_logged
 
 KEY = "sk-very-secret-key-9f8e7d6c5b4a"
 
@@ -58,6 +59,7 @@ def test_key_absent_after_giving_up_on_timeouts(server: HTTPServer, fake_sleep) 
             )
     finally:
         release.set()
+        await_logged(server, 2)  # both timed-out requests
     assert KEY not in _everything_shown(info.value)
 
 
