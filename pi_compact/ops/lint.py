@@ -44,14 +44,18 @@ def lint_file(path: str | os.PathLike[str], leaf_id: str | None = None, max_find
 
     where = os.fspath(path)
     try:
-        session = load_session(where, keep_bodies=True)  # every entry is read: parse each line once
+        session = load_session(where)  # the bodies of old messages are dropped as it reads (see ``lint_checks``)
     except PiCompactError as exc:
         return _report(where, [fatal_finding(exc)], 0, False, max_findings)
     if leaf_id is not None:
         from pi_compact.session.tree import resolve_entry
 
         resolve_entry(session, leaf_id)  # an unknown --leaf is a usage error, not a finding
-    return _report(where, lint_session(session, leaf_id), len(session.entries), True, max_findings)
+    try:
+        findings = lint_session(session, leaf_id)  # reads back the bodies dropped, one at a time
+    except PiCompactError as exc:  # the file changed under the read
+        return _report(where, [fatal_finding(exc)], 0, False, max_findings)
+    return _report(where, findings, len(session.entries), True, max_findings)
 
 
 def _lint_batch(paths: list[str], max_findings: int | None) -> list[LintReport]:

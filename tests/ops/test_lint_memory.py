@@ -1,0 +1,83 @@
+"""``lint`` holds no more of a session than loading it does: the bodies the loader drops (old messages before a
+compaction's kept range) are read back one at a time for the checks and dropped again, so a long session's size
+does not decide lint's memory; the findings are those of a lint that holds every body."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pi_compact.session.load as loader
+from pi_compact.ops.lint import lint_file
+from pi_compact.session.entries import Session
+from tests.helpers.sessions import SessionBuilder
+
+BIG = 256 * 1024
+
+
+def long_session(rounds: int, damaged: bool) -> SessionBuilder:
+    """``rounds`` rounds of big tool output, each closed by a compaction keeping from its last user turn; with
+    ``damaged``, problems lint finds inside old bodies: an orphan result, a call without a result, impossible
+    usage, a timestamp going backwards and a duplicate re-orientation message."""
+    sb = SessionBuilder()
+    for r in range(rounds):
+        sb.user(f"round {r}: look at the logs")
+        sb.assistant("reading", tool_calls=[(f"call_{r}", "bash", {"command": "cat log"})])
+        sb.tool_result(f"call_{r}", "bash", f"line {r} " * (BIG // 8))
+        if damaged and r == 1:
+            sb.tool_result("nobody_called", "bash", "x" * BIG)
+            sb.assistant("again", tool_calls=[("never_answered", "bash", {"command": "ls"})])
+            sb.assistant("too big", usage=10**9)
+            sb.add({"type": "custom_message", "customType": "note", "content": "x", "display": False})
+            sb.entries[-1]["timestamp"] = "2001-01-01T00:00:00.000Z"
+        kept = sb.user(f"round {r} done")
+        sb.assistant("ok")
+        compaction = sb.compaction(f"summary {r}", kept)
+        if damaged and r == 1:
+            for _ in range(2):
+                sb.add(
+                    {
+                        "type": "custom_message",
+                        "customType": "picompact.reorientation",
+                        "content": "y" * BIG,
+                        "display": False,
+                        "details": {"compactionId": compaction},
+                    }
+                )
+    sb.user("the last turn")
+    return sb
+
+
+def test_lint_reads_back_no_body_for_good(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = long_session(8, damaged=True).write(tmp_path / "long.jsonl")
+    held_by_a_load = [e.line for e in loader.load_session(path).entries if e.loaded]
+    sessions: list[Session] = []
+    real = loader.load_session
+
+    def recording(*args: Any, **kwargs: Any) -> Session:
+        session = real(*args, **kwargs)
+        sessions.append(session)
+        return session
+
+    monkeypatch.setattr(loader, "load_session", recording)
+    report = lint_file(path)
+    (session,) = sessions
+    assert [e.line for e in session.entries if e.loaded] == held_by_a_load
+    assert not [e for e in session.entries if e.loaded and e.role == "toolResult"]  # every big output compacted
+    assert {"orphan-tool-result", "missing-tool-result", "usage-over-window", "time-backwards"} <= set(report.codes)
+    assert "duplicate-reminder" in report.codes
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_lint_finds_what_a_lint_holding_every_body_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damaged: bool
+) -> None:
+    path = long_session(6, damaged=damaged).write(tmp_path / "long.jsonl")
+    released = lint_file(path)
+    real = loader.load_session
+    monkeypatch.setattr(loader, "load_session", lambda p, **kw: real(p, keep_bodies=True))
+    held = lint_file(path)
+    assert released == held
+    assert bool(released.findings) == damaged
