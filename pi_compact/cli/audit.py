@@ -263,7 +263,7 @@ def audit(
         raise UsageError(f"--top must not be negative (got {top})")
     path = resolve_session_path(session)
     result = run_audit(
-        load_session(path, keep_bodies=True),  # the audit reads every reply: parse each line once
+        load_session(path),  # the bodies of old messages are read back as the audit goes (see ``ops.audit``)
         settings.check_options(),
         cl100k=not no_cl100k,
         top=top,

@@ -1,6 +1,6 @@
-"""``lint`` holds no more of a session than loading it does: the bodies the loader drops (old messages before a
-compaction's kept range) are read back one at a time for the checks and dropped again, so a long session's size
-does not decide lint's memory; the findings are those of a lint that holds every body."""
+"""``lint`` and ``audit`` hold no more of a session than loading it does: the bodies the loader drops (old messages
+before a compaction's kept range) are read back as they are needed and dropped again, so a long session's size does
+not decide their memory; their answers are those given with every body held."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 import pi_compact.session.load as loader
+from pi_compact.ops.audit import audit_session
+from pi_compact.ops.coverage import measure_coverage
 from pi_compact.ops.lint import lint_file
 from pi_compact.session.entries import Session
 from tests.helpers.sessions import SessionBuilder
@@ -81,3 +83,28 @@ def test_lint_finds_what_a_lint_holding_every_body_finds(
     held = lint_file(path)
     assert released == held
     assert bool(released.findings) == damaged
+
+
+def test_audit_drops_again_what_it_reads_back(tmp_path: Path) -> None:
+    path = long_session(8, damaged=False).write(tmp_path / "long.jsonl")
+    held_by_a_load = [e.line for e in loader.load_session(path).entries if e.loaded]
+    session = loader.load_session(path)
+    result = audit_session(session, cl100k=False)
+    assert [e.line for e in session.entries if e.loaded] == held_by_a_load
+    assert result.to_json() == audit_session(loader.load_session(path, keep_bodies=True), cl100k=False).to_json()
+    assert len(result.markers) == 8
+
+
+def test_coverage_reads_the_span_and_no_more(tmp_path: Path) -> None:
+    path = long_session(8, damaged=False).write(tmp_path / "long.jsonl")
+    held_by_a_load = {e.line for e in loader.load_session(path).entries if e.loaded}
+    session = loader.load_session(path)
+    result = measure_coverage(session)
+    at = session.entries.index(result.compaction)
+    span = {e.line for e in session.entries[at - result.to_json()["span_entries"] - 3 : at]}  # and what it keeps
+    assert len(span) < len(session.entries) / 4
+    assert {e.line for e in session.entries if e.loaded} <= held_by_a_load | span
+    held = measure_coverage(loader.load_session(path, keep_bodies=True))
+    assert result.to_json() == held.to_json()
+    assert result.to_json()["categories"]["progress"]["missing"] == 1  # the span's `cat log`: grep finds it
+    assert result.to_json()["categories"]["progress"]["recovered"] == 1
