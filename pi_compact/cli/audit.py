@@ -276,24 +276,23 @@ def audit(
         env.emit(data)
         return ExitCode.OK
     session_line = f"{env.shown(path)} ({len(result.session.entries)} entries, branch {len(result.branch)})"
+
+    def lines(of: list[str]) -> None:
+        for line in of:  # each is one line: a line break in it is a field's (an id, a model), shown on a terminal
+            env.text(env.shown_text(line) if env.stdout_isatty and ("\n" in line or "\r" in line) else line)
+
+    lines(summary_lines(data, session_line))
     if plot_:
-        for line in summary_lines(data, session_line):
-            env.text(line)
         env.text()
         plot(env, data)
         return ExitCode.OK
-    for line in summary_lines(data, session_line):
-        env.text(line)
     env.text()
-    for line in reply_table(data):
-        env.text(line)
+    lines(reply_table(data))
     env.text()
     env.text("cost (usage.cost, per model, this branch)")
-    for line in cost_lines(data):
-        env.text(line)
+    lines(cost_lines(data))
     if data["drift"]:
         env.text()
         env.text("drift (where recorded growth and Pi's estimated growth differ most between two replies)")
-        for line in drift_lines(data):
-            env.text(line)
+        lines(drift_lines(data))
     return ExitCode.OK

@@ -28,15 +28,16 @@ def _fmt(n: int | None) -> str:
 
 
 def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> list[tuple[str, str, str]]:
-    """(label, value, style) rows of the human report: the numbers first, then the cut; ``shown``: how the session's
-    path is printed (``Environment.shown``)."""
+    """(label, value, style) rows of the human report: the numbers first, then the cut; ``shown``: how what the
+    session names (its path, its model, entry ids) is printed (``Environment.shown``: on a terminal a line break
+    or an escape in it is shown, not obeyed)."""
     rows: list[tuple[str, str, str]] = []
     session = data["session"]
     model = data["model"]
     rows.append(
         ("session", f"{shown(session['path'])} ({session['entries']} entries, branch {data['branch_length']})", "")
     )
-    rows.append(("model", f"{model['provider']}/{model['id']}" if model else "unknown", ""))
+    rows.append(("model", shown(f"{model['provider']}/{model['id']}") if model else "unknown", ""))
     rows.append(("context tokens", f"{_fmt(data['context_tokens'])}  [{data['context_tokens_source']}]", ""))
     if data.get("context_tokens_cl100k") is not None:
         rows.append(
@@ -70,13 +71,18 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
         rows.append(("prune", prune_text(prune), ""))
     if data["can_compact"]:
         rows.append(
-            ("cut", f"keep from entry {data['first_kept_entry_id']} (branch index {data['first_kept_index']})", "")
+            (
+                "cut",
+                f"keep from entry {shown(str(data['first_kept_entry_id']))} (branch index {data['first_kept_index']})",
+                "",
+            )
         )
         if data["is_split_turn"]:
             rows.append(
                 (
                     "split turn",
-                    f"yes: the turn starts at entry {data['turn_start_entry_id']} (index {data['turn_start_index']})",
+                    f"yes: the turn starts at entry {shown(str(data['turn_start_entry_id']))} "
+                    f"(index {data['turn_start_index']})",
                     "",
                 )
             )
