@@ -28,8 +28,11 @@ LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
 TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
 
 
-def _fmt(n: int) -> str:
-    return f"{n:,}"
+def _fmt(n: int | None) -> str:
+    """A count as ``check`` shows it: one past 2^53 as JavaScript shows it (Infinity for a usage of 1e400)."""
+    from pi_compact.cli.check import _fmt as shown
+
+    return shown(n)
 
 
 def _trimmed_text(trimmed: bool) -> str:

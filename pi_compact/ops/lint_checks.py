@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any
 
 from pi_compact.errors import CycleError
+from pi_compact.js import js_string
 from pi_compact.ops.lint_report import RANK, Finding, finding, from_diagnostic
 from pi_compact.pi.projection import loadable_replacement
 from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Entry, JsonDict, Session
@@ -375,6 +376,11 @@ def _reminder_findings(session: Session, facts: _Facts) -> list[Finding]:
     return findings
 
 
+def _count(n: int) -> str:
+    """A count with thousands separators; one past 2^53 as JavaScript shows it (Infinity for a usage of 1e400)."""
+    return f"{n:,}" if abs(n) <= 2**53 else js_string(n)
+
+
 def _usage_findings(entry: Entry, usage: Any, window: int) -> list[Finding]:
     if not isinstance(usage, dict):
         return []
@@ -395,7 +401,7 @@ def _usage_findings(entry: Entry, usage: Any, window: int) -> list[Finding]:
             finding(
                 "usage-over-window",
                 "warning",
-                f"usage of {total:,} tokens is larger than any model's context window ({window:,})",
+                f"usage of {_count(total)} tokens is larger than any model's context window ({window:,})",
                 entry,
             )
         )
