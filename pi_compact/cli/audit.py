@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.check import _fmt
+from pi_compact.cli.common import count_text as _fmt
 from pi_compact.cli.common import report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings

@@ -12,19 +12,12 @@ import typer
 
 from pi_compact.cli._progress import Progress
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import report_diagnostics, resolve_session_path
+from pi_compact.cli.common import count_text, report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import JsonOpt, NoCacheOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode
-from pi_compact.js import js_string
 
-
-def _fmt(n: int | None) -> str:
-    """A count with thousands separators; one past 2^53 as JavaScript shows it (1e+30; Infinity for a usage of
-    1e400), not hundreds of digits no double holds."""
-    if n is None:
-        return "-"
-    return f"{n:,}" if abs(n) <= 2**53 else js_string(n)
+_fmt = count_text
 
 
 def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> list[tuple[str, str, str]]:

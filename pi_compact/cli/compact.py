@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import note_write, report_diagnostics, resolve_session_path
+from pi_compact.cli.common import count_text, note_write, report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode, UsageError
@@ -28,11 +28,7 @@ LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
 TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
 
 
-def _fmt(n: int | None) -> str:
-    """A count as ``check`` shows it: one past 2^53 as JavaScript shows it (Infinity for a usage of 1e400)."""
-    from pi_compact.cli.check import _fmt as shown
-
-    return shown(n)
+_fmt = count_text
 
 
 def _trimmed_text(trimmed: bool) -> str:
