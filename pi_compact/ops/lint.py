@@ -23,6 +23,9 @@ from pi_compact.ops.lint_checks import lint_session
 from pi_compact.ops.lint_report import SEVERITIES, Finding, LintReport, fatal_finding
 
 
+HOLD_BYTES = 16 * 1024 * 1024  # the most of the file whose parsed bodies a lint holds at once (and a line)
+
+
 def _report(path: str, findings: list[Finding], entries: int, readable: bool, cap: int | None) -> LintReport:
     counts = Counter(f.severity for f in findings)
     codes = Counter(f.code for f in findings)
@@ -44,7 +47,8 @@ def lint_file(path: str | os.PathLike[str], leaf_id: str | None = None, max_find
 
     where = os.fspath(path)
     try:
-        session = load_session(where)  # the bodies of old messages are dropped as it reads (see ``lint_checks``)
+        # Bodies are dropped as the lines are read, compaction or not: the checks read each one once (``lint_checks``)
+        session = load_session(where, release_bytes=HOLD_BYTES)
     except PiCompactError as exc:
         return _report(where, [fatal_finding(exc)], 0, False, max_findings)
     if leaf_id is not None:

@@ -108,3 +108,56 @@ def test_coverage_reads_the_span_and_no_more(tmp_path: Path) -> None:
     assert result.to_json() == held.to_json()
     assert result.to_json()["categories"]["progress"]["missing"] == 1  # the span's `cat log`: grep finds it
     assert result.to_json()["categories"]["progress"]["recovered"] == 1
+
+
+def uncompacted(rounds: int) -> SessionBuilder:
+    """``rounds`` rounds of big tool output and no compaction: every body is live, one of them lint finds fault in."""
+    sb = SessionBuilder()
+    for r in range(rounds):
+        sb.user(f"round {r}: look at the logs")
+        sb.assistant("reading", tool_calls=[(f"call_{r}", "bash", {"command": "cat log"})])
+        sb.tool_result(f"call_{r}" if r != 3 else "nobody_called", "bash", f"line {r} " * (BIG // 8))
+    sb.user("the last turn")
+    return sb
+
+
+def test_lint_of_a_session_never_compacted_holds_a_bounded_share_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pi_compact.ops.lint as lint
+
+    path = uncompacted(12).write(tmp_path / "long.jsonl")
+    assert all(e.loaded for e in loader.load_session(path).entries)  # a load holds every body: none is before a cut
+    held = lint_file(path)
+    sessions: list[Session] = []
+    real = loader.load_session
+
+    def recording(*args: Any, **kwargs: Any) -> Session:
+        sessions.append(real(*args, **kwargs))
+        return sessions[-1]
+
+    monkeypatch.setattr(loader, "load_session", recording)
+    monkeypatch.setattr(lint, "HOLD_BYTES", 2 * BIG)
+    report = lint_file(path)
+    assert report == held and {"orphan-tool-result", "missing-tool-result"} <= set(report.codes)
+    (session,) = sessions
+    results = [e for e in session.entries if e.role == "toolResult"]
+    assert len(results) == 12 and sum(e.loaded for e in results) <= 2
+
+
+@pytest.mark.parametrize("shape", ["uncompacted", "compacted"])
+def test_a_load_that_drops_bodies_as_it_reads_answers_as_one_that_holds_them(tmp_path: Path, shape: str) -> None:
+    from pi_compact.ops.check import CheckOptions, check_session
+
+    builder = uncompacted(10) if shape == "uncompacted" else long_session(6, damaged=True)
+    path = builder.write(tmp_path / "s.jsonl")
+    dropped = loader.load_session(path, release_bytes=BIG)
+    whole = loader.load_session(path, keep_bodies=True)
+    assert sum(e.loaded for e in dropped.entries) < len(dropped.entries) / 2
+    assert [(e.id, e.parent_id, e.type, e.role, e.line) for e in dropped.entries] == [
+        (e.id, e.parent_id, e.type, e.role, e.line) for e in whole.entries
+    ]
+    assert dropped.diagnostics == whole.diagnostics
+    assert [e.raw for e in dropped.entries] == [e.raw for e in whole.entries]
+    options = CheckOptions(context_window=200_000)
+    assert check_session(dropped, options).to_json() == check_session(whole, options).to_json()
