@@ -161,3 +161,33 @@ def test_a_load_that_drops_bodies_as_it_reads_answers_as_one_that_holds_them(tmp
     assert [e.raw for e in dropped.entries] == [e.raw for e in whole.entries]
     options = CheckOptions(context_window=200_000)
     assert check_session(dropped, options).to_json() == check_session(whole, options).to_json()
+
+
+@pytest.mark.parametrize("shape", ["uncompacted", "compacted"])
+def test_list_grep_and_show_answer_the_same_dropping_bodies_as_they_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    import pi_compact.cli.search as commands
+    from tests.helpers.cli import run
+
+    builder = uncompacted(10) if shape == "uncompacted" else long_session(6, damaged=True)
+    path = builder.write(tmp_path / "s.jsonl")
+    some = builder.entries[len(builder.entries) // 2]["id"]
+    asked = [
+        ("list", path, "--all-branches"),
+        ("list", path, "--json"),
+        ("grep", "line 3", path, "-C", "1"),
+        ("grep", "-c", "round", path),
+        ("grep", "-l", "nobody", path),
+        ("show", some, path),
+        ("show", some, path, "--raw"),
+        ("context", path),
+    ]
+    held = [run(*args) for args in asked]
+    monkeypatch.setattr(commands, "HOLD", BIG)
+    for _ in range(2):  # without, then with the file's index (written by the first round)
+        dropped = [run(*args) for args in asked]
+        assert [(r.code, r.stdout_bytes, r.stderr) for r in dropped] == [
+            (r.code, r.stdout_bytes, r.stderr) for r in held
+        ]
+    assert all(r.code == 0 for r in held[:3])
