@@ -22,7 +22,6 @@ from pi_compact.errors import NotFoundError, PiCompactError, UsageError
 from pi_compact.ops.lint_checks import lint_session
 from pi_compact.ops.lint_report import SEVERITIES, Finding, LintReport, fatal_finding
 
-
 HOLD_BYTES = 16 * 1024 * 1024  # the most of the file whose parsed bodies a lint holds at once (and a line)
 
 
