@@ -31,28 +31,75 @@ def crc_of(fd: int, length: int) -> int | None:
     return fingerprint(fd, length)
 
 
+class SkippedRange(bytes):
+    """A line ``read_lines`` read past without holding it (longer than ``session.source.max_line_bytes()``, or
+    longer than a chunk and starting with a byte no JSON starts with: NULs a crash left): its bytes are a NUL and
+    the newline, which no JSON parser reads; ``size`` is its real length, whose CRC ``crc`` reads from the file."""
+
+    fd: int
+    offset: int
+    size: int
+
+    @classmethod
+    def of(cls, fd: int, offset: int, size: int) -> SkippedRange:
+        line = cls(b"\x00\n")
+        line.fd, line.offset, line.size = fd, offset, size
+        return line
+
+    def crc(self, crc: int) -> int:
+        """``crc`` continued over the line's bytes, read a chunk at a time."""
+        at, end = self.offset, self.offset + self.size
+        while at < end:
+            chunk = os.pread(self.fd, min(READ_CHUNK, end - at), at)
+            if not chunk:
+                break
+            crc = zlib.crc32(chunk, crc)
+            at += len(chunk)
+        return crc
+
+
 def read_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
-    """(offset, line with its b"\\n") for each complete line of the file between ``start`` and ``end``."""
+    """(offset, line with its b"\\n") for each complete line of the file between ``start`` and ``end``; a line too
+    long to hold, or a long one no JSON starts like, as a ``SkippedRange`` (so memory stays bounded whatever the
+    file holds, as ``session.source.read_lines`` does for a load)."""
+    from pi_compact.session.source import cannot_be_json, max_line_bytes
+
+    limit = max_line_bytes()
     buf = bytearray()
     buf_at = start  # the file offset of buf[0]
     pos = start
+    skipping = False  # the line at buf_at is read past: buf holds none of it
     while pos < end:
         chunk = os.pread(fd, min(READ_CHUNK, end - pos), pos)
         if not chunk:
             break
         pos += len(chunk)
-        scan = len(buf)
-        buf += chunk
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                continue
+            line_end = pos - len(chunk) + nl + 1
+            yield buf_at, SkippedRange.of(fd, buf_at, line_end - buf_at)
+            skipping, buf, buf_at = False, bytearray(chunk[nl + 1 :]), line_end
+            scan = 0
+        else:
+            scan = len(buf)
+            buf += chunk
         at = 0
         while True:
             nl = buf.find(b"\n", scan)
             if nl < 0:
                 break
-            yield buf_at + at, bytes(buf[at : nl + 1])
+            if nl + 1 - at > limit:
+                yield buf_at + at, SkippedRange.of(fd, buf_at + at, nl + 1 - at)
+            else:
+                yield buf_at + at, bytes(buf[at : nl + 1])
             at = scan = nl + 1
         if at:
             del buf[:at]
             buf_at += at
+        if len(buf) > limit or (len(buf) > READ_CHUNK and cannot_be_json(buf[:4096])):
+            skipping, buf = True, bytearray()  # the line's start is at buf_at; the rest is read past
 
 
 def last_newline(fd: int, size: int) -> int:
@@ -135,10 +182,15 @@ def _parse(fd: int, end: int, state: FileState) -> Iterator[Batch]:
         if read >= READ_BATCH or size >= BATCH_TEXT:  # the state so far describes every line before this one
             yield rows, texts, state.copy(), read
             rows, texts, size, read = [], [], 0, 0
-        state.crc = zlib.crc32(line, state.crc)
+        if type(line) is SkippedRange:
+            state.crc = line.crc(state.crc)
+            length = line.size
+        else:
+            state.crc = zlib.crc32(line, state.crc)
+            length = len(line)
         state.lines += 1
-        state.indexed_to = offset + len(line)
-        read += len(line)
+        state.indexed_to = offset + length
+        read += length
         if state.status == "not-session":
             continue  # a file that is not a session: its bytes still count, so the next look checks that prefix
         value = _value(line)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -48,10 +49,21 @@ def _resolve(path: str) -> str:
 
 
 def _read_text(path: str) -> str | None:
+    """The text of a regular file of at most ``session.source.max_line_bytes()`` (128 MiB), else None: a FIFO is
+    not waited on, and a file larger than any instruction file (or than memory) is not read (Pi, which holds a file
+    in one string, cannot read one past 512 MiB either)."""
+    from pi_compact.session.source import max_line_bytes
+
+    limit = max_line_bytes()
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                return None
+            data = handle.read(limit + 1)
     except OSError:
+        return None
+    if len(data) > limit:  # grown meanwhile
         return None
     return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
 

@@ -9,20 +9,29 @@ from typing import Any
 import typer
 
 from pi_compact.cli.app import app, env_of
+from pi_compact.cli.common import count_text as _fmt
 from pi_compact.cli.common import report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode, UsageError
+from pi_compact.js import js_string
 
 PLOT_HEIGHT = 14
 
 
 def _n(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
+    """A count as ``check`` shows it: "-" for none, one past 2^53 as JavaScript shows it (Infinity for 1e400)."""
+    return _fmt(value)
+
+
+def _signed(value: int) -> str:
+    return _fmt(value) if value < 0 or abs(value) > 2**53 else "+" + _fmt(value)
 
 
 def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if abs(value) < 1e6 else js_string(float(f"{value:.3g}"))  # 1.49e+300, Infinity
 
 
 def reply_table(data: Mapping[str, Any]) -> list[str]:
@@ -95,12 +104,12 @@ def drift_lines(data: Mapping[str, Any]) -> list[str]:
     for d in data["drift"]:
         out.append(
             f"  replies {d['from_reply']} -> {d['to_reply']} ({d['from_entry_id']} -> {d['to_entry_id']}): recorded "
-            f"{d['recorded_growth']:+,}, estimated {d['estimated_growth']:+,} (drift {d['drift']:+,})"
+            f"{_signed(d['recorded_growth'])}, estimated {_signed(d['estimated_growth'])} (drift {_signed(d['drift'])})"
         )
         for e in sorted(d["entries"], key=lambda e: -e["estimate"])[:4]:
             images = f", {e['images']} image{'s' if e['images'] != 1 else ''}" if e["images"] else ""
             out.append(
-                f"      {e['entry_id']} {e['kind']} (line {e['line']}): ~{e['estimate']:,} tokens estimated, "
+                f"      {e['entry_id']} {e['kind']} (line {e['line']}): ~{_n(e['estimate'])} tokens estimated, "
                 f"{e['chars']:,} chars{images}"
             )
     return out
@@ -135,8 +144,8 @@ def cost_lines(data: Mapping[str, Any]) -> list[str]:
     out = []
     for c in data["costs"]:
         out.append(
-            f"  {c['model']}: {c['records']} record{'s' if c['records'] != 1 else ''}, input {c['input']:,}, "
-            f"output {c['output']:,}, cache read {c['cache_read']:,}, cache write {c['cache_write']:,}: "
+            f"  {c['model']}: {c['records']} record{'s' if c['records'] != 1 else ''}, input {_n(c['input'])}, "
+            f"output {_n(c['output'])}, cache read {_n(c['cache_read'])}, cache write {_n(c['cache_write'])}: "
             f"${c['cost']:.4f}"
         )
     other = data["cost_all_branches"] - data["cost_total"]
@@ -166,7 +175,7 @@ def plot(env: Environment, data: Mapping[str, Any], width: int | None = None) ->
     # a plot of what no float holds (a usage of 10^400 tokens, or Infinity) tops out at 10^300
     values = [min((r["usage"] or {}).get("total") or r["estimate"], _PLOT_TOP) for r in replies]
     total_width = width or (env.console.width if env.stdout_isatty else 100)
-    label_width = max(len(f"{max([*values, threshold]):,}"), 6) + 1
+    label_width = max(len(_n(max([*values, threshold]))), 6) + 1
     columns = max(10, min(len(values), total_width - label_width - 2))
     per = len(values) / columns if len(values) > columns else 1.0
     columns = min(columns, len(values))
@@ -194,7 +203,7 @@ def plot(env: Environment, data: Mapping[str, Any], width: int | None = None) ->
         low = row * step
         label = ""
         if row == PLOT_HEIGHT - 1:
-            label = f"{int(top):,}"
+            label = _n(int(top))
         elif row == threshold_row:
             label = f"{threshold:,}"
         elif row == 0:
@@ -221,7 +230,7 @@ def plot(env: Environment, data: Mapping[str, Any], width: int | None = None) ->
     legend = f"█ context tokens (recorded total, else Pi's estimate)   ─ threshold {threshold:,}"
     if compaction_cols:
         freed = ", ".join(
-            f"{env.shown_text(m['entry_id'])} freed ~{m['freed']:,}"
+            f"{env.shown_text(m['entry_id'])} freed ~{_n(m['freed'])}"
             for m in data["markers"]
             if m["kind"] == "compaction"
         )
@@ -263,7 +272,7 @@ def audit(
         raise UsageError(f"--top must not be negative (got {top})")
     path = resolve_session_path(session)
     result = run_audit(
-        load_session(path, keep_bodies=True),  # the audit reads every reply: parse each line once
+        load_session(path),  # the bodies of old messages are read back as the audit goes (see ``ops.audit``)
         settings.check_options(),
         cl100k=not no_cl100k,
         top=top,
@@ -276,24 +285,23 @@ def audit(
         env.emit(data)
         return ExitCode.OK
     session_line = f"{env.shown(path)} ({len(result.session.entries)} entries, branch {len(result.branch)})"
+
+    def lines(of: list[str]) -> None:
+        for line in of:  # each is one line: a line break in it is a field's (an id, a model), shown on a terminal
+            env.text(env.shown_text(line) if env.stdout_isatty and ("\n" in line or "\r" in line) else line)
+
+    lines(summary_lines(data, session_line))
     if plot_:
-        for line in summary_lines(data, session_line):
-            env.text(line)
         env.text()
         plot(env, data)
         return ExitCode.OK
-    for line in summary_lines(data, session_line):
-        env.text(line)
     env.text()
-    for line in reply_table(data):
-        env.text(line)
+    lines(reply_table(data))
     env.text()
     env.text("cost (usage.cost, per model, this branch)")
-    for line in cost_lines(data):
-        env.text(line)
+    lines(cost_lines(data))
     if data["drift"]:
         env.text()
         env.text("drift (where recorded growth and Pi's estimated growth differ most between two replies)")
-        for line in drift_lines(data):
-            env.text(line)
+        lines(drift_lines(data))
     return ExitCode.OK

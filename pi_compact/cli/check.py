@@ -12,46 +12,40 @@ import typer
 
 from pi_compact.cli._progress import Progress
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import report_diagnostics, resolve_session_path
+from pi_compact.cli.common import count_text, report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import JsonOpt, NoCacheOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode
-from pi_compact.js import js_string
 
-
-def format_count(n: int | None) -> str:
-    """A count with thousands separators; one past 2^53 as JavaScript shows it (1e+30; Infinity for a usage of
-    1e400), not hundreds of digits no double holds."""
-    if n is None:
-        return "-"
-    return f"{n:,}" if abs(n) <= 2**53 else js_string(n)
+_fmt = count_text
 
 
 def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> list[tuple[str, str, str]]:
-    """(label, value, style) rows of the human report: the numbers first, then the cut; ``shown``: how the session's
-    path is printed (``Environment.shown``)."""
+    """(label, value, style) rows of the human report: the numbers first, then the cut; ``shown``: how what the
+    session names (its path, its model, entry ids) is printed (``Environment.shown``: on a terminal a line break
+    or an escape in it is shown, not obeyed)."""
     rows: list[tuple[str, str, str]] = []
     session = data["session"]
     model = data["model"]
     rows.append(
         ("session", f"{shown(session['path'])} ({session['entries']} entries, branch {data['branch_length']})", "")
     )
-    rows.append(("model", f"{model['provider']}/{model['id']}" if model else "unknown", ""))
-    rows.append(("context tokens", f"{format_count(data['context_tokens'])}  [{data['context_tokens_source']}]", ""))
+    rows.append(("model", shown(f"{model['provider']}/{model['id']}") if model else "unknown", ""))
+    rows.append(("context tokens", f"{_fmt(data['context_tokens'])}  [{data['context_tokens_source']}]", ""))
     if data.get("context_tokens_cl100k") is not None:
         rows.append(
             (
                 "cl100k tokens",
-                f"{format_count(data['context_tokens_cl100k'])}  [tiktoken cl100k_base: an extra view, not Pi's rule]",
+                f"{_fmt(data['context_tokens_cl100k'])}  [tiktoken cl100k_base: an extra view, not Pi's rule]",
                 "",
             )
         )
-    rows.append(("context window", f"{format_count(data['context_window'])}  [{data['context_window_source']}]", ""))
+    rows.append(("context window", f"{_fmt(data['context_window'])}  [{data['context_window_source']}]", ""))
     rows.append(
         (
             "threshold",
-            f"{format_count(data['threshold'])}  (window - reserveTokens {format_count(data['reserve_tokens'])}; "
-            f"keepRecentTokens {format_count(data['keep_recent_tokens'])})",
+            f"{_fmt(data['threshold'])}  (window - reserveTokens {_fmt(data['reserve_tokens'])}; "
+            f"keepRecentTokens {_fmt(data['keep_recent_tokens'])})",
             "",
         )
     )
@@ -59,10 +53,10 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
         rows.append(("compact?", "no (auto-compaction disabled in settings)", ""))
     elif data["should_compact"]:
         over = data["context_tokens"] - data["threshold"]
-        rows.append(("compact?", f"YES: {format_count(over)} tokens over the threshold", "red"))
+        rows.append(("compact?", f"YES: {_fmt(over)} tokens over the threshold", "red"))
     else:
         left = data["threshold"] - data["context_tokens"]
-        rows.append(("compact?", f"no: {format_count(left)} tokens to go", "green"))
+        rows.append(("compact?", f"no: {_fmt(left)} tokens to go", "green"))
     if data.get("forecast") and data["enabled"]:
         rows.append(("forecast", data["forecast"]["description"], ""))
     prune = data.get("prune")
@@ -70,13 +64,18 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
         rows.append(("prune", prune_text(prune), ""))
     if data["can_compact"]:
         rows.append(
-            ("cut", f"keep from entry {data['first_kept_entry_id']} (branch index {data['first_kept_index']})", "")
+            (
+                "cut",
+                f"keep from entry {shown(str(data['first_kept_entry_id']))} (branch index {data['first_kept_index']})",
+                "",
+            )
         )
         if data["is_split_turn"]:
             rows.append(
                 (
                     "split turn",
-                    f"yes: the turn starts at entry {data['turn_start_entry_id']} (index {data['turn_start_index']})",
+                    f"yes: the turn starts at entry {shown(str(data['turn_start_entry_id']))} "
+                    f"(index {data['turn_start_index']})",
                     "",
                 )
             )
@@ -87,11 +86,7 @@ def check_rows(data: Mapping[str, Any], shown: Callable[[str], str] = str) -> li
             if key == "turn_prefix" and not data["is_split_turn"]:
                 continue
             rows.append(
-                (
-                    label,
-                    f"{part['entries']} entries, {part['messages']} messages, ~{format_count(part['tokens'])} tokens",
-                    "",
-                )
+                (label, f"{part['entries']} entries, {part['messages']} messages, ~{_fmt(part['tokens'])} tokens", "")
             )
     else:
         rows.append(("cut", f"nothing to compact: {data['nothing_to_compact_reason']}", ""))
@@ -112,9 +107,8 @@ def prune_text(prune: Mapping[str, Any]) -> str:
         return "nothing to prune (no old tool output outside the protected ones)"
     plural = "s" if prune["outputs"] != 1 else ""
     text = (
-        f"would free {format_count(prune['tokens_freed'])} tokens ({prune['freed_percent']:.0f}%) "
-        f"from {prune['outputs']} old tool output{plural}: "
-        f"{format_count(prune['tokens_before'])} -> {format_count(prune['tokens_after'])}"
+        f"would free {_fmt(prune['tokens_freed'])} tokens ({prune['freed_percent']:.0f}%) from {prune['outputs']} "
+        f"old tool output{plural}: {_fmt(prune['tokens_before'])} -> {_fmt(prune['tokens_after'])}"
     )
     turns = prune["turns_bought"]
     if turns is not None:

@@ -119,3 +119,15 @@ def note_write(env: Environment, write: WriteResult | None, *, rewritten: bool) 
     if write.migrated_from is not None and rewritten:
         kept = f"; the original is kept as {write.backup}" if write.backup else "; no backup kept (--no-backup)"
         env.note(f"migrated the v{write.migrated_from} file to v3 and rewrote it, as Pi does on open{kept}")
+
+
+def count_text(n: int | None) -> str:
+    """A count with thousands separators, "-" for none; one past 2^53 as JavaScript shows it (1e+30; Infinity for a
+    usage of 1e400), not hundreds of digits no double holds."""
+    if n is None:
+        return "-"
+    if abs(n) <= 2**53:
+        return f"{n:,}"
+    from pi_compact.js import js_string
+
+    return js_string(n)

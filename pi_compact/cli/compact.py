@@ -15,21 +15,17 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import note_write, report_diagnostics, resolve_session_path
+from pi_compact.cli.common import count_text, note_write, report_diagnostics, resolve_session_path
 from pi_compact.cli.env import Environment
 from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings
+from pi_compact.cli.writing import check_context_file, options_from_environment
 from pi_compact.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from pi_compact.checkpoint.summary import SummaryPreview
     from pi_compact.ops.compact import CompactResult
 
-LOCK_TIMEOUT_ENV = "PICOMPACT_LOCK_TIMEOUT"
-TORN_QUIET_ENV = "PICOMPACT_TORN_QUIET"
-
-
-def _fmt(n: int) -> str:
-    return f"{n:,}"
+_fmt = count_text
 
 
 def _trimmed_text(trimmed: bool) -> str:
@@ -68,53 +64,6 @@ def _bought_text(forecast: Mapping[str, Any] | None) -> str:
     growth = forecast["growth"]["per_turn"]
     plural = "s" if turns != 1 else ""
     return f"; buys ~{turns} turn{plural} before the next compaction (at +{growth:,.0f} tokens per reply)"
-
-
-def check_context_file(path: Path) -> None:
-    """A --context-file must be a regular file (or a link to one): a FIFO would block the read, as the loader says."""
-    import os
-    import stat
-
-    from pi_compact.session.load import os_error
-
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise UsageError(f"--context-file: {os_error(exc, str(path)).message}", path=str(path)) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise UsageError("--context-file: is a directory, not a file", path=str(path))
-    if not stat.S_ISREG(st.st_mode):
-        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
-        raise UsageError(f"--context-file: not a regular file ({kind})", path=str(path))
-
-
-def _torn_quiet(environ: Mapping[str, str]) -> float:
-    """Seconds an incomplete last line must stay unchanged before it counts as torn (``PICOMPACT_TORN_QUIET``)."""
-    from pi_compact.session.write import DEFAULT_TORN_QUIET
-
-    value = environ.get(TORN_QUIET_ENV, "").strip()
-    try:
-        seconds = float(value) if value else DEFAULT_TORN_QUIET
-    except ValueError:
-        raise UsageError(f"{TORN_QUIET_ENV} must be a number of seconds (got {value!r})") from None
-    if not 0 <= seconds <= 3600:
-        raise UsageError(f"{TORN_QUIET_ENV} must be between 0 and 3600 seconds (got {value!r})")
-    return seconds
-
-
-def _lock_timeout(environ: Mapping[str, str]) -> float:
-    from pi_compact.session.lock import DEFAULT_LOCK_TIMEOUT
-
-    value = environ.get(LOCK_TIMEOUT_ENV, "").strip()
-    if not value:
-        return DEFAULT_LOCK_TIMEOUT
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise UsageError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds (got {value!r})") from None
-    if not seconds >= 0:  # NaN too: it would wait forever
-        raise UsageError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds, not negative (got {value!r})")
-    return seconds
 
 
 def _check_output(output: str | None, *, json_output: bool) -> None:
@@ -275,21 +224,6 @@ def compact(
         env.interrupted_note = "interrupted after the compaction was written"
     _report(env, result, json_output=json_output, dry_run=dry_run)
     return ExitCode.OK
-
-
-def options_from_environment(env: Environment, output: str | None) -> dict[str, Any]:
-    """The ``CompactOptions`` the Environment sets: the clock and ids of the new entries, the lock's wait and the
-    call under it, how long a torn line must stay quiet, and stdout for ``--output -``."""
-    from pi_compact.checkpoint.entry import random_id, system_clock
-
-    return {
-        "clock": env.clock or system_clock,
-        "new_id": env.new_id or random_id,
-        "lock_timeout": _lock_timeout(env.environ),
-        "stdout": env.stdout.buffer if output == "-" else None,
-        "in_lock": env.in_lock,
-        "torn_quiet": _torn_quiet(env.environ),
-    }
 
 
 def _report(env: Environment, result: CompactResult, *, json_output: bool, dry_run: bool) -> None:

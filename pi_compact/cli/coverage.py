@@ -87,7 +87,7 @@ def coverage(
     if json_output:
         env.json_mode = "document"
     path = resolve_session_path(session)
-    loaded = load_session(path, keep_bodies=True)  # coverage renders every entry, some many times
+    loaded = load_session(path)  # the span is read back from the file; grep reads the branch as grep does
     result = measure(loaded, compaction, leaf_id=leaf)
     report_diagnostics(env, [*loaded.diagnostics, *get_branch(loaded, leaf).diagnostics], path)
     data = result.to_json()

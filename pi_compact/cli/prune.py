@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from pi_compact.cli.app import app, env_of
-from pi_compact.cli.common import note_write, report_diagnostics, resolve_session_path
+from pi_compact.cli.common import count_text, note_write, report_diagnostics, resolve_session_path
 from pi_compact.cli.options import JsonOpt, SessionArg, SettingsFlags, with_settings
 from pi_compact.errors import ExitCode
 
@@ -23,9 +23,7 @@ if TYPE_CHECKING:
 
 
 def _fmt(n: int) -> str:
-    from pi_compact.cli.check import format_count as fmt  # huge counts as JavaScript shows them
-
-    return fmt(n)
+    return count_text(n)  # huge counts as JavaScript shows them
 
 
 def prune_line(data: Mapping[str, Any]) -> str:
@@ -96,7 +94,7 @@ def prune(
     Exit codes: 0 done (or nothing to prune), 2 usage or input error, 3 the file kept changing underneath or
     stayed locked (nothing written), 130 interrupted (nothing written).
     """
-    from pi_compact.cli.compact import check_context_file, options_from_environment
+    from pi_compact.cli.writing import check_context_file, options_from_environment
     from pi_compact.ops.prune import PruneOptions, prune_session
 
     env = env_of(ctx)

@@ -53,6 +53,7 @@ class _Printer:
 
 
 STDIN = "-"  # SESSION given as "-": the session is read from standard input
+HOLD = 16 * 1024 * 1024  # list, grep and show drop parsed bodies whenever they hold this much of the file
 
 
 def load_session_arg(env: Environment, session: Path | None, *, decorated: bool = False, cache: bool = False) -> Any:
@@ -71,8 +72,8 @@ def load_session_arg(env: Environment, session: Path | None, *, decorated: bool 
         def decorate(entry: Any) -> tuple[str, ...]:
             return render_entry(entry, decorated_only=True).lines
 
-        return load_session(resolve_session_path(session), decorate=decorate, cache=cache), None
-    return load_session(resolve_session_path(session), cache=cache), None
+        return load_session(resolve_session_path(session), decorate=decorate, cache=cache, release_bytes=HOLD), None
+    return load_session(resolve_session_path(session), cache=cache, release_bytes=HOLD), None
 
 
 def _where(loaded: Any) -> str:

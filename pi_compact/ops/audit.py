@@ -162,6 +162,11 @@ class _Counter:
         self._cache[id(message)] = (pi, cl, message)
         return pi, cl
 
+    def keep(self, messages: list[JsonDict]) -> None:
+        """Forget the counts of every message but these (the ones still in the context)."""
+        live = {id(m) for m in messages}
+        self._cache = {key: hit for key, hit in self._cache.items() if key in live}
+
 
 class _Context:
     """The projected context of a growing branch prefix, with its estimate (Pi's rule without usage)."""
@@ -213,7 +218,10 @@ class _Context:
             self.system_pi, self.system_cl = self.counter.count(system)
 
     def rebuild(self, prefix: Branch) -> None:
-        """At a compaction: start over from Pi's projection of the prefix."""
+        """At a compaction: start over from Pi's projection of the prefix. The entries the compaction leaves out of
+        the context drop their bodies again if the loader had dropped them (``Entry.forget``), and their messages'
+        counts are forgotten: what is held is the context of the time, however long the branch."""
+        left = list(self.by_id.values())
         self.parts.clear()
         self.sums.clear()
         self.systems = []
@@ -226,6 +234,11 @@ class _Context:
         for entry_id, edit in projection.edits.items():
             if entry_id not in self.by_id:
                 self.pending_edits[entry_id] = edit
+        kept = {id(pe.entry) for pe in projection.entries}
+        for entry in left:
+            if id(entry) not in kept:
+                entry.forget()
+        self.counter.keep([m for messages in self.parts.values() for m in messages] + self.systems)
 
     def add(self, entry: Entry) -> None:
         if entry.type == "context_edit":
@@ -404,12 +417,17 @@ def audit_session(
     drifts = _drifts(replies, intervals)
     all_cost = 0.0
     for entry in session.entries:
+        if entry.role != "assistant" and entry.type not in ("usage", "compaction"):
+            continue
+        released = not entry.loaded
         message = entry.message
         raw_usage = message.get("usage") if message is not None and entry.role == "assistant" else None
         if entry.type in ("usage", "compaction"):
             raw_usage = entry.raw.get("usage")
         if isinstance(raw_usage, dict):
             all_cost += usage_cost(raw_usage)
+        if released:
+            entry.forget()  # read back for its usage only
     # As Pi's /session: a model with neither cost nor tokens is not listed (its records still count in the total).
     ordered = sorted((c for c in costs.values() if c.listed), key=lambda c: (-c.cost, c.model))
     return AuditResult(

@@ -52,6 +52,7 @@ from pi_compact.errors import (
     OptionError,
     SessionError,
 )
+from pi_compact.js import js_quotient
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.ops.forecast import ForecastJSON
 from pi_compact.pi.messages import current_system_message
@@ -156,7 +157,7 @@ class CompactStats:
 
     @property
     def freed_percent(self) -> float:
-        return 100.0 * self.freed_tokens / self.tokens_before if self.tokens_before > 0 else 0.0
+        return js_quotient(100 * self.freed_tokens, self.tokens_before) if self.tokens_before > 0 else 0.0
 
     @property
     def over_threshold_after(self) -> bool:

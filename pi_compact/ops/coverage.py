@@ -462,14 +462,19 @@ def _decisions(text: str) -> list[str]:
 
 
 def _recover(branch: Branch, item: CoverageItem) -> bool:
-    """Whether ``picompact grep -F NEEDLE`` on the raw branch finds the item in its own entry."""
+    """Whether ``picompact grep -F NEEDLE`` on the raw branch finds the item in its own entry: grep renders and
+    matches each entry on its own, so that entry alone is searched (a search of the whole branch for each item
+    would read every entry once per item)."""
     from pi_compact.search.grepping import GrepQuery, grep
 
     if not item.needle:
         return False
+    own = Branch(branch.session, [e for e in branch.entries if e.id == item.entry_id])
+    if not own.entries:
+        return False
     cursor: str | None = None
     for _ in range(50):  # pages; a needle this specific rarely needs a second one
-        page = grep(branch, GrepQuery.of(item.needle, fixed=True), cursor=cursor, max_count=200)
+        page = grep(own, GrepQuery.of(item.needle, fixed=True), cursor=cursor, max_count=200)
         if any(m.entry_id == item.entry_id for m in page.matches):
             return True
         cursor = page.next_cursor

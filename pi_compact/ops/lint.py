@@ -22,6 +22,8 @@ from pi_compact.errors import NotFoundError, PiCompactError, UsageError
 from pi_compact.ops.lint_checks import lint_session
 from pi_compact.ops.lint_report import SEVERITIES, Finding, LintReport, fatal_finding
 
+HOLD_BYTES = 16 * 1024 * 1024  # the most of the file whose parsed bodies a lint holds at once (and a line)
+
 
 def _report(path: str, findings: list[Finding], entries: int, readable: bool, cap: int | None) -> LintReport:
     counts = Counter(f.severity for f in findings)
@@ -44,14 +46,19 @@ def lint_file(path: str | os.PathLike[str], leaf_id: str | None = None, max_find
 
     where = os.fspath(path)
     try:
-        session = load_session(where, keep_bodies=True)  # every entry is read: parse each line once
+        # Bodies are dropped as the lines are read, compaction or not: the checks read each one once (``lint_checks``)
+        session = load_session(where, release_bytes=HOLD_BYTES)
     except PiCompactError as exc:
         return _report(where, [fatal_finding(exc)], 0, False, max_findings)
     if leaf_id is not None:
         from pi_compact.session.tree import resolve_entry
 
         resolve_entry(session, leaf_id)  # an unknown --leaf is a usage error, not a finding
-    return _report(where, lint_session(session, leaf_id), len(session.entries), True, max_findings)
+    try:
+        findings = lint_session(session, leaf_id)  # reads back the bodies dropped, one at a time
+    except PiCompactError as exc:  # the file changed under the read
+        return _report(where, [fatal_finding(exc)], 0, False, max_findings)
+    return _report(where, findings, len(session.entries), True, max_findings)
 
 
 def _lint_batch(paths: list[str], max_findings: int | None) -> list[LintReport]:

@@ -1,7 +1,10 @@
 """The checks ``lint`` makes on a loaded session (``lint_session``), beyond the loader's diagnostics: the tree
 (parentId cycles, dangling parents, entries no root reaches), tool calls and results that do not pair up, entries
 one at a time (unknown types and roles, compactions and context edits off their branch, impossible usage, timestamps
-that go backwards), and re-orientation messages appended twice."""
+that go backwards), and re-orientation messages appended twice.
+
+Each body is read once, in the entry pass (``_entry_findings``), which takes what the other checks need of it
+(``_Facts``); a body the loader dropped is read back for that pass only, so lint holds what loading the file holds."""
 
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ from functools import cache
 from typing import Any
 
 from pi_compact.errors import CycleError
+from pi_compact.js import js_string
 from pi_compact.ops.lint_report import RANK, Finding, finding, from_diagnostic
 from pi_compact.pi.projection import loadable_replacement
-from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Entry, Session
+from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Entry, JsonDict, Session
 
 KNOWN_TYPES = frozenset(ENTRY_TYPES)
 KNOWN_ROLES = frozenset(MESSAGE_ROLES)
@@ -140,16 +144,58 @@ def _on_branch(spans: dict[int, tuple[int, int]], ancestor: Entry | None, entry:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# What the checks after the entry pass need of the bodies
+
+
+class _Facts:
+    """What the tool pairing and the re-orientation check need of entry bodies, taken as the entry pass reads each
+    body once (so no body is read again, and none is held after it), by entry index."""
+
+    __slots__ = ("calls", "reminders", "results")
+
+    def __init__(self) -> None:
+        # An assistant reply with a message: the ids of its tool calls (none when it stopped on an error or aborted)
+        self.calls: dict[int, tuple[str, ...]] = {}
+        # A tool result with a message: its toolCallId and its toolName as a finding names it
+        self.results: dict[int, tuple[Any, str]] = {}
+        # A re-orientation message of picompact's: the compaction it belongs to
+        self.reminders: dict[int, str] = {}
+
+
+def _call_ids(message: JsonDict) -> tuple[str, ...]:
+    if message.get("stopReason") in ("error", "aborted"):
+        return ()
+    content = message.get("content")
+    if not isinstance(content, list):
+        return ()
+    return tuple(
+        block["id"]
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "toolCall" and isinstance(block.get("id"), str)
+    )
+
+
+def _reminder_of(entry: Entry, raw: JsonDict) -> str | None:
+    """The compaction id a re-orientation message of picompact's belongs to, or None for any other entry."""
+    if entry.type != "custom_message" or raw.get("customType") != REMINDER_TYPE:
+        return None
+    details = raw.get("details")
+    compaction = details.get("compactionId") if isinstance(details, dict) else None
+    return compaction if isinstance(compaction, str) else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Tool calls and results
 
 
-def _tool_findings(session: Session, kids: dict[str | None, list[Entry]]) -> list[Finding]:
+def _tool_findings(session: Session, kids: dict[str | None, list[Entry]], facts: _Facts) -> list[Finding]:
     """Pair calls and results along every branch as Pi's provider layer does: a result answers a call of the
     latest assistant reply before it; a user turn (or a new reply) closes the calls still open."""
     answered: set[tuple[int, str]] = set()
     calls: dict[tuple[int, str], Entry] = {}
     findings: list[Finding] = []
     seen: set[int] = set()
+    call_ids, results = facts.calls, facts.results
     # Each stack item: an entry and the calls open when reaching it (call id -> (assistant entry, name)).
     stack: list[tuple[Entry, dict[str, Entry]]] = [(e, {}) for e in reversed(kids.get(None, []))]
     while stack:
@@ -158,18 +204,13 @@ def _tool_findings(session: Session, kids: dict[str | None, list[Entry]]) -> lis
             continue
         seen.add(id(entry))
         role = entry.role
-        message = entry.message
-        if role == "assistant" and message is not None:
+        if role == "assistant" and entry.index in call_ids:
             pending = {}
-            if message.get("stopReason") not in ("error", "aborted"):
-                for block in message.get("content") or []:
-                    if isinstance(block, dict) and block.get("type") == "toolCall":
-                        call_id = block.get("id")
-                        if isinstance(call_id, str):
-                            pending[call_id] = entry
-                            calls[(id(entry), call_id)] = entry
-        elif role == "toolResult" and message is not None:
-            call_id = message.get("toolCallId")
+            for call_id in call_ids[entry.index]:
+                pending[call_id] = entry
+                calls[(id(entry), call_id)] = entry
+        elif role == "toolResult" and entry.index in results:
+            call_id, tool_name = results[entry.index]
             if isinstance(call_id, str) and call_id in pending:
                 answered.add((id(pending[call_id]), call_id))
             else:
@@ -177,7 +218,7 @@ def _tool_findings(session: Session, kids: dict[str | None, list[Entry]]) -> lis
                     finding(
                         "orphan-tool-result",
                         "warning",
-                        f"tool result for call {call_id!r} ({message.get('toolName')}) follows no assistant reply "
+                        f"tool result for call {call_id!r} ({tool_name}) follows no assistant reply "
                         "that made that call",
                         entry,
                     )
@@ -228,17 +269,24 @@ def _parse_time(value: str) -> datetime | None:
     return parsed if parsed.tzinfo is not None else None
 
 
-def _entry_findings(session: Session, spans: dict[int, tuple[int, int]]) -> list[Finding]:
+def _entry_findings(session: Session, spans: dict[int, tuple[int, int]], facts: _Facts) -> list[Finding]:
+    """The checks of each entry on its own, in one pass that reads each body once: a body the loader had dropped
+    is read back for the pass and dropped again after it, so the pass holds one body at a time whatever the size
+    of the file. What later checks need of the bodies is kept in ``facts``."""
     findings: list[Finding] = []
     window = max_model_window()
-    previous: tuple[datetime, Entry] | None = None
+    previous: tuple[datetime, Entry, str] | None = None
     for entry in session.entries:
-        kind = entry.type
+        released = not entry.loaded
         raw = entry.raw
+        if released:
+            entry.forget()  # ``raw`` holds it for this pass only
+        kind = entry.type
         if kind not in KNOWN_TYPES:
             findings.append(finding("unknown-type", "info", f"unknown entry type {kind or raw.get('type')!r}", entry))
         elif kind == "message":
-            message = entry.message
+            message = raw.get("message")
+            message = message if isinstance(message, dict) else None
             role = message.get("role") if message is not None else None
             if message is None:
                 findings.append(finding("message-missing", "error", "message entry without a message object", entry))
@@ -246,6 +294,10 @@ def _entry_findings(session: Session, spans: dict[int, tuple[int, int]]) -> list
                 findings.append(finding("unknown-role", "warning", f"unknown message role {role!r}", entry))
             elif role == "assistant":
                 findings.extend(_usage_findings(entry, message.get("usage"), window))
+            if message is not None and entry.role == "assistant":
+                facts.calls[entry.index] = _call_ids(message)
+            elif message is not None and entry.role == "toolResult":
+                facts.results[entry.index] = (message.get("toolCallId"), f"{message.get('toolName')}")
         elif kind == "compaction":
             kept = raw.get("firstKeptEntryId")
             target = session.by_id.get(kept) if isinstance(kept, str) else None
@@ -273,6 +325,10 @@ def _entry_findings(session: Session, spans: dict[int, tuple[int, int]]) -> list
                 findings.append(
                     finding("edit-target-off-branch", "info", f"targetId {target} is not on the edit's branch", entry)
                 )
+        elif kind == "custom_message":
+            reminder = _reminder_of(entry, raw)
+            if reminder is not None:
+                facts.reminders[entry.index] = reminder
         stamp = raw.get("timestamp")
         when = _parse_time(stamp) if isinstance(stamp, str) else None
         if when is None:
@@ -284,38 +340,28 @@ def _entry_findings(session: Session, spans: dict[int, tuple[int, int]]) -> list
                     "time-backwards",
                     "warning",
                     f"timestamp {stamp} is earlier than that of the entry before it in the file "
-                    f"({previous[1].timestamp}, line {previous[1].line})",
+                    f"({previous[2]}, line {previous[1].line})",
                     entry,
                 )
             )
-        previous = (when, entry)
+        previous = (when, entry, stamp)  # type: ignore[assignment]
     return findings
 
 
-def _reminder_of(entry: Entry) -> str | None:
-    """The compaction id a re-orientation message of picompact's belongs to, or None for any other entry."""
-    raw = entry.raw
-    if entry.type != "custom_message" or raw.get("customType") != REMINDER_TYPE:
-        return None
-    details = raw.get("details")
-    compaction = details.get("compactionId") if isinstance(details, dict) else None
-    return compaction if isinstance(compaction, str) else None
-
-
-def _reminder_findings(session: Session) -> list[Finding]:
+def _reminder_findings(session: Session, facts: _Facts) -> list[Finding]:
     """A re-orientation message with another one for the same compaction above it on its branch (between it and
     that compaction): both reach the model."""
     findings: list[Finding] = []
     by_id = session.by_id
-    for entry in session.entries:
-        compaction = _reminder_of(entry)
-        if compaction is None:
-            continue
+    reminders = facts.reminders
+    entries = session.entries
+    for index, compaction in reminders.items():
+        entry = entries[index]
         seen: set[int] = set()
         parent = by_id.get(entry.parent_id) if isinstance(entry.parent_id, str) else None
         while parent is not None and id(parent) not in seen and parent.id != compaction:
             seen.add(id(parent))
-            if _reminder_of(parent) == compaction:
+            if reminders.get(parent.index) == compaction:
                 findings.append(
                     finding(
                         "duplicate-reminder",
@@ -328,6 +374,11 @@ def _reminder_findings(session: Session) -> list[Finding]:
                 break
             parent = by_id.get(parent.parent_id) if isinstance(parent.parent_id, str) else None
     return findings
+
+
+def _count(n: int) -> str:
+    """A count with thousands separators; one past 2^53 as JavaScript shows it (Infinity for a usage of 1e400)."""
+    return f"{n:,}" if abs(n) <= 2**53 else js_string(n)
 
 
 def _usage_findings(entry: Entry, usage: Any, window: int) -> list[Finding]:
@@ -350,7 +401,7 @@ def _usage_findings(entry: Entry, usage: Any, window: int) -> list[Finding]:
             finding(
                 "usage-over-window",
                 "warning",
-                f"usage of {total:,} tokens is larger than any model's context window ({window:,})",
+                f"usage of {_count(total)} tokens is larger than any model's context window ({window:,})",
                 entry,
             )
         )
@@ -376,9 +427,11 @@ def lint_session(session: Session, leaf_id: str | None = None) -> list[Finding]:
                 branch_lines.add(diag.line)
     findings.extend(_tree_findings(session, branch_lines))
     kids = _children(session)
-    findings.extend(_tool_findings(session, kids))
-    findings.extend(_entry_findings(session, _euler(kids)))
-    findings.extend(_reminder_findings(session))
+    facts = _Facts()
+    entry_findings = _entry_findings(session, _euler(kids), facts)
+    findings.extend(_tool_findings(session, kids, facts))
+    findings.extend(entry_findings)
+    findings.extend(_reminder_findings(session, facts))
     # The branch's pi-throws for a message entry without a message says less than message-missing on that line.
     missing = {f.line for f in findings if f.code == "message-missing"}
     findings = [f for f in findings if not (f.code == "pi-throws" and f.line in missing)]

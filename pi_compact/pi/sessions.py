@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, TypedDict
 
 from pi_compact.js import js_date
 from pi_compact.pi.settings import expand_path, load_settings, project_trust_decision, resolve_agent_dir
 from pi_compact.session.jsonline import parse_line, safe_text
+from pi_compact.session.source import read_lines
 
 ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
 HEADER_SCAN_LIMIT = 1024 * 1024  # Pi gives up on a header not found in the first MiB
@@ -303,19 +305,27 @@ def _activity_ms(entry: dict[str, Any], message: dict[str, Any]) -> float | None
 
 
 def summarize_session(path: str | os.PathLike[str]) -> SessionSummary | None:
-    """Read one session file for a listing; None if it is not a Pi session or cannot be read."""
+    """Read one session file for a listing; None if it is not a Pi session or cannot be read. The file is read a
+    line at a time (``session.source.read_lines``: a line too long to hold is read past), so a file of any size
+    costs bounded memory."""
     path = Path(path)
-    try:
-        stat = path.stat()
-        data = path.read_bytes()
+    try:  # not blocking on a FIFO: only a regular file is read
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb", buffering=0) as stream:
+            stat = os.fstat(stream.fileno())
+            if not S_ISREG(stat.st_mode):
+                return None
+            return _summarize(path, stat, read_lines(stream))
     except OSError:
         return None
+
+
+def _summarize(path: Path, stat: os.stat_result, lines: Iterable[bytes]) -> SessionSummary | None:
     header: dict[str, Any] | None = None
     entry_count = message_count = 0
     name: str | None = None
     first_message: str | None = None
     last_activity: float | None = None
-    for line in data.split(b"\n"):
+    for line in lines:
         try:
             value = _parse_line(line)
         except ValueError:

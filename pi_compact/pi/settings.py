@@ -110,21 +110,26 @@ def settings_paths(cwd: str | os.PathLike[str], agent_dir: str | os.PathLike[str
     return base / "settings.json", project
 
 
+MAX_SETTINGS_BYTES = 16 * 1024 * 1024  # a settings file, a trust store, models.json: a few KB in practice
+
+
 def read_text(path: Path) -> str | None:
     """A file's text as Node reads it (invalid UTF-8 replaced), without a leading BOM; None if it is absent.
 
-    Anything but a regular file (a FIFO would block the read forever) is an OSError saying so, as for any file
-    that cannot be read: the callers warn and go on without it."""
+    Anything but a regular file (a FIFO would block the read forever), or one larger than any settings file (over
+    ``MAX_SETTINGS_BYTES``: a repository's file must not decide how much memory a command takes), is an OSError
+    saying so, as for any file that cannot be read: the callers warn and go on without it."""
     try:
-        st = os.stat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
-    if not stat.S_ISREG(st.st_mode):
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
+    with open(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        data = handle.read(MAX_SETTINGS_BYTES + 1)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB", str(path))
     text = data.decode("utf-8", errors="replace")
     return text[1:] if text.startswith(BOM) else text
 

@@ -232,10 +232,18 @@ RULES: tuple[Rule, ...] = (
         "password",
         compile_pattern(
             r"(?:mysql|mysqldump|mysqladmin|mysqlsh|mysqlimport|mariadb)(?:[ \t][^\n]*?)?[ \t]-p"
-            r"(?P<secret>[^\s\"'-][^\s\"']*)"
+            r"(?:\"(?P<secret_q>[^\"\n]+)\"|'(?P<secret_s>[^'\n]+)'|(?P<secret>[^\s\"'-][^\s\"']*))"
         ),
-        _user_password_ok,
-    ),  # mysql -pPASSWORD
+        _any_value_ok,
+    ),  # mysql -pPASSWORD, -p'PASSWORD'
+    Rule(
+        "password",
+        compile_pattern(
+            r"redis-cli(?:[ \t][^\n]*?)?[ \t](?:-a|--pass)[ \t]+"
+            r"(?:\"(?P<secret_q>[^\"\n]+)\"|'(?P<secret_s>[^'\n]+)'|(?P<secret>[^\s\"'-][^\s\"']*))"
+        ),
+        _any_value_ok,
+    ),  # redis-cli -a PASSWORD
     Rule(
         "password",
         compile_pattern(

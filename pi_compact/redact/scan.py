@@ -157,14 +157,19 @@ def _decoded(text: str) -> tuple[str, Callable[[int], int]] | None:
     return "".join(parts), to_text
 
 
+# Characters no one sees: zero-width spaces and joiners, the word joiner, the BOM, the soft hyphen, bidirectional
+# marks and overrides, tag characters. Inside a key they hide it from the patterns, not from a reader.
+_INVISIBLE = "\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f"
+_HIDDEN = compile_pattern(f"[{_INVISIBLE}]")
 _ANSI = compile_pattern(
-    "\x1b(?:\\[[0-9;:?<=>]*[ -/]*[@-~]|\\][^\x07\x1b]{0,512}(?:\x07|\x1b\\\\)|[@-Z\\\\-_])"
-)  # CSI (colours, ``\x1b[K``), OSC (titles, ``\x1b]8;;…`` links) and two-character escapes
+    f"\x1b(?:\\[[0-9;:?<=>]*[ -/]*[@-~]|\\][^\x07\x1b]{{0,512}}(?:\x07|\x1b\\\\)|[@-Z\\\\-_])|[{_INVISIBLE}]+"
+)  # CSI (colours, ``\x1b[K``), OSC (titles, ``\x1b]8;;…`` links), two-character escapes, invisible characters
 
 
 def _without_ansi(text: str) -> tuple[str, Callable[[int], int], Callable[[int], int]] | None:
-    """The text with its terminal escape sequences removed, and maps from a start and from an end in it to the
-    text (a secret that starts right after a sequence, or ends right before one, leaves the sequence out)."""
+    """The text with its terminal escape sequences and invisible characters removed, and maps from a start and
+    from an end in it to the text (a secret that starts right after a sequence, or ends right before one, leaves
+    the sequence out)."""
     positions: list[int] = []  # where each removed sequence was, in the stripped text
     removed: list[int] = []  # characters removed up to and including it
     parts: list[str] = []
@@ -211,7 +216,7 @@ def _views(text: str) -> list[_View]:
     if decoded is not None:
         views.append((decoded[0], decoded[1], decoded[1]))
     for view, start_map, end_map in list(views):
-        if "\x1b" not in view:
+        if "\x1b" not in view and _HIDDEN.search(view) is None:
             continue
         stripped = _without_ansi(view)
         if stripped is not None:

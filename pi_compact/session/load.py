@@ -62,6 +62,7 @@ def parse_session(
     decorate: Decorate | None = None,
     resume: PrefixState | None = None,
     snapshot: list[PrefixState] | None = None,
+    release_bytes: int = 0,
 ) -> Session:
     """Parse session lines (each ending in b"\\n", the last one maybe not) into a Session.
 
@@ -73,12 +74,13 @@ def parse_session(
 
     ``resume`` (with a ``source``) is the state after the file's first lines (``session.index``): ``stream`` then
     holds the rest of the file, and every entry of the prefix is built released. ``snapshot`` receives the state
-    after the last complete line, when the file is one that can be indexed.
+    after the last complete line, when the file is one that can be indexed. ``release_bytes`` (with a ``source``)
+    drops the bodies of message entries as well once they hold that many bytes of the file, compaction or not.
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_session(stream, path, size, source, decorate, resume, snapshot)
+        return _parse_session(stream, path, size, source, decorate, resume, snapshot, release_bytes)
     finally:
         if enabled:
             gc.enable()
@@ -92,13 +94,14 @@ def _parse_session(
     decorate: Decorate | None,
     resume: PrefixState | None = None,
     snapshot: list[PrefixState] | None = None,
+    release_bytes: int = 0,
 ) -> Session:
     where = str(path) if path is not None else "<session>"
     resumed = resume is not None and source is not None
     state = ParseState.resumed(resume, source, decorate) if resumed else ParseState()  # type: ignore[arg-type]
     if snapshot is not None:
         state.heads = Heads.of_prefix(resume) if resumed else Heads()  # type: ignore[arg-type]
-    at = _read_lines(state, stream, where, source, decorate, snapshot is not None)
+    at = _read_lines(state, stream, where, source, decorate, snapshot is not None, release_bytes)
     # Every message entry before ``released_to`` was released with its facts taken; so was the indexed prefix
     facts_known = max(state.released_to, len(resume.ids) if resumed else 0)  # type: ignore[union-attr]
     if snapshot is not None and state.release and state.header is not None:
@@ -118,6 +121,7 @@ def _read_lines(
     source: FileSource | None,
     decorate: Decorate | None,
     marking: bool,
+    release_bytes: int = 0,
 ) -> ParseState | None:
     """Read the lines of ``stream`` into ``state``. With ``marking``, return the state before an unterminated
     last line (``ParseState.mark``) once bodies are released, if there is one.
@@ -244,6 +248,8 @@ def _read_lines(
         # The bodies a compaction leaves behind
         if release and kind == "compaction":
             state.release_before(value.get("firstKeptEntryId"), source, decorate)  # type: ignore[arg-type]
+        elif release_bytes and release and offset - entries[state.released_to].offset >= release_bytes:
+            state.release_before(_NO_ENTRY, source, decorate)  # type: ignore[arg-type]
     state.lines, state.prefix_len, state.last_value = number, next_offset, last_value
     state.last_parsed_ok, state.last_terminated = last_parsed_ok, last_terminated
     state.prev_chunk, state.last_chunk = prev_chunk, last_chunk
@@ -251,6 +257,7 @@ def _read_lines(
 
 
 _UNPARSED: Any = object()  # ``_parse_rare``: the line does not parse
+_NO_ENTRY: Any = object()  # a first kept entry no entry is: ``release_before`` releases up to the last one
 
 
 def _parse_rare(state: ParseState, body: bytes, number: int, before_header: bool) -> Any:
@@ -410,11 +417,14 @@ def load_session(
     keep_bodies: bool = False,
     decorate: Decorate | None = None,
     cache: bool = False,
+    release_bytes: int = 0,
 ) -> Session:
     """Load a session file. Fatal problems raise SessionError/NotFoundError; others become diagnostics.
 
     The parsed bodies of old messages are dropped and read back when asked for (see ``session.source``); a caller
-    that will read every entry anyway (a lint of the whole file, say) passes ``keep_bodies`` to parse once.
+    that will read every entry anyway passes ``keep_bodies`` to parse once; one that reads each body once, one at
+    a time (lint), passes ``release_bytes`` to drop them whenever they hold that many bytes of the file, compaction
+    or not (memory then does not grow with a session that was never compacted).
     ``decorate(entry)`` is kept in ``Session.decorated`` for each entry whose body is dropped, computed while the
     body is still in memory (grep's decorated-only rendering).
 
@@ -455,7 +465,9 @@ def load_session(
                     start, crc = (0, 0) if state is None else (state.prefix_len, state.crc or 0)
                     read_from = hashed = index.PrefixHash(stream, start, crc)
             lines = read_lines(read_from)
-            session = parse_session(lines, p, size, None if keep_bodies else source, decorate, state, snapshot)
+            session = parse_session(
+                lines, p, size, None if keep_bodies else source, decorate, state, snapshot, release_bytes
+            )
             if snapshot and hashed is not None and (state is None or snapshot[0].prefix_len > state.prefix_len):
                 snapshot[0].crc = hashed.crc_of(snapshot[0].prefix_len)
                 index.write(p, os.fstat(stream.fileno()), snapshot[0])

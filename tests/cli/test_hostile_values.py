@@ -7,6 +7,7 @@ the year 1 or 9999 with an offset that moves it past Python's years (JavaScript 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import orjson
@@ -152,3 +153,71 @@ def test_a_header_time_at_the_edge_of_the_calendar(agent: Path, stamp: str) -> N
     for since in (stamp, "0001-01-01T00:00:00+05:00"):
         result = run("list", path, "--since", since)
         assert result.code in (0, 1, 2) and "internal error" not in result.stderr
+
+
+INF = 987654321987  # written as 1e400 (or -1e400 where negative) in the file
+
+
+def _everywhere(path: Path, value: str) -> Path:
+    """A session with ``value`` in every number Pi writes: usage and cost fields, tokensBefore, message times,
+    a tool's arguments and details, an image's size, a model's contextWindow."""
+    sb = SessionBuilder()
+    sb.user("look at the logs " + "word " * 200)
+    usage = {"input": -INF, "output": INF, "cacheRead": INF, "cacheWrite": -INF, "totalTokens": -INF}
+    usage["cost"] = {"input": INF, "output": -INF, "cacheRead": INF, "cacheWrite": INF, "total": INF}
+    sb.assistant("reading", tool_calls=[("c1", "bash", {"command": "cat log", "timeout": INF})], usage=usage)
+    sb.tool_result("c1", "bash", "x" * 20_000, details={"exitCode": INF})
+    for n in range(4):
+        sb.user(f"question {n} " + "word " * 300)
+        sb.assistant(
+            "answer " * 200, usage={"input": 5, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": INF}
+        )
+    kept = sb.entries[-2]["id"]
+    sb.compaction("earlier", kept, tokensBefore=INF, usage={"input": INF, "cost": {"total": INF}})
+    sb.add({"type": "usage", "provider": "p", "model": "m", "usage": {"input": INF, "cost": {"total": -INF}}})
+    sb.add({"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5", "contextWindow": INF})
+    image = {"type": "image", "data": "aGk=", "mimeType": "image/png", "width": INF}
+    sb.user([{"type": "text", "text": "and this " + "word " * 300}, image])
+    sb.assistant("ok " * 300, usage={"input": 5, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": INF})
+    for entry in sb.entries:
+        if entry["type"] == "message":
+            entry["message"]["timestamp"] = INF
+    text = b"".join(line + b"\n" for line in sb.lines()).decode()
+    path.write_text(text.replace(f"-{INF}", "-" + value.lstrip("-")).replace(str(INF), value))
+    return path
+
+
+@pytest.mark.parametrize("value", ["1e400", "1" + "0" * 400])
+def test_numbers_past_any_double_in_every_field_end_in_an_answer(tmp_path: Path, value: str) -> None:
+    path = _everywhere(tmp_path / "s.jsonl", value)
+    for args in (
+        ("check",),
+        ("audit",),
+        ("audit", "--plot"),
+        ("audit", "--json"),
+        ("lint",),
+        ("list",),
+        ("context",),
+        ("coverage",),
+        ("compact", "--dry-run", "--keep-recent-tokens", "100"),
+        ("compact", "--dry-run", "--keep-recent-tokens", "100", "--json"),
+        ("compact", "--keep-recent-tokens", "100", "-o", str(tmp_path / "copy.jsonl")),
+        ("prune", "--dry-run", "--min-tokens", "1"),
+    ):
+        result = run(args[0], path, *args[1:])
+        assert result.code in (0, 1), (args, result.stderr)
+        assert "internal error" not in result.stderr
+        shown = result.stdout + result.stderr
+        if args[0] not in ("list", "context"):  # which show the entries' own text
+            assert not re.search(r"\d{25}|(\d{3},){8}", shown), (args, shown[:2000])  # Infinity, not 309 digits
+        if "--json" in args:
+            orjson.loads(result.stdout_bytes)
+    assert run("lint", tmp_path / "copy.jsonl").code in (0, 1)
+    # the leaf's own usage Infinity: Pi's context before the compaction is Infinity, and so is what it frees
+    leaf = _session(tmp_path / "leaf.jsonl", total=value, replies=2)
+    for args in (("--dry-run",), ("--dry-run", "--json"), ("-o", str(tmp_path / "leaf-copy.jsonl"))):
+        result = run("compact", leaf, "--keep-recent-tokens", "100", *args)
+        assert result.code == 0 and "internal error" not in result.stderr, result.stderr
+        if "-o" in args:
+            assert "Infinity -> " in result.stderr
+        assert not re.search(r"\d{25}|(\d{3},){8}", result.stdout + result.stderr)

@@ -98,6 +98,25 @@ COMMANDS: list[tuple[str, ...]] = [
     ("sessions",),
     ("rules",),
     ("pi", "status"),
+    ("compact", "{path}", "--dry-run", "--no-cap", "--keep-recent-tokens", "1", "--json"),
+    ("prune", "{path}", "--dry-run", "--min-tokens", "1"),
+    ("pi", "config"),
+    ("search", "--stats"),
+    ("lint", "--all", "{path}"),
+    ("grep", "-l", "X", "{path}"),
+    ("list", "{path}", "--leaf", "{hostile_id}"),
+    ("context", "{path}", "--leaf", "{hostile_id}"),
+    ("check", "{path}", "--leaf", "{hostile_id}", "--context-window", "200000"),
+    ("audit", "{path}", "--leaf", "{hostile_id}", "--context-window", "200000"),
+    ("lint", "{path}", "--leaf", "{hostile_id}"),
+    ("grep", "X", "{path}", "--leaf", "{hostile_id}"),
+    ("prune", "{path}", "--dry-run", "--leaf", "{hostile_id}", "--context-window", "200000"),
+]
+# Errors that name a field of the session: shown escaped on one line too.
+FAILING: list[tuple[str, ...]] = [
+    ("show", "nosuch{hostile_id}", "{path}"),
+    ("check", "{path}", "--leaf", "{hostile_id}"),  # its model is unknown: the error names it
+    ("list", "{path}", "--leaf", "nosuch{hostile_id}"),
 ]
 
 
@@ -129,6 +148,15 @@ def test_no_field_of_a_hostile_session_drives_the_terminal(project: dict[str, An
                 assert "\\nFAKE LINE" in out.split("\n")[0]
             else:
                 assert not [line for line in stream.split("\n") if line.startswith("FAKE LINE")]
+
+
+@pytest.mark.parametrize("command", FAILING, ids=lambda c: " ".join(c).replace("{", "").replace("}", ""))
+def test_an_error_naming_a_hostile_field_is_one_line_shown(project: dict[str, Any], command: tuple[str, ...]) -> None:
+    args = [part.format(**project) for part in command]
+    code, out, err = _on_terminal(args, project["cwd"], False)
+    assert code == 2 and out == ""
+    assert err.startswith("picompact: error: ") and err.count("\n") == 1, err
+    assert not RAW.findall(err) and "\\e]52;c;" in err
 
 
 @pytest.mark.parametrize(

@@ -358,3 +358,48 @@ def test_a_repeated_sentence_holding_the_end_marker_is_written_inside_the_block(
     text = (project / "AGENTS.md").read_text()
     assert text.count(BLOCK_END) == 1 and text.endswith(BLOCK_END + "\n")
     assert any("--&gt;" in line for line in result.json["written"]["added"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The decisions file beside the search index
+
+
+@pytest.mark.parametrize("shape", ["link", "dangling", "fifo"])
+def test_the_decisions_file_is_never_written_through(project: Path, tmp_path: Path, shape: str) -> None:
+    from pi_compact.ops.rules_memory import decisions_path
+
+    path = Path(decisions_path())
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    outside = tmp_path / "elsewhere" / "victim"
+    outside.parent.mkdir()
+    if shape == "link":
+        outside.write_text('{"version": 1, "files": {}}')
+    before = snapshot(outside) if shape == "link" else None
+    if shape == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(outside)
+    result = run("rules", "--cwd", project, "--write", "--yes")
+    assert result.code == 0, result.stderr
+    assert "rules-decisions.json" in result.stderr  # read as empty, with a warning
+    assert BLOCK_BEGIN in (project / "AGENTS.md").read_text()
+    if before is not None:
+        assert snapshot(outside) == before
+    else:
+        assert not os.path.lexists(outside)
+    assert not path.is_symlink() and stat.S_ISREG(path.lstat().st_mode)  # the name replaced by a file of its own
+
+
+def test_a_cache_folder_that_is_a_link_keeps_no_decisions(project: Path, tmp_path: Path) -> None:
+    from pi_compact.ops.rules_memory import decisions_path
+
+    folder = Path(decisions_path()).parent
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir(mode=0o700)
+    folder.symlink_to(outside)
+    result = run("rules", "--cwd", project, "--write", "--yes")
+    assert result.code == 0, result.stderr
+    assert "decisions not kept" in result.stderr
+    assert BLOCK_BEGIN in (project / "AGENTS.md").read_text()
+    assert list(outside.iterdir()) == []

@@ -3,7 +3,8 @@
 A file holds one case a line: ``+ KIND | TEXT`` is a text whose secrets, each written between ``⟦`` and ``⟧``, must
 be masked as KIND; ``- TEXT`` is a look-alike that must come through unchanged; ``#`` starts a comment. In TEXT,
 ``\\n`` is a line break, ``\\r`` a carriage return, ``\\t`` a tab, ``\\e`` ESC, ``\\a`` BEL, ``\\\\`` one backslash
-and ``\\xHH`` any character (so a case may hold JSON escapes: ``\\\\u0041`` is the six characters ``\\u0041``).
+and ``\\xHH``, ``\\uHHHH``, ``\\UHHHHHHHH`` any character (so a case may hold JSON escapes: ``\\\\u0041`` is the six
+characters ``\\u0041``).
 
 Scoring, over the spans: a secret is *found* when the findings cover every character of it; a finding that
 overlaps no secret (in a look-alike, or beside the secret of a case) is a false positive. Precision: findings that
@@ -18,6 +19,7 @@ from pathlib import Path
 
 CORPUS = Path(__file__).parent / "corpus"
 OPEN, CLOSE = "⟦", "⟧"
+_HEX = {"x": 2, "u": 4, "U": 8}  # \xHH, \uHHHH, \UHHHHHHHH
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "e": "\x1b", "a": "\x07", "\\": "\\"}
 
 
@@ -47,9 +49,9 @@ def unescape(text: str, where: str) -> str:
         if code in _ESCAPES:
             out.append(_ESCAPES[code])
             i += 2
-        elif code == "x" and len(text) >= i + 4:
-            out.append(chr(int(text[i + 2 : i + 4], 16)))
-            i += 4
+        elif code in _HEX and len(text) >= i + 2 + _HEX[code]:
+            out.append(chr(int(text[i + 2 : i + 2 + _HEX[code]], 16)))
+            i += 2 + _HEX[code]
         else:
             raise ValueError(f"{where}: unknown escape \\{code}")
     return "".join(out)

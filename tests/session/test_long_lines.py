@@ -168,3 +168,44 @@ def test_huge_lines_cost_bounded_memory(tmp_path: Path) -> None:
     (sessions / "ok.jsonl").write_bytes(HEADER + FIRST + AFTER)
     done = _capped(["search", "WORDB", "--dir", str(sessions)], home)
     assert done.returncode == 0 and b"after WORDB" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.skipif(not hasattr(resource, "RLIMIT_AS") or sys.platform != "linux", reason="RLIMIT_AS on Linux")
+@pytest.mark.parametrize("shape", ["tail", "endless", "line"])
+def test_every_command_on_a_file_larger_than_its_memory_ends_with_an_answer(tmp_path: Path, shape: str) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    project = tmp_path / "proj"
+    project.mkdir()
+    header = HEADER.replace(b'"cwd":"/x"', b'"cwd":"' + str(project).encode() + b'"')
+    path = tmp_path / f"{shape}.jsonl"
+    if shape == "tail":  # a valid session, then NULs (what a crash can leave)
+        _sparse(path, header + FIRST, SPARSE)
+    elif shape == "endless":  # a line that may be JSON and never ends
+        _sparse(path, header + FIRST + b'{"type":"custom","data":"', SPARSE)
+    else:  # a line of NULs past the limit, then a good entry
+        _sparse(path, header + FIRST + b'{"type":"custom","data":"', SPARSE, b'"}\n' + AFTER)
+    folder = home / "agent" / "sessions" / ("--" + str(project).strip("/").replace("/", "-") + "--")
+    folder.mkdir(parents=True)
+    os.link(path, folder / path.name)
+    for command in (
+        ["list", str(path)],
+        ["show", "a1", str(path)],
+        ["context", str(path)],
+        ["audit", str(path), "--context-window", "200000"],
+        ["coverage", str(path)],
+        ["compact", str(path), "--dry-run", "--context-window", "200000"],
+        ["prune", str(path), "--dry-run", "--context-window", "200000"],
+        ["lint", "--all", str(folder)],
+        ["grep", "-c", "WORDA", str(path)],
+        ["sessions", "--all"],
+        ["rules", "--cwd", str(project)],
+        ["search", "WORDA", "--dir", str(folder)],
+    ):
+        done = _capped(command, home)
+        assert done.returncode in (0, 1, 2), (command, done.returncode, done.stderr[-2000:])
+        assert b"Traceback" not in done.stderr and b"MemoryError" not in done.stderr, command
+        assert done.stderr.count(b"\n") <= 3, (command, done.stderr[-2000:])
+        if command[0] in ("search", "grep", "sessions"):  # what the file holds before the long part is there
+            found = {"search": b"first WORDA", "grep": b"a1:1\n", "sessions": b"first WORDA"}[command[0]]
+            assert done.returncode == 0 and found in done.stdout, (command, done.stdout[-2000:])
