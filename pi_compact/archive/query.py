@@ -882,7 +882,7 @@ def _search(
     # The files in scope are all the sessions the index holds (the usual case): the entries are taken as they come
     # and those of a file added since left out here; else SQL narrows them to the files of ``temp.scope``.
     narrow = not scope.complete or len(files) != len(scope.files)
-    with store._sql() as conn:
+    with store.sql() as conn:
         if narrow:
             conn.execute("create temp table if not exists scope(file integer primary key)")
         conn.execute("begin")
