@@ -13,7 +13,8 @@ by session path and line.
 ``--regex`` and ``-F`` search for an exact pattern instead: it is matched on each candidate entry's text (what
 ``show`` renders), so the index only narrows. The words every match must contain (``search.prefilter``'s required
 literals, cut down to the whole words they hold) pick the candidates; a pattern without such words is matched on
-every entry in scope.
+every entry in scope: without a filter, on every entry's bytes in one pass (``_screen``), RE2 answering for the
+entries it can (``_checked_matcher``), and the entries after the page are counted without being matched again.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ REGEX_TIMEOUT = 2.0  # seconds one entry may take to match
 # within REGEX_TIMEOUT): past it the search stops, the results found so far stand, and the page says so
 # (``SearchPage.stopped``). A pattern RE2 runs (``_Linear``) is linear in the text and seldom comes near it.
 SEARCH_BUDGET = 10.0
-# Seconds of CPU time a --regex or -F search may spend, once its page is full, counting the matches after it (the
-# total): past it the total is not known (None), the page stands.
+# Seconds of CPU time a --regex or -F search matched entry by entry may spend, once its page is full, counting the
+# matches after it (the total): past it the total is not known (None), the page stands. A screened search
+# (``_screen``) knows its total when its page is made.
 COUNT_BUDGET = 1.0
 _clock: Callable[[], float] = time.process_time  # the clock ``regex`` counts its timeout on
 
@@ -126,9 +128,14 @@ _NOT_LINEAR = r"\\(?:[0-9A-Za-wyz]|x(?![0-9A-Fa-f]{2}))|\(\?(?!:)|\{,|\[:"
 def _class_ranges(name: str) -> str:
     """The characters ``regex`` (this one, with its Unicode tables) puts in ``\\d``, ``\\s`` or ``\\w``, as the
     ranges of an RE2 class (``\\x{30}-\\x{39}...``, without the brackets)."""
+    import array
+    import sys
+
     import regex
 
-    every = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    codes = array.array("I", range(0xD800))
+    codes.extend(range(0xE000, 0x110000))
+    every = codes.tobytes().decode(f"utf-32-{sys.byteorder[0]}e")  # every character but surrogates, at C speed
     out = []
     for m in regex.finditer(f"\\{name}+", every):
         lo, hi = m.start(), m.end() - 1
@@ -178,11 +185,14 @@ def _spelled_out(source: str) -> str | None:
     return "".join(out)
 
 
-def _linear(source: str, ignore_case: bool) -> _Linear | None:
-    """``source`` (``regex`` syntax, MULTILINE) compiled by RE2 when both engines give it the same meaning."""
+def _linear(source: str, ignore_case: bool, ascii_text: bool = False) -> _Linear | None:
+    """``source`` (``regex`` syntax, MULTILINE) compiled by RE2 when both engines give it the same meaning;
+    ``ascii_text``: the same meaning on a text of ASCII characters only, where RE2's ``\\b`` and ``\\B`` (ASCII
+    word boundaries) are ``regex``'s too."""
     import re
 
-    allowed = re.sub(r"\\[\\ntrfvdswDSW]", "", source)  # an escaped backslash, and the escapes both read alike
+    escapes = r"\\[\\ntrfvdswDSWbB]" if ascii_text else r"\\[\\ntrfvdswDSW]"
+    allowed = re.sub(escapes, "", source)  # an escaped backslash, and the escapes both read alike
     if re.search(_NOT_LINEAR, allowed):
         return None
     try:
@@ -530,11 +540,16 @@ def _score(query: Query) -> tuple[str, list[Any]]:
     return _SCORE + boosts, found
 
 
-def _candidates(conn: Any, query: Query, filters: Filters, narrow: bool) -> Iterator[tuple[Any, ...]]:
+def _candidates(
+    conn: Any, query: Query, filters: Filters, narrow: bool, screened: bool = False
+) -> Iterator[tuple[Any, ...]]:
     """The entries that may match, in the order of the results: (rowid, file id, line, entry id, kind, time,
-    score). ``narrow``: only the files of ``temp.scope`` (else every file, for the caller to pick from)."""
+    score). ``narrow``: only the files of ``temp.scope`` (else every file, for the caller to pick from);
+    ``screened``: only the entries of ``temp.screened``."""
     where, args = _conditions(filters)
     in_scope = " and e.file in (select file from temp.scope)" if narrow else ""
+    if screened:
+        in_scope += " and e.id in (select id from temp.screened)"
     if query.fts is not None:
         score, score_args = _score(query)
         if not where and not narrow:
@@ -760,12 +775,13 @@ _OUT_OF_TIME: Any = object()  # ``_pattern_match``: the search's budget ran out
 def _pattern_match(query: Query, text: str, budget: _Budget | None = None) -> Any:
     """The pattern's first match in ``text`` (None: none); ``_OUT_OF_TIME`` when ``budget`` ran out."""
     limit = REGEX_TIMEOUT
+    start = 0.0
     if budget is not None:
         if budget.left <= 0:
             return _OUT_OF_TIME
         limit = min(limit, budget.left)
         budget.entries += 1
-    start = _clock()
+        start = _clock()
     try:
         return query.pattern.search(text, timeout=limit)
     except TimeoutError:
@@ -885,6 +901,8 @@ def _search(
     with store.sql() as conn:
         if narrow:
             conn.execute("create temp table if not exists scope(file integer primary key)")
+        if query.pattern is not None and query.fts is None:
+            conn.execute("create temp table if not exists screened(id integer primary key)")
         conn.execute("begin")
         try:
             if narrow:
@@ -897,12 +915,16 @@ def _search(
             counted = (
                 _count(conn, query, filters, narrow) if query.pattern is None and filters.branch == "all" else None
             )
+            # The entries the pattern matches, when RE2 can tell them in one pass (``_screen``): only they are
+            # candidates, and those after the page are counted without being matched again.
             screened = _screen(conn, query, filters, budget) if budget is not None else None
-            if screened is not None and screened[1]:
-                stopped = budget.notice() if budget is not None else None
-            for rowid, file_id, line, entry_id, kind, ts, score in _candidates(conn, query, filters, narrow):
-                if screened is not None and rowid not in screened[0]:
-                    continue
+            if screened is not None:
+                if screened[1]:
+                    stopped = budget.notice() if budget is not None else None
+                conn.execute("delete from temp.screened")
+                conn.executemany("insert into temp.screened values (?)", ((i,) for i in sorted(screened[0])))
+            candidates = _candidates(conn, query, filters, narrow, screened is not None)
+            for rowid, file_id, line, entry_id, kind, ts, score in candidates:
                 info = files.get(file_id)
                 if info is None:
                     continue
@@ -913,9 +935,13 @@ def _search(
                     if rowid not in on:
                         continue
                 match = None
+                if screened is not None and (more or seen < skip):
+                    seen += 1  # known to match
+                    continue
                 if query.pattern is not None:
                     text = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()[0]
-                    match = _pattern_match(query, text, budget)
+                    # an entry screened is known to match: matched again for its snippet, outside the budget
+                    match = _pattern_match(query, text, None if screened is not None else budget)
                     if match is _OUT_OF_TIME:
                         assert budget is not None
                         if more:  # the page is whole; only its total is not known
@@ -1042,11 +1068,10 @@ def _distance(a: str, b: str, most: int) -> int:
 _SCREEN_CLOCK_ROWS = 64  # entries screened between two looks at the budget's clock
 
 
-def _bytes_matcher(query: Query) -> Callable[[bytes], bool] | None:
-    """Whether the pattern matches an entry's text, asked of its UTF-8 bytes as SQLite holds them (no text decoded
-    nor encoded again): for a -F string that keeps its case, and a pattern RE2 runs (its UTF-8 mode: the same
-    answer as on the text); None for any other."""
-    pattern = query.pattern
+def _bytes_matcher(pattern: Any) -> Callable[[bytes], bool] | None:
+    """Whether ``pattern`` (a query's) matches an entry's text, asked of its UTF-8 bytes as SQLite holds them (no
+    text decoded nor encoded again): for a -F string that keeps its case, and a pattern RE2 runs (its UTF-8 mode:
+    the same answer as on the text); None for any other."""
     if isinstance(pattern, _Literal):
         needle = pattern.text.encode("utf-8")
         return lambda blob: needle in blob
@@ -1066,31 +1091,77 @@ def _bytes_matcher(query: Query) -> Callable[[bytes], bool] | None:
     return None
 
 
-def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget | None) -> tuple[set[int], bool] | None:
+def _checked_matcher(query: Query, budget: _Budget) -> Callable[[bytes], Any] | None:
+    """For a pattern only ``regex`` runs: whether it matches an entry's text, asked of RE2 first where RE2 can
+    answer. An entry of ASCII bytes only is answered by the pattern in RE2 when RE2 reads it the same on such a
+    text (``_linear``'s ``ascii_text``: word boundaries); any other by a wider pattern in RE2 (what looks around a
+    match dropped: ``search.rawregex.text_pattern``), and where that matches, by ``regex`` on the text (within the
+    budget: ``_OUT_OF_TIME`` when it ran out). None when RE2 can answer nothing."""
+    import re2
+
+    from pi_compact.search import rawregex
+
+    pattern = query.pattern
+    source = getattr(pattern, "pattern", None)
+    ascii_linear = _linear(source, query.ignore_case, ascii_text=True) if isinstance(source, str) else None
+    ascii_search = _bytes_matcher(ascii_linear)
+    tree = rawregex.parse(query.text, fixed=query.mode == "fixed", ignore_case=query.ignore_case)
+    wider: Any = None
+    if tree is not None:
+        options = re2.Options()
+        options.log_errors = False
+        options.max_mem = 64 << 20
+        options.never_capture = True
+        try:
+            wider = re2.compile(rawregex.text_pattern(tree), options).search
+        except re2.error:
+            wider = None
+    if ascii_search is None and wider is None:
+        return None
+
+    def matches(blob: bytes) -> Any:
+        if ascii_search is not None and blob.isascii():
+            return ascii_search(blob)
+        if wider is not None and wider(blob) is None:
+            return False
+        found = _pattern_match(query, blob.decode("utf-8"), budget)
+        return found if found is _OUT_OF_TIME else found is not None
+
+    return matches
+
+
+def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget) -> tuple[set[int], bool] | None:
     """For a pattern the words cannot narrow, on every entry (no filter narrows them either): the entries whose
     text it matches, read in one pass over the index in rowid order, and whether the budget ran out on the way;
-    None when it is not worth it (a filter, narrowing words) or the pattern cannot be asked of bytes."""
+    None when it is not worth it (a filter, narrowing words) or RE2 can answer nothing of the entries' bytes."""
     if query.fts is not None or _conditions(filters)[0]:
         return None
-    matches = _bytes_matcher(query)
+    exact = _bytes_matcher(query.pattern)
+    matches = exact or _checked_matcher(query, budget)
     if matches is None:
         return None
     found: set[int] = set()
-    started = _clock()
-    left = budget.left if budget is not None else SEARCH_BUDGET
+    # The clock is read here for a pattern RE2 answers; ``regex``'s matches read it themselves (``_pattern_match``)
+    started = _clock() if exact is not None else 0.0
+    left = budget.left
+    entries = budget.entries
     n = 0
     for rowid, blob in conn.execute("select rowid, cast(text as blob) from body"):
+        if blob is not None:
+            hit = matches(blob)
+            if hit is _OUT_OF_TIME:
+                budget.entries = entries + n
+                return found, True
+            if hit:
+                found.add(rowid)
         n += 1
-        if blob is not None and matches(blob):
-            found.add(rowid)
-        if n % _SCREEN_CLOCK_ROWS == 0 and _clock() - started > left:
-            if budget is not None:
-                budget.entries += n
-                budget.left = 0
+        if exact is not None and n % _SCREEN_CLOCK_ROWS == 0 and _clock() - started > left:
+            budget.entries = entries + n
+            budget.left = 0
             return found, True
-    if budget is not None:
-        budget.entries += n
-        budget.left -= _clock() - started
+    budget.entries = entries + n
+    if exact is not None:
+        budget.left = left - (_clock() - started)
     return found, False
 
 
