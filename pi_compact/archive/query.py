@@ -1065,57 +1065,74 @@ def _distance(a: str, b: str, most: int) -> int:
     return row[len(b)]
 
 
-_SCREEN_CLOCK_ROWS = 64  # entries screened between two looks at the budget's clock
+class _Screener(NamedTuple):
+    """How ``_screen`` asks a pattern of the entries' bytes: ``entry`` answers for one entry (True, False, or
+    ``_OUT_OF_TIME``); ``first`` (None: none) gives where in many entries joined with b"\\n" a match may start, at
+    or after a position (-1: nowhere), never missing an entry's match; ``timed``: ``entry`` reads the clock
+    itself (``regex`` matching)."""
+
+    entry: Callable[[bytes], Any]
+    first: Callable[[bytes, int], int] | None
+    timed: bool = False
 
 
-def _bytes_matcher(pattern: Any) -> Callable[[bytes], bool] | None:
+def _re2_bytes(source: bytes, ignore_case: bool = False) -> Any:
+    """An RE2 program for a UTF-8 bytes pattern, or None when RE2 refuses it."""
+    import re2
+
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False
+    options.max_mem = 64 << 20
+    options.never_capture = True
+    try:
+        return re2.compile(source, options)
+    except re2.error:
+        return None
+
+
+def _first_of(program: Any) -> Callable[[bytes, int], int]:
+    search = program.search
+
+    def first(blob: bytes, pos: int) -> int:
+        found = search(blob, pos)
+        return -1 if found is None else int(found.start())
+
+    return first
+
+
+def _bytes_matcher(pattern: Any) -> _Screener | None:
     """Whether ``pattern`` (a query's) matches an entry's text, asked of its UTF-8 bytes as SQLite holds them (no
     text decoded nor encoded again): for a -F string that keeps its case, and a pattern RE2 runs (its UTF-8 mode:
-    the same answer as on the text); None for any other."""
+    the same answer as on the text); None for any other. Joined entries hold a match of each entry where the entry
+    does (MULTILINE: b"\\n" is where a line ends and starts; nothing but ``^``, ``$`` and ``\\b`` looks around)."""
     if isinstance(pattern, _Literal):
         needle = pattern.text.encode("utf-8")
-        return lambda blob: needle in blob
+        return _Screener(lambda blob: needle in blob, lambda blob, pos: blob.find(needle, pos))
     if isinstance(pattern, _Linear):
-        import re2
-
-        options = re2.Options()
-        options.case_sensitive = not pattern.ignore_case
-        options.log_errors = False
-        options.max_mem = 64 << 20
-        try:
-            compiled = re2.compile(("(?m)" + pattern.engine_source).encode("utf-8"), options)
-        except re2.error:  # pragma: no cover - compiled as text already
+        program = _re2_bytes(("(?m)" + pattern.engine_source).encode("utf-8"), pattern.ignore_case)
+        if program is None:  # pragma: no cover - compiled as text already
             return None
-        search = compiled.search
-        return lambda blob: search(blob) is not None
+        search = program.search
+        return _Screener(lambda blob: search(blob) is not None, _first_of(program))
     return None
 
 
-def _checked_matcher(query: Query, budget: _Budget) -> Callable[[bytes], Any] | None:
+def _checked_matcher(query: Query, budget: _Budget) -> _Screener | None:
     """For a pattern only ``regex`` runs: whether it matches an entry's text, asked of RE2 first where RE2 can
     answer. An entry of ASCII bytes only is answered by the pattern in RE2 when RE2 reads it the same on such a
     text (``_linear``'s ``ascii_text``: word boundaries); any other by a wider pattern in RE2 (what looks around a
     match dropped: ``search.rawregex.text_pattern``), and where that matches, by ``regex`` on the text (within the
     budget: ``_OUT_OF_TIME`` when it ran out). None when RE2 can answer nothing."""
-    import re2
-
     from pi_compact.search import rawregex
 
-    pattern = query.pattern
-    source = getattr(pattern, "pattern", None)
+    source = getattr(query.pattern, "pattern", None)
     ascii_linear = _linear(source, query.ignore_case, ascii_text=True) if isinstance(source, str) else None
-    ascii_search = _bytes_matcher(ascii_linear)
+    ascii_screen = _bytes_matcher(ascii_linear)
+    ascii_search = ascii_screen.entry if ascii_screen is not None else None
     tree = rawregex.parse(query.text, fixed=query.mode == "fixed", ignore_case=query.ignore_case)
-    wider: Any = None
-    if tree is not None:
-        options = re2.Options()
-        options.log_errors = False
-        options.max_mem = 64 << 20
-        options.never_capture = True
-        try:
-            wider = re2.compile(rawregex.text_pattern(tree), options).search
-        except re2.error:
-            wider = None
+    program = _re2_bytes(rawregex.text_pattern(tree)) if tree is not None else None
+    wider = program.search if program is not None else None
     if ascii_search is None and wider is None:
         return None
 
@@ -1127,42 +1144,79 @@ def _checked_matcher(query: Query, budget: _Budget) -> Callable[[bytes], Any] | 
         found = _pattern_match(query, blob.decode("utf-8"), budget)
         return found if found is _OUT_OF_TIME else found is not None
 
-    return matches
+    return _Screener(matches, _first_of(program) if program is not None else None, timed=True)
+
+
+_SCREEN_BATCH = 256  # entries joined for one RE2 search
 
 
 def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget) -> tuple[set[int], bool] | None:
     """For a pattern the words cannot narrow, on every entry (no filter narrows them either): the entries whose
     text it matches, read in one pass over the index in rowid order, and whether the budget ran out on the way;
-    None when it is not worth it (a filter, narrowing words) or RE2 can answer nothing of the entries' bytes."""
+    None when it is not worth it (a filter, narrowing words) or RE2 can answer nothing of the entries' bytes.
+    Entries are searched ``_SCREEN_BATCH`` at a time, joined: one RE2 search finds where the next match may be, and
+    only the entry it starts in is asked alone."""
     if query.fts is not None or _conditions(filters)[0]:
         return None
-    exact = _bytes_matcher(query.pattern)
-    matches = exact or _checked_matcher(query, budget)
-    if matches is None:
+    screener = _bytes_matcher(query.pattern) or _checked_matcher(query, budget)
+    if screener is None:
         return None
+    entry, first = screener.entry, screener.first
     found: set[int] = set()
     # The clock is read here for a pattern RE2 answers; ``regex``'s matches read it themselves (``_pattern_match``)
-    started = _clock() if exact is not None else 0.0
+    started = 0.0 if screener.timed else _clock()
     left = budget.left
-    entries = budget.entries
-    n = 0
-    for rowid, blob in conn.execute("select rowid, cast(text as blob) from body"):
-        if blob is not None:
-            hit = matches(blob)
+    looked = budget.entries
+    rows = conn.execute("select rowid, cast(text as blob) from body")
+    while batch := rows.fetchmany(_SCREEN_BATCH):
+        if first is None:
+            todo: Iterator[int] = iter(range(len(batch)))
+        else:
+            todo = _located(first, [blob or b"" for _, blob in batch])
+        for i in todo:
+            blob = batch[i][1]
+            if blob is None:
+                continue
+            hit = entry(blob)
             if hit is _OUT_OF_TIME:
-                budget.entries = entries + n
+                budget.entries = looked + i
                 return found, True
             if hit:
-                found.add(rowid)
-        n += 1
-        if exact is not None and n % _SCREEN_CLOCK_ROWS == 0 and _clock() - started > left:
-            budget.entries = entries + n
+                found.add(batch[i][0])
+        looked += len(batch)
+        if not screener.timed and _clock() - started > left:
+            budget.entries = looked
             budget.left = 0
             return found, True
-    budget.entries = entries + n
-    if exact is not None:
+    budget.entries = looked
+    if not screener.timed:
         budget.left = left - (_clock() - started)
     return found, False
+
+
+def _located(first: Callable[[bytes, int], int], blobs: list[bytes]) -> Iterator[int]:
+    """The entries of ``blobs`` in which ``first``, searching them joined with b"\\n", finds a place a match may
+    start (in order; after each, the search goes on at the next entry's start)."""
+    from bisect import bisect_right
+
+    if not blobs:
+        return
+    joined = b"\n".join(blobs)
+    starts = [0] * len(blobs)
+    at = 0
+    for i, blob in enumerate(blobs):
+        starts[i] = at
+        at += len(blob) + 1
+    pos = 0
+    while pos <= len(joined):
+        hit = first(joined, pos)
+        if hit < 0:
+            return
+        i = bisect_right(starts, hit) - 1
+        yield i
+        if i + 1 >= len(blobs):
+            return
+        pos = starts[i + 1]
 
 
 def _count(conn: Any, query: Query, filters: Filters, narrow: bool) -> int:
