@@ -30,7 +30,7 @@ ASCII = frozenset(chr(c) for c in range(128))
 _CONTROLS = frozenset(chr(c) for c in range(0x20))
 _DIGITS = frozenset(string.digits)
 _WORD = frozenset(string.ascii_letters + string.digits + "_")
-_SPACE = frozenset(" \t\n\r\f\v\x1c\x1d\x1e\x1f")
+_SPACE = frozenset(" \t\n\r\f\v")  # regex's \s in ASCII (Unicode White_Space: not \x1c-\x1f, unlike re)
 _LETTERS = frozenset(string.ascii_letters)
 # ASCII letters that a character outside ASCII folds to under IGNORECASE (see prefilter.CASE_EXTRA).
 _FOLDS_TO_ASCII = frozenset("iIkKsS")

@@ -14,7 +14,18 @@ from pi_compact.archive.query import Query, _Budget, _bytes_matcher, _checked_ma
 from tests.search.test_rawregex import ALPHABET, patterns
 
 ASCII_ALPHABET = 'abkKsSqiI"\\/\t\n :.[]{}$,01_-xX\x00\x1f\x7f' + string.ascii_letters[:6]
-EXTRA = [r"\w+Error\b", r"\bfoo\b", r"\B\d+", r"(?<=a)b", r"a(?!b)", r"^\s*$", r"\b\w{3}\b"]
+EXTRA = [
+    r"\b.{2}\S{2}",
+    r"\S\x1f",
+    r"\s",
+    r"\w+Error\b",
+    r"\bfoo\b",
+    r"\B\d+",
+    r"(?<=a)b",
+    r"a(?!b)",
+    r"^\s*$",
+    r"\b\w{3}\b",
+]
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
