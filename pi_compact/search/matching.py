@@ -303,6 +303,8 @@ class Candidates:
             return pos
         if self._offsets is None:
             entries = self.transcript.entries
+            if not self.unreliable and self._hit_from(0) > len(self.data or b""):
+                return len(entries)  # no raw hit anywhere in the file: no entry's offsets are needed
             offsets = [e.offset for e in entries]
             if not all(map(operator.lt, offsets, offsets[1:])):
                 self._offsets = []  # not in file order: searched entry by entry
