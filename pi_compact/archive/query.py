@@ -124,8 +124,36 @@ class _Linear:
 _NOT_LINEAR = r"\\(?:[0-9A-Za-wyz]|x(?![0-9A-Fa-f]{2}))|\(\?(?!:)|\{,|\[:"
 
 
+CLASS_TABLE = "regex-classes.json"  # in pi_compact/data: ``class_ranges`` for one version of ``regex``
+
+
+@functools.cache
+def _class_table() -> dict[str, Any]:
+    from pathlib import Path
+
+    import orjson
+
+    try:
+        table: dict[str, Any] = orjson.loads(
+            (Path(__file__).resolve().parent.parent / "data" / CLASS_TABLE).read_bytes()
+        )
+    except (OSError, orjson.JSONDecodeError):  # pragma: no cover - a damaged install: computed instead
+        return {}
+    return table
+
+
 @functools.cache
 def _class_ranges(name: str) -> str:
+    """``class_ranges(name)``, from the table bundled for this version of ``regex`` (computing them costs tens of
+    milliseconds), or computed for another version."""
+    import regex
+
+    table = _class_table()
+    ranges = table.get("classes", {}).get(name) if table.get("regex") == regex.__version__ else None
+    return ranges if isinstance(ranges, str) else class_ranges(name)
+
+
+def class_ranges(name: str) -> str:
     """The characters ``regex`` (this one, with its Unicode tables) puts in ``\\d``, ``\\s`` or ``\\w``, as the
     ranges of an RE2 class (``\\x{30}-\\x{39}...``, without the brackets)."""
     import array

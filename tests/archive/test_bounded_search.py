@@ -178,3 +178,12 @@ def test_the_tool_says_its_search_stopped(agent: Path, monkeypatch: pytest.Monke
     os.environ.pop("PI_CODING_AGENT_SESSION_DIR", None)
     text = search_sessions(session, {"query": "(?=a)aaa", "regex": True, "max_count": 20})
     assert "incomplete: the pattern took more than 5 s" in text
+
+
+def test_the_bundled_classes_are_those_of_the_installed_regex() -> None:
+    """The table ``search --regex`` reads instead of computing the classes is this ``regex``'s (else regenerate it:
+    ``python tools/update_regex_classes.py``)."""
+    table = query_module._class_table()
+    assert table["regex"] == regex.__version__
+    for name in "dsw":
+        assert query_module._class_ranges(name) == query_module.class_ranges(name), name
