@@ -300,7 +300,7 @@ class Query:
             pattern = _Literal(text)  # what ``regex`` makes of it, without importing it (nor ``search``)
             literals = [text] if "\n" not in text else None  # ``search.prefilter.required_literals``'s for -F
         else:
-            from pi_compact.search.matching import compile_pattern
+            from pi_compact.search.patternsize import compile_pattern
             from pi_compact.search.prefilter import required_literals
 
             pattern = compile_pattern(text, ignore_case=ignore_case, fixed=fixed, multiline=True)
