@@ -1095,13 +1095,15 @@ def _distance(a: str, b: str, most: int) -> int:
 
 class _Screener(NamedTuple):
     """How ``_screen`` asks a pattern of the entries' bytes: ``entry`` answers for one entry (True, False, or
-    ``_OUT_OF_TIME``); ``first`` (None: none) gives where in many entries joined with b"\\n" a match may start, at
-    or after a position (-1: nowhere), never missing an entry's match; ``timed``: ``entry`` reads the clock
-    itself (``regex`` matching)."""
+    ``_OUT_OF_TIME``); ``first`` (None: none), given many entries joined with b"\\n", searches them from a position
+    for where a match may be, never missing an entry's match: (start, end, exact), start -1 for nowhere; exact: it
+    is a match of the pattern itself, so one that lies within an entry is that entry's match; ``timed``: ``entry``
+    reads the clock itself (``regex`` matching)."""
 
     entry: Callable[[bytes], Any]
-    first: Callable[[bytes, int], int] | None
+    first: Callable[[bytes], Callable[[int], tuple[int, int, bool]]] | None
     timed: bool = False
+    program: Any = None  # the RE2 program ``entry`` runs, when it is one
 
 
 def _re2_bytes(source: bytes, ignore_case: bool = False) -> Any:
@@ -1119,14 +1121,29 @@ def _re2_bytes(source: bytes, ignore_case: bool = False) -> Any:
         return None
 
 
-def _first_of(program: Any) -> Callable[[bytes, int], int]:
+def _searching(program: Any, joined: bytes, exact: bool) -> Callable[[int], tuple[int, int, bool]]:
     search = program.search
 
-    def first(blob: bytes, pos: int) -> int:
-        found = search(blob, pos)
-        return -1 if found is None else int(found.start())
+    def first(pos: int) -> tuple[int, int, bool]:
+        found = search(joined, pos)
+        return (-1, -1, exact) if found is None else (int(found.start()), int(found.end()), exact)
 
     return first
+
+
+def _first_of(program: Any) -> Callable[[bytes], Callable[[int], tuple[int, int, bool]]]:
+    return lambda joined: _searching(program, joined, True)
+
+
+def _literal_first(needle: bytes) -> Callable[[bytes], Callable[[int], tuple[int, int, bool]]]:
+    def searching(joined: bytes) -> Callable[[int], tuple[int, int, bool]]:
+        def first(pos: int) -> tuple[int, int, bool]:
+            at = joined.find(needle, pos)
+            return at, at + len(needle), True
+
+        return first
+
+    return searching
 
 
 def _bytes_matcher(pattern: Any) -> _Screener | None:
@@ -1136,13 +1153,13 @@ def _bytes_matcher(pattern: Any) -> _Screener | None:
     does (MULTILINE: b"\\n" is where a line ends and starts; nothing but ``^``, ``$`` and ``\\b`` looks around)."""
     if isinstance(pattern, _Literal):
         needle = pattern.text.encode("utf-8")
-        return _Screener(lambda blob: needle in blob, lambda blob, pos: blob.find(needle, pos))
+        return _Screener(lambda blob: needle in blob, _literal_first(needle))
     if isinstance(pattern, _Linear):
         program = _re2_bytes(("(?m)" + pattern.engine_source).encode("utf-8"), pattern.ignore_case)
         if program is None:  # pragma: no cover - compiled as text already
             return None
         search = program.search
-        return _Screener(lambda blob: search(blob) is not None, _first_of(program))
+        return _Screener(lambda blob: search(blob) is not None, _first_of(program), program=program)
     return None
 
 
@@ -1172,7 +1189,16 @@ def _checked_matcher(query: Query, budget: _Budget) -> _Screener | None:
         found = _pattern_match(query, blob.decode("utf-8"), budget)
         return found if found is _OUT_OF_TIME else found is not None
 
-    return _Screener(matches, _first_of(program) if program is not None else None, timed=True)
+    ascii_program = ascii_screen.program if ascii_screen is not None else None
+
+    def searching(joined: bytes) -> Callable[[int], tuple[int, int, bool]]:
+        # entries of ASCII only: the pattern itself; any other: the wider pattern
+        if ascii_program is not None and joined.isascii():
+            return _searching(ascii_program, joined, True)
+        return _searching(program, joined, False)
+
+    first = searching if program is not None else None
+    return _Screener(matches, first, timed=True)
 
 
 _SCREEN_BATCH = 256  # entries joined for one RE2 search
@@ -1201,9 +1227,13 @@ def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget) -> tuple
             todo: Iterator[int] = iter(range(len(batch)))
         else:
             todo = _located(first, [blob or b"" for _, blob in batch])
-        for i in todo:
+        for located in todo:
+            i = located if located >= 0 else ~located
             blob = batch[i][1]
             if blob is None:
+                continue
+            if located < 0:  # a match of the pattern itself within the entry: no need to ask it alone
+                found.add(batch[i][0])
                 continue
             hit = entry(blob)
             if hit is _OUT_OF_TIME:
@@ -1222,14 +1252,17 @@ def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget) -> tuple
     return found, False
 
 
-def _located(first: Callable[[bytes, int], int], blobs: list[bytes]) -> Iterator[int]:
+def _located(first: Callable[[bytes], Callable[[int], tuple[int, int, bool]]], blobs: list[bytes]) -> Iterator[int]:
     """The entries of ``blobs`` in which ``first``, searching them joined with b"\\n", finds a place a match may
-    start (in order; after each, the search goes on at the next entry's start)."""
+    start, in order (after each, the search goes on at the next entry's start): ``i`` to ask alone, or ``~i`` when
+    the match found is the pattern's own and lies within the entry (MULTILINE: the b"\\n" around an entry is where
+    its text starts and ends for ``^``, ``$``, ``\\b`` and ``\\B``, so that is the entry's match)."""
     from bisect import bisect_right
 
     if not blobs:
         return
     joined = b"\n".join(blobs)
+    search = first(joined)
     starts = [0] * len(blobs)
     at = 0
     for i, blob in enumerate(blobs):
@@ -1237,11 +1270,11 @@ def _located(first: Callable[[bytes, int], int], blobs: list[bytes]) -> Iterator
         at += len(blob) + 1
     pos = 0
     while pos <= len(joined):
-        hit = first(joined, pos)
+        hit, end, exact = search(pos)
         if hit < 0:
             return
         i = bisect_right(starts, hit) - 1
-        yield i
+        yield ~i if exact and end <= starts[i] + len(blobs[i]) else i
         if i + 1 >= len(blobs):
             return
         pos = starts[i + 1]
