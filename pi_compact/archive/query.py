@@ -378,6 +378,7 @@ class _SearchQueryJSON(TypedDict):
 class _SearchEndJSON(TypedDict):
     matches: int
     total: int | None
+    total_at_least: int
     sessions_searched: int
     complete: bool
     next_cursor: str | None
@@ -448,6 +449,9 @@ class SearchPage(NamedTuple):
     total: int | None = None
     # Words of the index close to the query's words that match nothing (a typo's likely fixes), when nothing matched.
     suggestions: tuple[str, ...] = ()
+    # Results on all pages known to be there: ``total`` when it is known, else those counted before the count (or
+    # the search) stopped.
+    total_at_least: int = 0
 
     def summary_json(self) -> SearchSummaryJSON:
         return {
@@ -455,6 +459,7 @@ class SearchPage(NamedTuple):
             "mode": self.query.mode,
             "matches": len(self.hits),
             "total": self.total,
+            "total_at_least": self.total_at_least,
             "sessions_searched": self.sessions,
             "complete": self.next_cursor is None and self.stopped is None,
             "next_cursor": self.next_cursor,
@@ -471,6 +476,7 @@ class SearchPage(NamedTuple):
             "results": [h.to_json() for h in self.hits],
             "matches": summary["matches"],
             "total": summary["total"],
+            "total_at_least": summary["total_at_least"],
             "sessions_searched": summary["sessions_searched"],
             "complete": summary["complete"],
             "next_cursor": summary["next_cursor"],
@@ -1013,7 +1019,8 @@ def _search(
         suggestions = _suggest(conn, query) if not hits and not skip and query.mode == "words" else ()
     next_cursor = _encode_cursor(_digest(params), skip + len(hits)) if more else None
     total = counted if counted is not None else None if stopped or counting_stopped else seen
-    return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped), stopped, total, suggestions)
+    at_least = total if total is not None else max(seen, skip + len(hits))
+    return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped), stopped, total, suggestions, at_least)
 
 
 SUGGESTIONS = 3  # words suggested at most for each word that matches nothing
