@@ -13,7 +13,8 @@ by session path and line.
 ``--regex`` and ``-F`` search for an exact pattern instead: it is matched on each candidate entry's text (what
 ``show`` renders), so the index only narrows. The words every match must contain (``search.prefilter``'s required
 literals, cut down to the whole words they hold) pick the candidates; a pattern without such words is matched on
-every entry in scope.
+every entry in scope: without a filter, on every entry's bytes in one pass (``_screen``), RE2 answering for the
+entries it can (``_checked_matcher``), and the entries after the page are counted without being matched again.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ REGEX_TIMEOUT = 2.0  # seconds one entry may take to match
 # within REGEX_TIMEOUT): past it the search stops, the results found so far stand, and the page says so
 # (``SearchPage.stopped``). A pattern RE2 runs (``_Linear``) is linear in the text and seldom comes near it.
 SEARCH_BUDGET = 10.0
-# Seconds of CPU time a --regex or -F search may spend, once its page is full, counting the matches after it (the
-# total): past it the total is not known (None), the page stands.
+# Seconds of CPU time a --regex or -F search matched entry by entry may spend, once its page is full, counting the
+# matches after it (the total): past it the total is not known (None), the page stands. A screened search
+# (``_screen``) knows its total when its page is made.
 COUNT_BUDGET = 1.0
 _clock: Callable[[], float] = time.process_time  # the clock ``regex`` counts its timeout on
 
@@ -122,13 +124,46 @@ class _Linear:
 _NOT_LINEAR = r"\\(?:[0-9A-Za-wyz]|x(?![0-9A-Fa-f]{2}))|\(\?(?!:)|\{,|\[:"
 
 
+CLASS_TABLE = "regex-classes.json"  # in pi_compact/data: ``class_ranges`` for one version of ``regex``
+
+
+@functools.cache
+def _class_table() -> dict[str, Any]:
+    from pathlib import Path
+
+    import orjson
+
+    try:
+        table: dict[str, Any] = orjson.loads(
+            (Path(__file__).resolve().parent.parent / "data" / CLASS_TABLE).read_bytes()
+        )
+    except (OSError, orjson.JSONDecodeError):  # pragma: no cover - a damaged install: computed instead
+        return {}
+    return table
+
+
 @functools.cache
 def _class_ranges(name: str) -> str:
-    """The characters ``regex`` (this one, with its Unicode tables) puts in ``\\d``, ``\\s`` or ``\\w``, as the
-    ranges of an RE2 class (``\\x{30}-\\x{39}...``, without the brackets)."""
+    """``class_ranges(name)``, from the table bundled for this version of ``regex`` (computing them costs tens of
+    milliseconds), or computed for another version."""
     import regex
 
-    every = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    table = _class_table()
+    ranges = table.get("classes", {}).get(name) if table.get("regex") == regex.__version__ else None
+    return ranges if isinstance(ranges, str) else class_ranges(name)
+
+
+def class_ranges(name: str) -> str:
+    """The characters ``regex`` (this one, with its Unicode tables) puts in ``\\d``, ``\\s`` or ``\\w``, as the
+    ranges of an RE2 class (``\\x{30}-\\x{39}...``, without the brackets)."""
+    import array
+    import sys
+
+    import regex
+
+    codes = array.array("I", range(0xD800))
+    codes.extend(range(0xE000, 0x110000))
+    every = codes.tobytes().decode(f"utf-32-{sys.byteorder[0]}e")  # every character but surrogates, at C speed
     out = []
     for m in regex.finditer(f"\\{name}+", every):
         lo, hi = m.start(), m.end() - 1
@@ -178,11 +213,14 @@ def _spelled_out(source: str) -> str | None:
     return "".join(out)
 
 
-def _linear(source: str, ignore_case: bool) -> _Linear | None:
-    """``source`` (``regex`` syntax, MULTILINE) compiled by RE2 when both engines give it the same meaning."""
+def _linear(source: str, ignore_case: bool, ascii_text: bool = False) -> _Linear | None:
+    """``source`` (``regex`` syntax, MULTILINE) compiled by RE2 when both engines give it the same meaning;
+    ``ascii_text``: the same meaning on a text of ASCII characters only, where RE2's ``\\b`` and ``\\B`` (ASCII
+    word boundaries) are ``regex``'s too."""
     import re
 
-    allowed = re.sub(r"\\[\\ntrfvdswDSW]", "", source)  # an escaped backslash, and the escapes both read alike
+    escapes = r"\\[\\ntrfvdswDSWbB]" if ascii_text else r"\\[\\ntrfvdswDSW]"
+    allowed = re.sub(escapes, "", source)  # an escaped backslash, and the escapes both read alike
     if re.search(_NOT_LINEAR, allowed):
         return None
     try:
@@ -262,7 +300,7 @@ class Query:
             pattern = _Literal(text)  # what ``regex`` makes of it, without importing it (nor ``search``)
             literals = [text] if "\n" not in text else None  # ``search.prefilter.required_literals``'s for -F
         else:
-            from pi_compact.search.matching import compile_pattern
+            from pi_compact.search.patternsize import compile_pattern
             from pi_compact.search.prefilter import required_literals
 
             pattern = compile_pattern(text, ignore_case=ignore_case, fixed=fixed, multiline=True)
@@ -340,6 +378,7 @@ class _SearchQueryJSON(TypedDict):
 class _SearchEndJSON(TypedDict):
     matches: int
     total: int | None
+    total_at_least: int
     sessions_searched: int
     complete: bool
     next_cursor: str | None
@@ -410,6 +449,9 @@ class SearchPage(NamedTuple):
     total: int | None = None
     # Words of the index close to the query's words that match nothing (a typo's likely fixes), when nothing matched.
     suggestions: tuple[str, ...] = ()
+    # Results on all pages known to be there: ``total`` when it is known, else those counted before the count (or
+    # the search) stopped.
+    total_at_least: int = 0
 
     def summary_json(self) -> SearchSummaryJSON:
         return {
@@ -417,6 +459,7 @@ class SearchPage(NamedTuple):
             "mode": self.query.mode,
             "matches": len(self.hits),
             "total": self.total,
+            "total_at_least": self.total_at_least,
             "sessions_searched": self.sessions,
             "complete": self.next_cursor is None and self.stopped is None,
             "next_cursor": self.next_cursor,
@@ -433,6 +476,7 @@ class SearchPage(NamedTuple):
             "results": [h.to_json() for h in self.hits],
             "matches": summary["matches"],
             "total": summary["total"],
+            "total_at_least": summary["total_at_least"],
             "sessions_searched": summary["sessions_searched"],
             "complete": summary["complete"],
             "next_cursor": summary["next_cursor"],
@@ -530,11 +574,16 @@ def _score(query: Query) -> tuple[str, list[Any]]:
     return _SCORE + boosts, found
 
 
-def _candidates(conn: Any, query: Query, filters: Filters, narrow: bool) -> Iterator[tuple[Any, ...]]:
+def _candidates(
+    conn: Any, query: Query, filters: Filters, narrow: bool, screened: bool = False
+) -> Iterator[tuple[Any, ...]]:
     """The entries that may match, in the order of the results: (rowid, file id, line, entry id, kind, time,
-    score). ``narrow``: only the files of ``temp.scope`` (else every file, for the caller to pick from)."""
+    score). ``narrow``: only the files of ``temp.scope`` (else every file, for the caller to pick from);
+    ``screened``: only the entries of ``temp.screened``."""
     where, args = _conditions(filters)
     in_scope = " and e.file in (select file from temp.scope)" if narrow else ""
+    if screened:
+        in_scope += " and e.id in (select id from temp.screened)"
     if query.fts is not None:
         score, score_args = _score(query)
         if not where and not narrow:
@@ -760,12 +809,13 @@ _OUT_OF_TIME: Any = object()  # ``_pattern_match``: the search's budget ran out
 def _pattern_match(query: Query, text: str, budget: _Budget | None = None) -> Any:
     """The pattern's first match in ``text`` (None: none); ``_OUT_OF_TIME`` when ``budget`` ran out."""
     limit = REGEX_TIMEOUT
+    start = 0.0
     if budget is not None:
         if budget.left <= 0:
             return _OUT_OF_TIME
         limit = min(limit, budget.left)
         budget.entries += 1
-    start = _clock()
+        start = _clock()
     try:
         return query.pattern.search(text, timeout=limit)
     except TimeoutError:
@@ -882,9 +932,11 @@ def _search(
     # The files in scope are all the sessions the index holds (the usual case): the entries are taken as they come
     # and those of a file added since left out here; else SQL narrows them to the files of ``temp.scope``.
     narrow = not scope.complete or len(files) != len(scope.files)
-    with store._sql() as conn:
+    with store.sql() as conn:
         if narrow:
             conn.execute("create temp table if not exists scope(file integer primary key)")
+        if query.pattern is not None and query.fts is None:
+            conn.execute("create temp table if not exists screened(id integer primary key)")
         conn.execute("begin")
         try:
             if narrow:
@@ -897,12 +949,16 @@ def _search(
             counted = (
                 _count(conn, query, filters, narrow) if query.pattern is None and filters.branch == "all" else None
             )
+            # The entries the pattern matches, when RE2 can tell them in one pass (``_screen``): only they are
+            # candidates, and those after the page are counted without being matched again.
             screened = _screen(conn, query, filters, budget) if budget is not None else None
-            if screened is not None and screened[1]:
-                stopped = budget.notice() if budget is not None else None
-            for rowid, file_id, line, entry_id, kind, ts, score in _candidates(conn, query, filters, narrow):
-                if screened is not None and rowid not in screened[0]:
-                    continue
+            if screened is not None:
+                if screened[1]:
+                    stopped = budget.notice() if budget is not None else None
+                conn.execute("delete from temp.screened")
+                conn.executemany("insert into temp.screened values (?)", ((i,) for i in sorted(screened[0])))
+            candidates = _candidates(conn, query, filters, narrow, screened is not None)
+            for rowid, file_id, line, entry_id, kind, ts, score in candidates:
                 info = files.get(file_id)
                 if info is None:
                     continue
@@ -913,9 +969,13 @@ def _search(
                     if rowid not in on:
                         continue
                 match = None
+                if screened is not None and (more or seen < skip):
+                    seen += 1  # known to match
+                    continue
                 if query.pattern is not None:
                     text = conn.execute("select text from body where rowid = ?", (rowid,)).fetchone()[0]
-                    match = _pattern_match(query, text, budget)
+                    # an entry screened is known to match: matched again for its snippet, outside the budget
+                    match = _pattern_match(query, text, None if screened is not None else budget)
                     if match is _OUT_OF_TIME:
                         assert budget is not None
                         if more:  # the page is whole; only its total is not known
@@ -959,7 +1019,8 @@ def _search(
         suggestions = _suggest(conn, query) if not hits and not skip and query.mode == "words" else ()
     next_cursor = _encode_cursor(_digest(params), skip + len(hits)) if more else None
     total = counted if counted is not None else None if stopped or counting_stopped else seen
-    return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped), stopped, total, suggestions)
+    at_least = total if total is not None else max(seen, skip + len(hits))
+    return SearchPage(query, hits, len(files), next_cursor, list(scope.skipped), stopped, total, suggestions, at_least)
 
 
 SUGGESTIONS = 3  # words suggested at most for each word that matches nothing
@@ -1039,59 +1100,191 @@ def _distance(a: str, b: str, most: int) -> int:
     return row[len(b)]
 
 
-_SCREEN_CLOCK_ROWS = 64  # entries screened between two looks at the budget's clock
+class _Screener(NamedTuple):
+    """How ``_screen`` asks a pattern of the entries' bytes: ``entry`` answers for one entry (True, False, or
+    ``_OUT_OF_TIME``); ``first`` (None: none), given many entries joined with b"\\n", searches them from a position
+    for where a match may be, never missing an entry's match: (start, end, exact), start -1 for nowhere; exact: it
+    is a match of the pattern itself, so one that lies within an entry is that entry's match; ``timed``: ``entry``
+    reads the clock itself (``regex`` matching)."""
+
+    entry: Callable[[bytes], Any]
+    first: Callable[[bytes], Callable[[int], tuple[int, int, bool]]] | None
+    timed: bool = False
+    program: Any = None  # the RE2 program ``entry`` runs, when it is one
 
 
-def _bytes_matcher(query: Query) -> Callable[[bytes], bool] | None:
-    """Whether the pattern matches an entry's text, asked of its UTF-8 bytes as SQLite holds them (no text decoded
-    nor encoded again): for a -F string that keeps its case, and a pattern RE2 runs (its UTF-8 mode: the same
-    answer as on the text); None for any other."""
-    pattern = query.pattern
+def _re2_bytes(source: bytes, ignore_case: bool = False) -> Any:
+    """An RE2 program for a UTF-8 bytes pattern, or None when RE2 refuses it."""
+    import re2
+
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False
+    options.max_mem = 64 << 20
+    options.never_capture = True
+    try:
+        return re2.compile(source, options)
+    except re2.error:
+        return None
+
+
+def _searching(program: Any, joined: bytes, exact: bool) -> Callable[[int], tuple[int, int, bool]]:
+    search = program.search
+
+    def first(pos: int) -> tuple[int, int, bool]:
+        found = search(joined, pos)
+        return (-1, -1, exact) if found is None else (int(found.start()), int(found.end()), exact)
+
+    return first
+
+
+def _first_of(program: Any) -> Callable[[bytes], Callable[[int], tuple[int, int, bool]]]:
+    return lambda joined: _searching(program, joined, True)
+
+
+def _literal_first(needle: bytes) -> Callable[[bytes], Callable[[int], tuple[int, int, bool]]]:
+    def searching(joined: bytes) -> Callable[[int], tuple[int, int, bool]]:
+        def first(pos: int) -> tuple[int, int, bool]:
+            at = joined.find(needle, pos)
+            return at, at + len(needle), True
+
+        return first
+
+    return searching
+
+
+def _bytes_matcher(pattern: Any) -> _Screener | None:
+    """Whether ``pattern`` (a query's) matches an entry's text, asked of its UTF-8 bytes as SQLite holds them (no
+    text decoded nor encoded again): for a -F string that keeps its case, and a pattern RE2 runs (its UTF-8 mode:
+    the same answer as on the text); None for any other. Joined entries hold a match of each entry where the entry
+    does (MULTILINE: b"\\n" is where a line ends and starts; nothing but ``^``, ``$`` and ``\\b`` looks around)."""
     if isinstance(pattern, _Literal):
         needle = pattern.text.encode("utf-8")
-        return lambda blob: needle in blob
+        return _Screener(lambda blob: needle in blob, _literal_first(needle))
     if isinstance(pattern, _Linear):
-        import re2
-
-        options = re2.Options()
-        options.case_sensitive = not pattern.ignore_case
-        options.log_errors = False
-        options.max_mem = 64 << 20
-        try:
-            compiled = re2.compile(("(?m)" + pattern.engine_source).encode("utf-8"), options)
-        except re2.error:  # pragma: no cover - compiled as text already
+        program = _re2_bytes(("(?m)" + pattern.engine_source).encode("utf-8"), pattern.ignore_case)
+        if program is None:  # pragma: no cover - compiled as text already
             return None
-        search = compiled.search
-        return lambda blob: search(blob) is not None
+        search = program.search
+        return _Screener(lambda blob: search(blob) is not None, _first_of(program), program=program)
     return None
 
 
-def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget | None) -> tuple[set[int], bool] | None:
+def _checked_matcher(query: Query, budget: _Budget) -> _Screener | None:
+    """For a pattern only ``regex`` runs: whether it matches an entry's text, asked of RE2 first where RE2 can
+    answer. An entry of ASCII bytes only is answered by the pattern in RE2 when RE2 reads it the same on such a
+    text (``_linear``'s ``ascii_text``: word boundaries); any other by a wider pattern in RE2 (what looks around a
+    match dropped: ``search.rawregex.text_pattern``), and where that matches, by ``regex`` on the text (within the
+    budget: ``_OUT_OF_TIME`` when it ran out). None when RE2 can answer nothing."""
+    from pi_compact.search import rawregex
+
+    source = getattr(query.pattern, "pattern", None)
+    ascii_linear = _linear(source, query.ignore_case, ascii_text=True) if isinstance(source, str) else None
+    ascii_screen = _bytes_matcher(ascii_linear)
+    ascii_search = ascii_screen.entry if ascii_screen is not None else None
+    tree = rawregex.parse(query.text, fixed=query.mode == "fixed", ignore_case=query.ignore_case)
+    program = _re2_bytes(rawregex.text_pattern(tree)) if tree is not None else None
+    wider = program.search if program is not None else None
+    if ascii_search is None and wider is None:
+        return None
+
+    def matches(blob: bytes) -> Any:
+        if ascii_search is not None and blob.isascii():
+            return ascii_search(blob)
+        if wider is not None and wider(blob) is None:
+            return False
+        found = _pattern_match(query, blob.decode("utf-8"), budget)
+        return found if found is _OUT_OF_TIME else found is not None
+
+    ascii_program = ascii_screen.program if ascii_screen is not None else None
+
+    def searching(joined: bytes) -> Callable[[int], tuple[int, int, bool]]:
+        # entries of ASCII only: the pattern itself; any other: the wider pattern
+        if ascii_program is not None and joined.isascii():
+            return _searching(ascii_program, joined, True)
+        return _searching(program, joined, False)
+
+    first = searching if program is not None else None
+    return _Screener(matches, first, timed=True)
+
+
+_SCREEN_BATCH = 256  # entries joined for one RE2 search
+
+
+def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget) -> tuple[set[int], bool] | None:
     """For a pattern the words cannot narrow, on every entry (no filter narrows them either): the entries whose
     text it matches, read in one pass over the index in rowid order, and whether the budget ran out on the way;
-    None when it is not worth it (a filter, narrowing words) or the pattern cannot be asked of bytes."""
+    None when it is not worth it (a filter, narrowing words) or RE2 can answer nothing of the entries' bytes.
+    Entries are searched ``_SCREEN_BATCH`` at a time, joined: one RE2 search finds where the next match may be, and
+    only the entry it starts in is asked alone."""
     if query.fts is not None or _conditions(filters)[0]:
         return None
-    matches = _bytes_matcher(query)
-    if matches is None:
+    screener = _bytes_matcher(query.pattern) or _checked_matcher(query, budget)
+    if screener is None:
         return None
+    entry, first = screener.entry, screener.first
     found: set[int] = set()
-    started = _clock()
-    left = budget.left if budget is not None else SEARCH_BUDGET
-    n = 0
-    for rowid, blob in conn.execute("select rowid, cast(text as blob) from body"):
-        n += 1
-        if blob is not None and matches(blob):
-            found.add(rowid)
-        if n % _SCREEN_CLOCK_ROWS == 0 and _clock() - started > left:
-            if budget is not None:
-                budget.entries += n
-                budget.left = 0
+    # The clock is read here for a pattern RE2 answers; ``regex``'s matches read it themselves (``_pattern_match``)
+    started = 0.0 if screener.timed else _clock()
+    left = budget.left
+    looked = budget.entries
+    rows = conn.execute("select rowid, cast(text as blob) from body")
+    while batch := rows.fetchmany(_SCREEN_BATCH):
+        if first is None:
+            todo: Iterator[int] = iter(range(len(batch)))
+        else:
+            todo = _located(first, [blob or b"" for _, blob in batch])
+        for located in todo:
+            i = located if located >= 0 else ~located
+            blob = batch[i][1]
+            if blob is None:
+                continue
+            if located < 0:  # a match of the pattern itself within the entry: no need to ask it alone
+                found.add(batch[i][0])
+                continue
+            hit = entry(blob)
+            if hit is _OUT_OF_TIME:
+                budget.entries = looked + i
+                return found, True
+            if hit:
+                found.add(batch[i][0])
+        looked += len(batch)
+        if not screener.timed and _clock() - started > left:
+            budget.entries = looked
+            budget.left = 0
             return found, True
-    if budget is not None:
-        budget.entries += n
-        budget.left -= _clock() - started
+    budget.entries = looked
+    if not screener.timed:
+        budget.left = left - (_clock() - started)
     return found, False
+
+
+def _located(first: Callable[[bytes], Callable[[int], tuple[int, int, bool]]], blobs: list[bytes]) -> Iterator[int]:
+    """The entries of ``blobs`` in which ``first``, searching them joined with b"\\n", finds a place a match may
+    start, in order (after each, the search goes on at the next entry's start): ``i`` to ask alone, or ``~i`` when
+    the match found is the pattern's own and lies within the entry (MULTILINE: the b"\\n" around an entry is where
+    its text starts and ends for ``^``, ``$``, ``\\b`` and ``\\B``, so that is the entry's match)."""
+    from bisect import bisect_right
+
+    if not blobs:
+        return
+    joined = b"\n".join(blobs)
+    search = first(joined)
+    starts = [0] * len(blobs)
+    at = 0
+    for i, blob in enumerate(blobs):
+        starts[i] = at
+        at += len(blob) + 1
+    pos = 0
+    while pos <= len(joined):
+        hit, end, exact = search(pos)
+        if hit < 0:
+            return
+        i = bisect_right(starts, hit) - 1
+        yield ~i if exact and end <= starts[i] + len(blobs[i]) else i
+        if i + 1 >= len(blobs):
+            return
+        pos = starts[i + 1]
 
 
 def _count(conn: Any, query: Query, filters: Filters, narrow: bool) -> int:

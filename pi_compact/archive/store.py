@@ -207,7 +207,7 @@ class Store:
             return action()
 
     @contextlib.contextmanager
-    def _sql(self) -> Iterator[sqlite3.Connection]:
+    def sql(self) -> Iterator[sqlite3.Connection]:
         """The connection; SQLite's errors as picompact's (corrupt: CorruptIndexError; busy: ExternalError)."""
         try:
             yield self.conn
@@ -245,7 +245,7 @@ class Store:
     def _update(self, files: list[tuple[str, os.stat_result]], progress: Progress | None) -> Scope:
         checkpoints = _Checkpoints(self.conn, self.path) if self.path is not None else None
         try:
-            with self._sql() as conn:
+            with self.sql() as conn:
                 return update_index(conn, files, progress, checkpoints.committed if checkpoints else None)
         finally:
             if checkpoints is not None:
@@ -254,7 +254,7 @@ class Store:
     # ------------------------------------------------------------------------------------------- figures
 
     def stats(self) -> StoreStatsJSON:
-        with self._sql() as conn:
+        with self.sql() as conn:
             counts = dict(conn.execute("select status, count(*) from files group by status").fetchall())
             entries = conn.execute("select count(*) from entries").fetchone()[0]
             indexed = conn.execute("select coalesce(sum(indexed_to), 0) from files").fetchone()[0]

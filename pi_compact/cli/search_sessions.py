@@ -38,7 +38,8 @@ from nothing; --stats describes it.
 
 --json prints one document {"schema_version", "query", "mode", "results": [{session, session_id, cwd,
 entry_id, line, role, timestamp, score, snippet, highlights [{start, end}], show}], "matches" (on this page),
-"total" (on all pages; null when not counted), "sessions_searched", "complete", "next_cursor", "skipped":
+"total" (on all pages; null when not counted), "total_at_least" (the total, or those counted when the count
+stopped), "sessions_searched", "complete", "next_cursor", "skipped":
 [{path, reason}], "stopped", "did_you_mean"}; --json-lines prints
 a {"type": "match", "version": 1, "data": {...}} record per result, then a "summary" record (the document's
 other keys). Pages hold --max-count results (default 20); the next page is printed as a command with --cursor.
@@ -169,7 +170,10 @@ def search_command(
         if page.next_cursor:
             from pi_compact.cli.paging import next_command
 
-            count = f"{len(page.hits)} of {page.total:,}" if page.total is not None else f"{len(page.hits)}"
+            if page.total is not None:
+                count = f"{len(page.hits)} of {page.total:,}"
+            else:  # the count stopped: those it reached, at least one more than this page's (there is a next page)
+                count = f"{len(page.hits)} of at least {max(page.total_at_least, len(page.hits) + 1):,}"
             env.note(f"{count} results; next page: {next_command(env, page.next_cursor, drop=('--reindex',))}")
     if not page.hits:
         _say_nothing_found(env, page, found, store.path)

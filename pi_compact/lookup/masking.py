@@ -18,7 +18,7 @@ from bisect import bisect_right
 
 from pi_compact.redact import Masked, Redactor
 from pi_compact.search.grep_results import GrepLine, GrepMatch, GrepPage
-from pi_compact.search.grepping import _window
+from pi_compact.search.grepping import line_window
 from pi_compact.search.listing import EntryPage
 from pi_compact.search.render import preview
 from pi_compact.search.show import ShowLine, ShowPage
@@ -88,7 +88,7 @@ class PageMasker:
                 )
                 for start, end in line.submatches
             ]
-            return _window(lines.line(index), line.number, line.section, width, spans if matched else None)
+            return line_window(lines.line(index), line.number, line.section, width, spans if matched else None)
 
         return dataclasses.replace(
             match,

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from pi_compact.search.grep_results import GrepLine, GrepMatch, GrepPage
     from pi_compact.search.grepping import GrepQuery, grep
     from pi_compact.search.listing import EntryPage, list_entries
-    from pi_compact.search.matching import compile_pattern
     from pi_compact.search.pages import DEFAULT_LIMITS, EntryInfo, Limits
+    from pi_compact.search.patternsize import compile_pattern
     from pi_compact.search.render import SECTIONS, RenderedEntry, header_line, preview, render_entry
     from pi_compact.search.show import ShowLine, ShowPage, entry_raw, resolve_in_scope, show_entry
     from pi_compact.search.transcript import Transcript, TranscriptLine, as_transcript, build_transcript
@@ -33,7 +33,7 @@ _HOME = {
     **dict.fromkeys(("GrepLine", "GrepMatch", "GrepPage"), "grep_results"),
     **dict.fromkeys(("GrepQuery", "grep"), "grepping"),
     **dict.fromkeys(("EntryPage", "list_entries"), "listing"),
-    "compile_pattern": "matching",
+    "compile_pattern": "patternsize",
     **dict.fromkeys(("DEFAULT_LIMITS", "EntryInfo", "Limits"), "pages"),
     **dict.fromkeys(("SECTIONS", "RenderedEntry", "header_line", "preview", "render_entry"), "render"),
     **dict.fromkeys(("ShowLine", "ShowPage", "entry_raw", "resolve_in_scope", "show_entry"), "show"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pi_compact.errors import PatternError, UsageError
 from pi_compact.search import rawregex
-from pi_compact.search.grepping import GrepQuery, _check_sections
+from pi_compact.search.grepping import GrepQuery, check_sections
 from pi_compact.search.matching import relaxed_search
 from pi_compact.search.selection import LineSelector
 
@@ -34,7 +34,7 @@ def grep_wants_decorated(query: GrepQuery) -> bool:
         return False
     try:
         composed, composed_fixed = query.composed()
-        synthetic = LineSelector(_check_sections(query.sections)).synthetic
+        synthetic = LineSelector(check_sections(query.sections)).synthetic
     except (PatternError, UsageError):
         return True  # reported by grep itself, after the session's own problems
     tree = rawregex.parse(composed, fixed=composed_fixed, ignore_case=query.ignore_case)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
-from pi_compact.search.pages import EntryInfo, EntryInfoJSON, _clean
+from pi_compact.search.pages import EntryInfo, EntryInfoJSON, clean_text
 
 
 class GrepLineJSON(TypedDict):
@@ -76,14 +76,14 @@ class GrepLine:
 
     def display(self) -> str:
         """The text with "…" where the full line goes on."""
-        text = _clean(self.text)
+        text = clean_text(self.text)
         return ("…" if self.offset > 0 else "") + text + ("…" if self.offset + len(self.text) < self.length else "")
 
     def to_json(self) -> GrepLineJSON:
         out: GrepLineJSON = {
             "line_number": self.number,
             "section": self.section,
-            "text": _clean(self.text),
+            "text": clean_text(self.text),
             "offset": self.offset,
             "length": self.length,
             "truncated": self.truncated,

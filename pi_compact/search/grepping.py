@@ -23,17 +23,17 @@ from pi_compact.search.pages import (
     DEFAULT_LIMITS,
     Limits,
     Source,
-    _positive,
-    _role_ok,
     check_roles,
     entry_info,
+    positive,
+    role_ok,
 )
 from pi_compact.search.render import SECTIONS, RenderedEntry, entry_label
 from pi_compact.search.selection import LineSelector, compose_pattern, inverted_lines
 from pi_compact.search.transcript import Transcript, as_transcript
 
 
-def _window(text: str, number: int, section: str, width: int, spans: list[tuple[int, int]] | None) -> GrepLine:
+def line_window(text: str, number: int, section: str, width: int, spans: list[tuple[int, int]] | None) -> GrepLine:
     """The line, or a window of ``width`` characters around its first match."""
     if len(text) <= width:
         return GrepLine(number, section, text, 0, len(text), tuple(spans or ()))
@@ -161,12 +161,12 @@ def grep_stream(
     """
     transcript = as_transcript(source)
     wanted = check_roles(transcript, query.roles)
-    wanted_sections = _check_sections(query.sections)
+    wanted_sections = check_sections(query.sections)
     context, invert, ignore_case = query.context, query.invert, query.ignore_case
     if context < 0 or context > limits.max_context:
         raise UsageError(f"-C must be between 0 and {limits.max_context} (got {context})")
-    page_size = _positive("--max-count", max_count if max_count is not None else limits.grep_max_count)
-    char_budget = _positive("--max-chars", max_chars if max_chars is not None else limits.grep_max_chars)
+    page_size = positive("--max-count", max_count if max_count is not None else limits.grep_max_count)
+    char_budget = positive("--max-chars", max_chars if max_chars is not None else limits.grep_max_chars)
     patterns = list(query.patterns)
     composed, composed_fixed = query.composed()
     searcher = Searcher(composed, ignore_case, composed_fixed, limits.regex_timeout, limits.search_timeout)
@@ -233,11 +233,11 @@ class _Scan:
                 skip_to = candidates.next_candidate(pos)  # entries before it cannot match
                 if skip_to > pos:
                     passed = entries[pos:skip_to]
-                    self.searched += len(passed) if wanted is None else sum(_role_ok(e, wanted) for e in passed)
+                    self.searched += len(passed) if wanted is None else sum(role_ok(e, wanted) for e in passed)
                     pos = skip_to
                     continue
             entry = entries[pos]
-            if _role_ok(entry, wanted):
+            if role_ok(entry, wanted):
                 self.searched += 1
                 if candidates is None or candidates.may_match(pos, entry):
                     yield pos
@@ -309,7 +309,7 @@ def grep_counts(source: Source, query: GrepQuery, *, limits: Limits = DEFAULT_LI
     transcript order; the same selection as ``grep``, never paged (one short record per entry; no context)."""
     transcript = as_transcript(source)
     wanted = check_roles(transcript, query.roles)
-    keep = LineSelector(_check_sections(query.sections))
+    keep = LineSelector(check_sections(query.sections))
     patterns = list(query.patterns)
     invert, ignore_case = query.invert, query.ignore_case
     composed, composed_fixed = query.composed()
@@ -330,7 +330,7 @@ def grep_counts(source: Source, query: GrepQuery, *, limits: Limits = DEFAULT_LI
     return GrepCounts(shown, tuple(patterns), invert, tuple(out), scan.searched)
 
 
-def _check_sections(sections: Iterable[str] | None) -> frozenset[str] | None:
+def check_sections(sections: Iterable[str] | None) -> frozenset[str] | None:
     if sections is None:
         return None
     wanted = frozenset(s.strip() for section in sections for s in section.split(",") if s.strip())
@@ -354,13 +354,13 @@ def _build_match(
     lines, sections = rendered.lines, rendered.sections
     text = lines[index]
     stop = first.start() + width + 1 if len(text) > width else len(text) + 1
-    line = _window(text, index + 1, sections[index], width, searcher.spans(text, first, stop))
+    line = line_window(text, index + 1, sections[index], width, searcher.spans(text, first, stop))
     before_start = max(index - context, last_shown + 1, 0)
     after_end = min(index + context, len(lines) - 1)
     if following is not None:
         after_end = min(after_end, following[0] - 1)
-    before = tuple(_window(lines[i], i + 1, sections[i], width, None) for i in range(before_start, index))
-    after = tuple(_window(lines[i], i + 1, sections[i], width, None) for i in range(index + 1, after_end + 1))
+    before = tuple(line_window(lines[i], i + 1, sections[i], width, None) for i in range(before_start, index))
+    after = tuple(line_window(lines[i], i + 1, sections[i], width, None) for i in range(index + 1, after_end + 1))
     entry = rendered.entry
     match = GrepMatch(
         entry_label(entry),

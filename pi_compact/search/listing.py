@@ -15,12 +15,12 @@ from pi_compact.search.pages import (
     EntryInfoJSON,
     Limits,
     Source,
-    _entry_time,
-    _positive,
-    _role_ok,
     check_roles,
     entry_info,
+    entry_time,
     parse_time,
+    positive,
+    role_ok,
 )
 from pi_compact.search.transcript import as_transcript
 from pi_compact.session.entries import Entry
@@ -73,7 +73,7 @@ def list_entries(
     since_at = parse_time(since, now) if isinstance(since, str) else since
     if since_at is not None and since_at.tzinfo is None:
         since_at = since_at.replace(tzinfo=UTC)
-    page_size = _positive("--limit", limit if limit is not None else limits.list_limit)
+    page_size = positive("--limit", limit if limit is not None else limits.list_limit)
     # An age ("2h") is kept as written, so the next page's cursor still matches while the clock moves on.
     since_key = since if isinstance(since, str) else since_at.isoformat() if since_at else None
     query = query_digest({"roles": sorted(wanted or ()), "since": since_key})
@@ -84,11 +84,11 @@ def list_entries(
         )[0]
 
     def keep(entry: Entry) -> bool:
-        if not _role_ok(entry, wanted):
+        if not role_ok(entry, wanted):
             return False
         if since_at is None:
             return True
-        at = _entry_time(entry)
+        at = entry_time(entry)
         return at is not None and at >= since_at
 
     selected = [i for i, e in enumerate(transcript.entries) if keep(e)]

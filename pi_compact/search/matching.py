@@ -30,6 +30,7 @@ from typing import Any
 from pi_compact.errors import PatternError, UsageError
 from pi_compact.search import rawregex
 from pi_compact.search.patternsize import check_size
+from pi_compact.search.patternsize import compile_pattern as compile_pattern  # where it was first
 from pi_compact.search.prefilter import (
     RawFilter,
     build_raw_filter,
@@ -41,23 +42,6 @@ from pi_compact.search.render import RenderedEntry, render_entry
 from pi_compact.search.transcript import Transcript
 from pi_compact.session.entries import Entry
 from pi_compact.session.rawfile import FileBytes
-
-
-def compile_pattern(pattern: str, *, ignore_case: bool = False, fixed: bool = False, multiline: bool = False) -> Any:
-    """A compiled ``regex`` pattern, or PatternError saying where it is wrong, or that it is too large to compile
-    (``patternsize``: measured before ``regex`` expands its repeats)."""
-    import regex
-
-    source = regex.escape(pattern) if fixed else pattern
-    flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0) | (regex.MULTILINE if multiline else 0)
-    check_size(source, flags, given=pattern)
-    try:
-        return regex.compile(source, flags)
-    except regex.error as exc:
-        where = f" at position {exc.pos}" if exc.pos is not None else ""
-        raise PatternError(f"invalid regular expression {pattern!r}{where}: {exc.msg}") from None
-    except (OverflowError, RecursionError, ValueError) as exc:
-        raise PatternError(f"invalid regular expression {pattern!r}: {exc}") from None
 
 
 def relaxed_search(tree: rawregex.Node) -> Callable[[str], Any]:
@@ -303,6 +287,8 @@ class Candidates:
             return pos
         if self._offsets is None:
             entries = self.transcript.entries
+            if not self.unreliable and self._hit_from(0) > len(self.data or b""):
+                return len(entries)  # no raw hit anywhere in the file: no entry's offsets are needed
             offsets = [e.offset for e in entries]
             if not all(map(operator.lt, offsets, offsets[1:])):
                 self._offsets = []  # not in file order: searched entry by entry

@@ -104,7 +104,7 @@ def entry_info(transcript: Transcript, entry: Entry, preview_chars: int = DEFAUL
     )
 
 
-def _clean(text: str) -> str:
+def clean_text(text: str) -> str:
     return safe_text(text)
 
 
@@ -125,7 +125,7 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _entry_time(entry: Entry) -> datetime | None:
+def entry_time(entry: Entry) -> datetime | None:
     ts = entry.timestamp
     if ts is None:
         return None
@@ -151,11 +151,11 @@ def check_roles(transcript: Transcript, roles: Iterable[str] | None) -> frozense
     return wanted
 
 
-def _role_ok(entry: Entry, roles: frozenset[str] | None) -> bool:
+def role_ok(entry: Entry, roles: frozenset[str] | None) -> bool:
     return roles is None or entry.type in roles or (entry.role is not None and entry.role in roles)
 
 
-def _positive(name: str, value: int) -> int:
+def positive(name: str, value: int) -> int:
     if value < 1:
         raise UsageError(f"{name} must be at least 1 (got {value})")
     return value

@@ -16,6 +16,9 @@ from a model (``context_grep``), so every pattern is measured first and refused 
 
 ``MAX_EXPANDED`` atoms is about 30 MB of compiled program; no search of a session needs more (RE2, used for the raw
 prefilter, stops at 1,000 per repeat).
+
+``compile_pattern`` measures and compiles (here, not in ``matching``, so that a cross-session search compiles a
+pattern without importing what renders a transcript).
 """
 
 from __future__ import annotations
@@ -135,3 +138,20 @@ def _text_bound(pattern: str) -> int:
         count = int(digits) if len(digits) <= 9 else _CAP
         total = min(total * max(count, 1), _CAP)
     return total
+
+
+def compile_pattern(pattern: str, *, ignore_case: bool = False, fixed: bool = False, multiline: bool = False) -> Any:
+    """A compiled ``regex`` pattern, or PatternError saying where it is wrong, or that it is too large to compile
+    (``patternsize``: measured before ``regex`` expands its repeats)."""
+    import regex
+
+    source = regex.escape(pattern) if fixed else pattern
+    flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0) | (regex.MULTILINE if multiline else 0)
+    check_size(source, flags, given=pattern)
+    try:
+        return regex.compile(source, flags)
+    except regex.error as exc:
+        where = f" at position {exc.pos}" if exc.pos is not None else ""
+        raise PatternError(f"invalid regular expression {pattern!r}{where}: {exc.msg}") from None
+    except (OverflowError, RecursionError, ValueError) as exc:
+        raise PatternError(f"invalid regular expression {pattern!r}: {exc}") from None

@@ -12,6 +12,9 @@ groups, alternation, greedy or lazy quantifiers, anchors and lookarounds. Anythi
 flags, possessive quantifiers, POSIX or nested classes, ``\\p{..}``) makes ``parse`` return None, and grep
 renders every entry as it did before.
 
+``text_pattern`` is the same over-approximation for the text itself (UTF-8, no JSON): ``search`` asks it of an
+entry's bytes before ``regex`` is asked of the entry's text.
+
 ``decorated_safe`` answers the other half: whether a match can lie in a line picompact builds (``path: value``,
 ``$ command``) in a way the raw bytes would not show. See its docstring for the argument.
 """
@@ -27,7 +30,7 @@ ASCII = frozenset(chr(c) for c in range(128))
 _CONTROLS = frozenset(chr(c) for c in range(0x20))
 _DIGITS = frozenset(string.digits)
 _WORD = frozenset(string.ascii_letters + string.digits + "_")
-_SPACE = frozenset(" \t\n\r\f\v\x1c\x1d\x1e\x1f")
+_SPACE = frozenset(" \t\n\r\f\v")  # regex's \s in ASCII (Unicode White_Space: not \x1c-\x1f, unlike re)
 _LETTERS = frozenset(string.ascii_letters)
 # ASCII letters that a character outside ASCII folds to under IGNORECASE (see prefilter.CASE_EXTRA).
 _FOLDS_TO_ASCII = frozenset("iIkKsS")
@@ -352,6 +355,34 @@ def raw_pattern(node: Node, escaped_ascii: frozenset[str], escaped_slash: bool) 
         return b"(?:" + b"|".join(branches) + b")"
     if kind == "rep":
         inner = raw_pattern(node[1], escaped_ascii, escaped_slash)
+        if not inner:
+            return b""
+        low, high = node[2], node[3]
+        if high is not None and high > _MAX_REPEAT:
+            high = None
+        low = min(low, _MAX_REPEAT)
+        bounds = b"{%d,}" % low if high is None else b"{%d,%d}" % (low, high)
+        return b"(?:" + inner + b")" + bounds
+    return b""
+
+
+def text_pattern(node: Node) -> bytes:
+    """An RE2 bytes pattern (UTF-8) matching every string ``node`` matches, in the text itself rather than its JSON
+    (what looks around a match dropped, so it can only match more): what ``search`` asks of an entry's bytes
+    before ``regex`` is asked of its text."""
+    kind = node[0]
+    if kind == "chars":
+        chars: Chars = node[1]
+        parts = b"".join(b"\\x%02x" % ord(c) for c in sorted(chars.ascii))
+        if chars.other:
+            parts += rb"\x{80}-\x{10ffff}"
+        return b"[" + parts + b"]" if parts else rb"[^\x00-\x{10ffff}]"
+    if kind == "seq":
+        return b"".join(_group(text_pattern(item)) for item in node[1])
+    if kind == "alt":
+        return b"(?:" + b"|".join(text_pattern(item) for item in node[1]) + b")"
+    if kind == "rep":
+        inner = text_pattern(node[1])
         if not inner:
             return b""
         low, high = node[2], node[3]

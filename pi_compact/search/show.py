@@ -14,9 +14,9 @@ from pi_compact.search.pages import (
     EntryInfoJSON,
     Limits,
     Source,
-    _clean,
-    _positive,
+    clean_text,
     entry_info,
+    positive,
 )
 from pi_compact.search.render import entry_label
 from pi_compact.search.transcript import Transcript, as_transcript
@@ -56,7 +56,7 @@ class ShowLine:
         return {
             "line_number": self.number,
             "section": self.section,
-            "text": _clean(self.text),
+            "text": clean_text(self.text),
             "offset": self.offset,
             "length": self.length,
         }
@@ -153,7 +153,7 @@ def show_entry(
     """One entry rendered in full, a page (``limits.show_chars`` characters) at a time."""
     transcript = as_transcript(source)
     entry = resolve_in_scope(transcript, entry_id)
-    budget = _positive("--max-chars", max_chars if max_chars is not None else limits.show_chars)
+    budget = positive("--max-chars", max_chars if max_chars is not None else limits.show_chars)
     rendered = transcript.render(entry)
     lines, sections = rendered.lines, rendered.sections
     starts = _page_starts(lines, budget)

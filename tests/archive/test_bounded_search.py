@@ -178,3 +178,32 @@ def test_the_tool_says_its_search_stopped(agent: Path, monkeypatch: pytest.Monke
     os.environ.pop("PI_CODING_AGENT_SESSION_DIR", None)
     text = search_sessions(session, {"query": "(?=a)aaa", "regex": True, "max_count": 20})
     assert "incomplete: the pattern took more than 5 s" in text
+
+
+def test_the_bundled_classes_are_those_of_the_installed_regex() -> None:
+    """The table ``search --regex`` reads instead of computing the classes is this ``regex``'s (else regenerate it:
+    ``python tools/update_regex_classes.py``)."""
+    table = query_module._class_table()
+    assert table["regex"] == regex.__version__
+    for name in "dsw":
+        assert query_module._class_ranges(name) == query_module.class_ranges(name), name
+
+
+def test_a_count_that_stops_says_how_many_it_counted(agent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past a full page, a pattern matched entry by entry (a filter: no screen of every entry) counts the rest for at
+    most ``COUNT_BUDGET``: then ``total`` is null and ``total_at_least`` the results counted until then."""
+    sb = SessionBuilder()
+    for n in range(10):
+        sb.user(f"entry {n} aaa")
+    sb.write(_folder(agent) / "s.jsonl")
+    monkeypatch.setattr(query_module, "_clock", _CountingClock())  # one second an entry
+    monkeypatch.setattr(query_module, "COUNT_BUDGET", 1.0)
+    args = ("search", "--regex", "(?=a)aaa", "--role", "user", "-m", "3")
+    doc = run(*args, "--json").json
+    assert len(doc["results"]) == 3 and doc["next_cursor"] is not None and doc["stopped"] is None
+    assert doc["total"] is None and doc["total_at_least"] == 5  # the page's 3, the next, and one more second's
+    human = run(*args)
+    assert human.code == 0 and "3 of at least 5 results; next page:" in human.stderr
+    monkeypatch.setattr(query_module, "COUNT_BUDGET", 100.0)
+    doc = run(*args, "--json").json
+    assert doc["total"] == doc["total_at_least"] == 10
