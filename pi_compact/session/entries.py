@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, indexOf
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
     from pi_compact.session.source import FileSource
 
 JsonDict = dict[str, Any]
+_TYPE = attrgetter("type")
 
 # The message roles and entry types picompact knows (others are kept and passed on untouched).
 MESSAGE_ROLES = (
@@ -270,8 +272,9 @@ class Session:
 
     def name(self) -> str | None:
         """The session name from the latest session_info entry (an empty name clears it)."""
-        for entry in reversed(self.entries):
-            if entry.type == "session_info":
-                name = entry.raw.get("name")
-                return name.strip() or None if isinstance(name, str) else None
-        return None
+        try:  # looked for by type alone, from the end (a map in C: every entry is passed when there is none)
+            at = len(self.entries) - 1 - indexOf(map(_TYPE, reversed(self.entries)), "session_info")
+        except ValueError:
+            return None
+        name = self.entries[at].raw.get("name")
+        return name.strip() or None if isinstance(name, str) else None
