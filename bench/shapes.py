@@ -8,10 +8,11 @@ highest peak RSS): the bare orjson parse, ``check --json`` and ``grep ENOENT --j
 Pi 1.6's own check (``pi_check.mjs``), ripgrep, and ``check --json`` on a tiny session (tests/fixtures/pi/
 gen-small-101.jsonl, the start-up). Then, unless ``--no-append``, the re-check after appends with the cache on: on
 a copy of the file, ``--repeat`` times a run on the file as it is (which keeps its index) and the timed
-``check --json`` after 10 more lines. With ``--baseline CMD`` (another picompact, say an earlier checkout:
-``"env PYTHONPATH=/tmp/old python -m pi_compact"``) its cold ``check --json`` runs interleaved with the others, and a
-second table gives before -> after per shape. A markdown table (worst shape first, by the check's ratio to the
-parse) goes to stdout, progress to stderr.
+``check --json`` after 10 more lines. With ``--baseline CMD`` (another picompact, say an earlier checkout, run
+from its own tree, or the current directory shadows it: ``"env -C /tmp/old PYTHONPATH=/tmp/old python -m
+pi_compact"``) its cold ``check --json`` runs interleaved with the others, and a second table gives before -> after
+per shape. A markdown table (worst shape first, by the check's ratio to the parse) goes to stdout, progress to
+stderr.
 """
 
 from __future__ import annotations
