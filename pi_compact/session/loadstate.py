@@ -169,11 +169,11 @@ class ParseState:
                     decorated[entry.index] = decorate(entry)
         mutations = self.mutations
         for entry in dropped:
-            role = entry.role  # a role: the message is a dict
-            if role is None:
+            if entry.type != "message":
                 continue
             raw = entry._raw
-            if raw is not None and _may_mutate(raw["message"], role):  # None: its facts came from the index
+            role = entry.role  # a role: the message is a dict
+            if raw is not None and role is not None and _may_mutate(raw["message"], role):  # None: from the index
                 facts = mutation_facts(raw["message"])
                 if facts is not None:
                     mutations[entry.index] = facts
