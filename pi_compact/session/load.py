@@ -35,7 +35,7 @@ from pi_compact.session.diagnose import (
 )
 from pi_compact.session.entries import _UNREAD as UNREAD
 from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Diagnostic, Entry, JsonDict, Session
-from pi_compact.session.jsonline import COUNT_BELOW, MAX_DEPTH, cut_depth, nests_deeper, parse_line
+from pi_compact.session.jsonline import COUNT_BELOW, MAX_DEPTH, SHALLOW_BELOW, cut_depth, nests_deeper, parse_line
 from pi_compact.session.loadstate import TAIL_BYTES, Decorate, Heads, ParseState, releasable
 from pi_compact.session.migrate import CURRENT_VERSION, migrate
 from pi_compact.session.source import FileSource, SkippedLine, read_lines
@@ -168,7 +168,7 @@ def _read_lines(
                 continue
         else:
             n = len(body)  # a cheap bound first (see ``jsonline.may_nest_deeper``, inlined: it runs on every line)
-            if n > MAX_DEPTH and (
+            if n >= SHALLOW_BELOW and (
                 body.count(b"[") + body.count(b"{") > MAX_DEPTH if n <= COUNT_BELOW else nests_deeper(value)
             ):
                 value = _cut_deep(state, body, number, value)
