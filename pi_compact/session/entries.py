@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from operator import attrgetter, indexOf
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
@@ -229,6 +230,29 @@ class Session:
     # from each body as the loader dropped it, or from the file's index. Entries after those hold their bodies.
     mutations: dict[int, Facts] = field(default_factory=dict)
     mutations_known: int = 0
+
+    def extended(self, added: list[Entry]) -> Session:
+        """The session with ``added`` after its entries, in memory (a preview of lines about to be appended; their
+        ``index`` and ``line`` follow the session's), the later of a repeated id winning as in Pi. The parent links
+        of an indexed prefix (``parent_slots``) are kept while they hold: when no added entry takes an id the
+        session has, or one that a parent names in vain."""
+        by_id = {**self.by_id, **{e.id: e for e in added}}
+        slots = self.parent_slots
+        if slots is not None and added:
+            named = len(by_id) == len(self.by_id) + len(added)  # every added id is new
+            if named:
+                orphans = compress(range(len(slots)), map((1).__eq__, slots))
+                vain = {self.entries[i].parent_id for i in orphans}
+                named = not any(e.id in vain for e in added)
+            slots = slots if named else None
+        return Session(
+            path=self.path,
+            header=self.header,
+            entries=[*self.entries, *added],
+            by_id=by_id,
+            original_version=self.original_version,
+            parent_slots=slots,
+        )
 
     @property
     def leaf(self) -> Entry | None:
