@@ -11,8 +11,8 @@ a copy of the file, ``--repeat`` times a run on the file as it is (which keeps i
 ``check --json`` after 10 more lines. With ``--baseline CMD`` (another picompact, say an earlier checkout, run
 from its own tree, or the current directory shadows it: ``"env -C /tmp/old PYTHONPATH=/tmp/old python -m
 pi_compact"``) its cold ``check --json`` runs interleaved with the others, and a second table gives before -> after
-per shape. A markdown table (worst shape first, by the check's ratio to the parse) goes to stdout, progress to
-stderr.
+per shape (its re-check after appends too, against this run's tiny check). A markdown table (worst shape first,
+by the check's ratio to the parse) goes to stdout, progress to stderr.
 """
 
 from __future__ import annotations
@@ -127,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
                 cmds["base"] = [*base, "check", f, "--json", "--context-window", CONTEXT_WINDOW]
             measured = dict(zip(cmds, runner.measure_interleaved(list(cmds.values())), strict=True))
             if not args.no_append:
-                with tempfile.TemporaryDirectory(prefix="picompact-append-", dir=args.data_dir) as work:
-                    measured["recheck"] = measure_recheck(cached, pc, path, Path(work))
-                shutil.rmtree(Path(home) / "cache", ignore_errors=True)
+                for key, cmd in (("recheck", pc), ("base_recheck", base)):
+                    if cmd:
+                        with tempfile.TemporaryDirectory(prefix="picompact-append-", dir=args.data_dir) as work:
+                            measured[key] = measure_recheck(cached, cmd, path, Path(work))
+                        shutil.rmtree(Path(home) / "cache", ignore_errors=True)
             rows.append((name, path, measured))
             print(f"{name:>14}  " + "  ".join(f"{k} {v.cell()}" for k, v in measured.items()), file=sys.stderr)
         load_after = os.getloadavg()[0]
@@ -167,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if base:
         print("\nBefore (``--baseline``) -> after, the same runs:\n")
-        print("| shape | `check --json` cold | / parse | / Pi | peak RSS check (file + MiB) |")
-        print("|---|---|---|---|---|")
+        print("| shape | `check --json` cold | / parse | / Pi | peak RSS check (file + MiB) | re-check / tiny |")
+        print("|---|---|---|---|---|---|")
         for name, path, m in rows:
             mib = path.stat().st_size / 1048576
             b, c, pi_r = m["base"], m["check"], m.get("pi", Result())
@@ -179,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"| {name} | {fmt_s(b.seconds)} -> {fmt_s(c.seconds)} "
                 f"| {fmt_r(ratio(b, m['parse']))} -> {fmt_r(ratio(c, m['parse']))} "
-                f"| {fmt_r(ratio(b, pi_r))} -> {fmt_r(ratio(c, pi_r))} | {rss(b)} -> {rss(c)} |"
+                f"| {fmt_r(ratio(b, pi_r))} -> {fmt_r(ratio(c, pi_r))} | {rss(b)} -> {rss(c)} "
+                f"| {fmt_r(ratio(m.get('base_recheck', Result()), m['tiny']))} "
+                f"-> {fmt_r(ratio(m.get('recheck', Result()), m['tiny']))} |"
             )
     return 0
 
