@@ -1,4 +1,5 @@
-"""Sessions of several shapes, for measuring picompact on more than one kind of file (see README.md, "Shapes").
+"""Sessions of several shapes, for measuring picompact on more than one kind of file (README.md: "Sessions of every
+shape"; ``shapes.py`` runs them).
 
     python bench/gen_shapes.py --shape NAME --size 100MB --out FILE [--seed 1]
     python bench/gen_shapes.py --list

@@ -1,11 +1,18 @@
 """picompact against a bare parse and Pi 1.6 on sessions of every shape (bench/gen_shapes.py), side by side.
 
-    python bench/shapes.py [--size 100MB] [--shapes all|NAME,...] [--repeat 5] [--picompact CMD]
+    python bench/shapes.py [--size 100MB] [--shapes all|NAME,...] [--repeat 5] [--picompact CMD] [--no-append]
+        [--baseline CMD] [--by wall|cpu]
 
 For each shape the rows run interleaved (one run of each per round, ``--repeat`` rounds, the best time kept, the
 highest peak RSS): the bare orjson parse, ``check --json`` and ``grep ENOENT --json`` cold (``PICOMPACT_NO_CACHE=1``),
-Pi 1.6's own check (``pi_check.mjs``) and ripgrep. A markdown table (worst shape first, by the check's ratio to the
-parse) goes to stdout, progress to stderr.
+Pi 1.6's own check (``pi_check.mjs``), ripgrep, and ``check --json`` on a tiny session (tests/fixtures/pi/
+gen-small-101.jsonl, the start-up). Then, unless ``--no-append``, the re-check after appends with the cache on: on
+a copy of the file, ``--repeat`` times a run on the file as it is (which keeps its index) and the timed
+``check --json`` after 10 more lines. With ``--baseline CMD`` (another picompact, say an earlier checkout, run
+from its own tree, or the current directory shadows it: ``"env -C /tmp/old PYTHONPATH=/tmp/old python -m
+pi_compact"``) its cold ``check --json`` runs interleaved with the others, and a second table gives before -> after
+per shape (its re-check after appends too, against this run's tiny check). A markdown table (worst shape first,
+by the check's ratio to the parse) goes to stdout, progress to stderr.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shlex
 import shutil
 import sys
 import tempfile
@@ -20,19 +28,57 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_shapes import NAMES, shape_files
-from run import CONTEXT_WINDOW, ISSUE_LITERAL, PARSE_SCRIPT, PI_CHECK, Result, Runner, fmt_s, pi_peer, picompact_cmd
+from run import (
+    APPENDED_LINES,
+    CONTEXT_WINDOW,
+    ISSUE_LITERAL,
+    PARSE_SCRIPT,
+    PI_CHECK,
+    SMALL_SESSION,
+    Result,
+    Runner,
+    append_turns,
+    fmt_s,
+    pi_peer,
+    picompact_cmd,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+BY_CPU = False  # ratios of CPU seconds (user + system, the best run) rather than wall time: ``--by cpu``
+
+
 def ratio(a: Result, b: Result) -> float | None:
-    if a.seconds is None or b.seconds is None or not b.seconds:
+    x, y = (a.cpu, b.cpu) if BY_CPU else (a.seconds, b.seconds)
+    if x is None or y is None or not y:
         return None
-    return a.seconds / b.seconds
+    return x / y
 
 
 def fmt_r(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
+
+
+def measure_recheck(runner: Runner, pc: list[str], path: Path, work: Path) -> Result:
+    """``check --json`` on a copy of the file after each of ``repeat`` appends of a few lines, each following a run
+    on the file as it was (which keeps an index of it): the best time and the peak memory."""
+    copy = work / path.name
+    shutil.copyfile(path, copy)
+    cmd = [*pc, "check", str(copy), "--json", "--context-window", CONTEXT_WINDOW]
+    res = Result()
+    for serial in range(runner.repeat):
+        before = runner.measure(cmd, repeat=1)
+        if not before.ok:
+            return before
+        append_turns(copy, APPENDED_LINES, serial)
+        after = runner.measure(cmd, repeat=1)
+        if not after.ok:
+            return after
+        res.add(after)
+    res.seconds = min(res.runs)
+    copy.unlink()
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,9 +90,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, default=ROOT / "bench" / "data" / "shapes")
     ap.add_argument("--picompact", help="command to run picompact (default: the script beside this Python)")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument(
+        "--by", choices=("wall", "cpu"), default="wall", help="ratios of wall time (default) or of CPU time (load)"
+    )
+    ap.add_argument("--no-append", action="store_true", help="leave out the re-check after appends")
+    ap.add_argument("--baseline", help="another picompact command whose cold check runs beside (before -> after)")
     args = ap.parse_args(argv)
+    global BY_CPU
+    BY_CPU = args.by == "cpu"
     names = list(NAMES) if args.shapes == "all" else [s.strip() for s in args.shapes.split(",") if s.strip()]
     pc = picompact_cmd(args.picompact)
+    base = shlex.split(args.baseline) if args.baseline else None
     pi = pi_peer()
     rg = shutil.which("rg")
     rows: list[tuple[str, Path, dict[str, Result]]] = []
@@ -54,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "HOME": home, "PI_CODING_AGENT_DIR": str(Path(home) / "agent"), "NO_COLOR": "1"}
         env.update(XDG_CACHE_HOME=str(Path(home) / "cache"), PICOMPACT_NO_CACHE="1")
         runner = Runner(args.repeat, args.timeout, env)
+        cached_env = {k: v for k, v in env.items() if k != "PICOMPACT_NO_CACHE"}
+        cached = Runner(args.repeat, args.timeout, cached_env)
         load_before = os.getloadavg()[0]
         for name, path in shape_files(names, args.size, args.data_dir, args.seed):
             f = str(path)
@@ -66,7 +122,16 @@ def main(argv: list[str] | None = None) -> int:
                 cmds["pi"] = [pi[0], str(PI_CHECK), pi[1], f]
             if rg:
                 cmds["rg"] = [rg, ISSUE_LITERAL, f]
+            cmds["tiny"] = [*pc, "check", str(SMALL_SESSION), "--json", "--context-window", CONTEXT_WINDOW]
+            if base:
+                cmds["base"] = [*base, "check", f, "--json", "--context-window", CONTEXT_WINDOW]
             measured = dict(zip(cmds, runner.measure_interleaved(list(cmds.values())), strict=True))
+            if not args.no_append:
+                for key, cmd in (("recheck", pc), ("base_recheck", base)):
+                    if cmd:
+                        with tempfile.TemporaryDirectory(prefix="picompact-append-", dir=args.data_dir) as work:
+                            measured[key] = measure_recheck(cached, cmd, path, Path(work))
+                        shutil.rmtree(Path(home) / "cache", ignore_errors=True)
             rows.append((name, path, measured))
             print(f"{name:>14}  " + "  ".join(f"{k} {v.cell()}" for k, v in measured.items()), file=sys.stderr)
         load_after = os.getloadavg()[0]
@@ -78,13 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"load average {load_before:.1f} before, {load_after:.1f} after; best of {args.repeat}, interleaved; "
-        "page cache warm (the file was just written or read; dropping it needs root)\n"
+        f"ratios of {'CPU' if BY_CPU else 'wall'} time; "
+        "page cache warm (the file was just written or read; dropping it needs root); bytecode cache "
+        f"{'off (PYTHONDONTWRITEBYTECODE)' if os.environ.get('PYTHONDONTWRITEBYTECODE') else 'on'}\n"
     )
     print(
         "| shape | file | bare parse | `check --json` cold | / parse | / Pi | Pi 1.6 | `grep` cold | / parse | rg "
-        "| peak RSS check, grep (file + MiB) |"
+        "| peak RSS check, grep (file + MiB) | tiny check | re-check after appends | / tiny |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, path, m in rows:
         mib = path.stat().st_size / 1048576
         empty = Result()
@@ -97,8 +164,27 @@ def main(argv: list[str] | None = None) -> int:
             f"| {name} | {mib:.0f} MiB | {fmt_s(m['parse'].seconds)} | {m['check'].cell().split(' ·')[0]} "
             f"| {fmt_r(ratio(m['check'], m['parse']))} | {fmt_r(ratio(m['check'], pi_r))} | {fmt_s(pi_r.seconds)} "
             f"| {m['grep'].cell().split(' ·')[0]} | {fmt_r(ratio(m['grep'], m['parse']))} | {fmt_s(rg_r.seconds)} "
-            f"| {rss} |"
+            f"| {rss} | {fmt_s(m['tiny'].seconds)} | {fmt_s(m.get('recheck', empty).seconds)} "
+            f"| {fmt_r(ratio(m.get('recheck', empty), m['tiny']))} |"
         )
+    if base:
+        print("\nBefore (``--baseline``) -> after, the same runs:\n")
+        print("| shape | `check --json` cold | / parse | / Pi | peak RSS check (file + MiB) | re-check / tiny |")
+        print("|---|---|---|---|---|---|")
+        for name, path, m in rows:
+            mib = path.stat().st_size / 1048576
+            b, c, pi_r = m["base"], m["check"], m.get("pi", Result())
+
+            def rss(r: Result, mib: float = mib) -> str:
+                return "n/a" if r.rss_mib is None else f"{r.rss_mib - mib:+.0f}"
+
+            print(
+                f"| {name} | {fmt_s(b.seconds)} -> {fmt_s(c.seconds)} "
+                f"| {fmt_r(ratio(b, m['parse']))} -> {fmt_r(ratio(c, m['parse']))} "
+                f"| {fmt_r(ratio(b, pi_r))} -> {fmt_r(ratio(c, pi_r))} | {rss(b)} -> {rss(c)} "
+                f"| {fmt_r(ratio(m.get('base_recheck', Result()), m['tiny']))} "
+                f"-> {fmt_r(ratio(m.get('recheck', Result()), m['tiny']))} |"
+            )
     return 0
 
 

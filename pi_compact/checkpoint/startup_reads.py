@@ -246,8 +246,8 @@ def startup_interval(entries: Sequence[Entry]) -> tuple[int, int, bool] | None:
 
 def _latest_edits(entries: Sequence[Entry]) -> dict[str, Entry]:
     edits: dict[str, Entry] = {}
-    for entry in entries:
-        if entry.type == "context_edit" and isinstance(entry.raw.get("targetId"), str):
+    for entry in [e for e in entries if e.type == "context_edit"]:  # the type alone first: the branch is long
+        if isinstance(entry.raw.get("targetId"), str):
             edits[entry.raw["targetId"]] = entry
     return edits
 

@@ -283,14 +283,7 @@ def session_after(check: CheckResult, entries: list[JsonDict]) -> tuple[Session,
     """The session as it will be, in memory: the new entries added; and the id of the last of them (the leaf)."""
     session = check.session
     added = entries_as_session_entries(session, entries)
-    after = Session(
-        path=session.path,
-        header=session.header,
-        entries=[*session.entries, *added],
-        by_id={**session.by_id, **{e.id: e for e in added}},
-        original_version=session.original_version,
-    )
-    return after, added[-1].id
+    return session.extended(added), added[-1].id
 
 
 def compaction_stats(check: CheckResult, entries: list[JsonDict]) -> CompactStats:

@@ -5,6 +5,8 @@ Mirrors Pi 1.6's buildContextEntries / buildSessionProjection / estimateProjecte
 
 from __future__ import annotations
 
+import contextlib
+from operator import attrgetter, indexOf
 from typing import Literal, NamedTuple
 
 from pi_compact.js import js_double, js_integer, js_string
@@ -14,6 +16,7 @@ from pi_compact.session.entries import Entry, JsonDict
 from pi_compact.session.tree import Branch
 
 EDITABLE_ROLES = ("user", "assistant", "toolResult", "custom")
+_TYPE = attrgetter("type")
 
 
 class ProjectedEntry:
@@ -66,25 +69,30 @@ class Projection(NamedTuple):
 def session_model(path: list[Entry]) -> tuple[tuple[str, str] | None, str]:
     """The current model and thinking level: latest model_change or assistant message on the path.
 
-    Walked from the leaf back (the latest of each wins), so only the entries that decide are read.
+    Walked from the leaf back (the latest of each wins), so only the entries that decide are read; once the model
+    is decided, the latest thinking level change is looked for by type alone.
     """
     model: tuple[str, str] | None = None
-    decided = False  # the latest model_change or assistant message decides, even one that names no model
     thinking: str | None = None
-    for i in range(len(path) - 1, -1, -1):
+    i = len(path) - 1
+    while i >= 0:
         entry = path[i]
         kind = entry.type
         if kind == "thinking_level_change":
             if thinking is None:
                 thinking = str(entry.raw.get("thinkingLevel"))
-        elif not decided:
-            if kind == "model_change":
-                decided, model = True, _model_ref(entry.raw.get("provider"), entry.raw.get("modelId"))
-            elif entry.role == "assistant":
-                msg = entry.message or {}
-                decided, model = True, _model_ref(msg.get("provider"), msg.get("model"))
-        if decided and thinking is not None:
+        elif kind == "model_change":
+            model = _model_ref(entry.raw.get("provider"), entry.raw.get("modelId"))
             break
+        elif entry.role == "assistant":
+            msg = entry.message or {}
+            model = _model_ref(msg.get("provider"), msg.get("model"))
+            break
+        i -= 1
+    if thinking is None and i > 0:  # the model decided at ``i``: the latest change before it, if any
+        with contextlib.suppress(ValueError):
+            at = i - 1 - indexOf(map(_TYPE, reversed(path[:i])), "thinking_level_change")
+            thinking = str(path[at].raw.get("thinkingLevel"))
     return model, "off" if thinking is None else thinking
 
 
@@ -95,8 +103,11 @@ def _model_ref(provider: object, model_id: object) -> tuple[str, str] | None:
     return None
 
 
-def context_entries(path: list[Entry]) -> tuple[list[Entry], Entry | None]:
-    """Latest compaction first, then its kept range (system messages left out), then all later entries."""
+def context_entries(path: list[Entry], distinct: bool = False) -> tuple[list[Entry], Entry | None]:
+    """Latest compaction first, then its kept range (system messages left out), then all later entries.
+
+    ``distinct``: no id is on the path twice (a walked branch), so the first kept entry is looked for from the
+    compaction back, where it lies."""
     compaction_index = -1
     for i in range(len(path) - 1, -1, -1):
         if path[i].type == "compaction":
@@ -106,13 +117,16 @@ def context_entries(path: list[Entry]) -> tuple[list[Entry], Entry | None]:
         return list(path), None
     compaction = path[compaction_index]
     first_kept = compaction.raw.get("firstKeptEntryId")
+    start = compaction_index  # none kept when the first kept entry is not before the compaction
+    if distinct and isinstance(first_kept, str):  # (entries without an id may repeat None)
+        for i in range(compaction_index - 1, -1, -1):
+            if path[i].id == first_kept:
+                start = i
+                break
+    else:
+        start = next((i for i in range(compaction_index) if path[i].id == first_kept), compaction_index)
     out = [compaction]
-    found = False
-    for entry in path[:compaction_index]:
-        if entry.id == first_kept:
-            found = True
-        if found and entry.role != "system":
-            out.append(entry)
+    out.extend([entry for entry in path[start:compaction_index] if entry.role != "system"])
     out.extend(path[compaction_index + 1 :])
     return out, compaction
 
@@ -161,7 +175,7 @@ def build_projection(branch: Branch) -> Projection:
     """The projection of a branch, exactly as Pi builds it for the model."""
     path = branch.entries
     model, thinking = session_model(path)
-    selected, compaction = context_entries(path)
+    selected, compaction = context_entries(path, branch.distinct)
     edits: dict[str, Entry] = {}
     for entry in selected:
         if entry.type == "context_edit":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter, indexOf
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
@@ -12,6 +14,7 @@ if TYPE_CHECKING:
     from pi_compact.session.source import FileSource
 
 JsonDict = dict[str, Any]
+_TYPE = attrgetter("type")
 
 # The message roles and entry types picompact knows (others are kept and passed on untouched).
 MESSAGE_ROLES = (
@@ -228,6 +231,29 @@ class Session:
     mutations: dict[int, Facts] = field(default_factory=dict)
     mutations_known: int = 0
 
+    def extended(self, added: list[Entry]) -> Session:
+        """The session with ``added`` after its entries, in memory (a preview of lines about to be appended; their
+        ``index`` and ``line`` follow the session's), the later of a repeated id winning as in Pi. The parent links
+        of an indexed prefix (``parent_slots``) are kept while they hold: when no added entry takes an id the
+        session has, or one that a parent names in vain."""
+        by_id = {**self.by_id, **{e.id: e for e in added}}
+        slots = self.parent_slots
+        if slots is not None and added:
+            named = len(by_id) == len(self.by_id) + len(added)  # every added id is new
+            if named:
+                orphans = compress(range(len(slots)), map((1).__eq__, slots))
+                vain = {self.entries[i].parent_id for i in orphans}
+                named = not any(e.id in vain for e in added)
+            slots = slots if named else None
+        return Session(
+            path=self.path,
+            header=self.header,
+            entries=[*self.entries, *added],
+            by_id=by_id,
+            original_version=self.original_version,
+            parent_slots=slots,
+        )
+
     @property
     def leaf(self) -> Entry | None:
         """Pi's leaf: the last parsed non-header entry in file order, whatever its type; None when Pi finds none
@@ -270,8 +296,9 @@ class Session:
 
     def name(self) -> str | None:
         """The session name from the latest session_info entry (an empty name clears it)."""
-        for entry in reversed(self.entries):
-            if entry.type == "session_info":
-                name = entry.raw.get("name")
-                return name.strip() or None if isinstance(name, str) else None
-        return None
+        try:  # looked for by type alone, from the end (a map in C: every entry is passed when there is none)
+            at = len(self.entries) - 1 - indexOf(map(_TYPE, reversed(self.entries)), "session_info")
+        except ValueError:
+            return None
+        name = self.entries[at].raw.get("name")
+        return name.strip() or None if isinstance(name, str) else None

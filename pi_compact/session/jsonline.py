@@ -91,6 +91,7 @@ def _parse_slow(line: bytes, *, deep: bool) -> ParsedLine:
 
 
 COUNT_BELOW = 4096  # lines up to this long are bounded by counting brackets; longer ones by walking the value
+SHALLOW_BELOW = 2 * (MAX_DEPTH + 1)  # a shorter line cannot hold MAX_DEPTH + 1 levels, each opened and closed
 _IS_CONTAINER = frozenset((dict, list)).__contains__
 
 
@@ -98,12 +99,13 @@ def may_nest_deeper(line: bytes, value: Any) -> bool:
     """False when ``value``, parsed from ``line``, surely holds no container deeper than MAX_DEPTH levels (then
     ``cut_depth`` would change nothing); True when it may (``cut_depth`` decides).
 
-    A value cannot nest deeper than its line's count of opening brackets; counting reads every byte twice, which
-    on a long line (mostly string contents: file bodies, base64 images) costs more than walking the parsed
-    value's containers level by level, in C (``gc.get_referents`` visits every item of a dict or list).
+    A value cannot nest deeper than its line's count of opening brackets, nor than half its length (every level
+    opens and closes: ``MAX_DEPTH + 1`` levels take ``SHALLOW_BELOW`` bytes at least); counting reads every byte
+    twice, which on a long line (mostly string contents: file bodies, base64 images) costs more than walking the
+    parsed value's containers level by level, in C (``gc.get_referents`` visits every item of a dict or list).
     """
     if len(line) <= COUNT_BELOW:
-        return len(line) > MAX_DEPTH and line.count(b"[") + line.count(b"{") > MAX_DEPTH
+        return len(line) >= SHALLOW_BELOW and line.count(b"[") + line.count(b"{") > MAX_DEPTH
     return nests_deeper(value)
 
 

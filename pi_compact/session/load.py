@@ -35,7 +35,7 @@ from pi_compact.session.diagnose import (
 )
 from pi_compact.session.entries import _UNREAD as UNREAD
 from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Diagnostic, Entry, JsonDict, Session
-from pi_compact.session.jsonline import COUNT_BELOW, MAX_DEPTH, cut_depth, nests_deeper, parse_line
+from pi_compact.session.jsonline import COUNT_BELOW, MAX_DEPTH, SHALLOW_BELOW, cut_depth, nests_deeper, parse_line
 from pi_compact.session.loadstate import TAIL_BYTES, Decorate, Heads, ParseState, releasable
 from pi_compact.session.migrate import CURRENT_VERSION, migrate
 from pi_compact.session.source import FileSource, SkippedLine, read_lines
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from pi_compact.session.index import PrefixHash, PrefixState
 
 _ID = attrgetter("id")
-_KNOWN = {name: name for name in (*ENTRY_TYPES, *MESSAGE_ROLES)}
+_known = {name: name for name in (*ENTRY_TYPES, *MESSAGE_ROLES)}.get
+_new_entry = Entry.__new__
 BIG_LINE_BYTES = 16 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
 
@@ -127,10 +128,9 @@ def _read_lines(
     last line (``ParseState.mark``) once bodies are released, if there is one.
 
     Each line goes through the loop's stages: where it lies (its number and offset); its parse (orjson, else
-    ``_parse_rare``); a value that is no entry (``_not_an_entry``: not an object, the header, another header);
-    the entry's head, read as ``Entry.refresh`` reads it; what an index keeps of it (``heads``); and, at a
-    compaction, the release of the bodies it leaves behind. The common path is inlined (it runs on every line);
-    the rare ones are functions."""
+    ``_parse_rare``); a value that is no entry (``_not_an_entry``: not an object, the header, another header); the
+    entry, its head read as ``Entry.refresh`` reads it (``_entry``); what an index keeps of it (``Heads.add``);
+    and, at a compaction, the release of the bodies it leaves behind (``ParseState.release_before``)."""
     # The fields every line reads or writes, as local variables (stored back when the loop ends)
     entries, header, release = state.entries, state.header, state.release
     last_value, last_parsed_ok, last_terminated = state.last_value, state.last_parsed_ok, state.last_terminated
@@ -138,15 +138,10 @@ def _read_lines(
     number = state.lines
     offset = next_offset = state.prefix_len
     at: ParseState | None = None
-    loads, decode_error, new_entry = orjson.loads, orjson.JSONDecodeError, Entry.__new__
-    known = _KNOWN.get
-    by_id = state.by_id
-    find = by_id.get
+    by_id, append = state.by_id, entries.append
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    diagnostics = state.diagnostics
     heads = state.heads if marking else None
-    if heads is not None:
-        h_line, h_offset, h_length = heads.line.append, heads.offset.append, heads.length.append
-        h_id, h_parent, h_type, h_role = heads.ids.append, heads.parents.append, heads.types.append, heads.roles.append
-        h_slot = heads.slots.append
     for body in stream:  # split on b"\n" only, each line with its "\n" (JSON allows trailing whitespace)
         # Where the line lies
         number += 1
@@ -164,28 +159,23 @@ def _read_lines(
         if body.isspace() or not body:
             last_parsed_ok = True
             continue
-        # Its parse
+        # Its parse: orjson's on the fast path (valid UTF-8, at most 1,024 levels), cut at ``MAX_DEPTH`` levels
         try:
-            value = loads(body)  # the fast path: valid UTF-8, at most 1,024 levels
+            value = loads(body)
         except decode_error:
-            if type(body) is SkippedLine:  # streamed past unread (see ``source.read_lines``)
-                next_offset += body.size - len(body)
-                last_chunk = body.tail
-                last_parsed_ok = False
-                _skipped(state, body, number, header is None)
-                continue
             value = _parse_rare(state, body, number, header is None)
             if value is _UNPARSED:
                 last_parsed_ok = False
+                if type(body) is SkippedLine:  # streamed past unread (see ``source.read_lines``)
+                    next_offset += body.size - len(body)
+                    last_chunk = body.tail
                 continue
         else:
             n = len(body)  # a cheap bound first (see ``jsonline.may_nest_deeper``, inlined: it runs on every line)
-            if n > MAX_DEPTH and (
+            if n >= SHALLOW_BELOW and (
                 body.count(b"[") + body.count(b"{") > MAX_DEPTH if n <= COUNT_BELOW else nests_deeper(value)
             ):
-                value, cut = cut_depth(value)
-                if cut:
-                    note_lossy(False, True, body, number, state.diagnostics)
+                value = _cut_deep(state, body, number, value)
         last_parsed_ok = True
         # A value that is no entry
         if type(value) is not dict or header is None:  # JSON.parse gives exact objects
@@ -194,59 +184,16 @@ def _read_lines(
             continue
         kind = value.get("type")
         if kind == "session":
-            state.diagnostics.append(extra_header(number))
+            diagnostics.append(extra_header(number))
             continue
         last_value = (value, number)
-        length = len(body) - (1 if terminated else 0)
-        if length >= BIG_LINE_BYTES:
-            state.diagnostics.append(big_line(length, number))
-        # The entry's head, read as ``Entry.refresh`` reads it
-        entry_id = value.get("id")
-        parent = value.get("parentId")
-        role = None
-        if type(kind) is not str:
-            kind = ""
-        elif (kind := known(kind, kind)) == "message":  # one string for each known type and role: later passes
-            msg = value.get("message")  # over every entry compare them by identity and touch no other memory
-            if type(msg) is dict:
-                role = msg.get("role")
-                role = known(role, role) if type(role) is str else None
-        elif kind == "session_info" and not isinstance(value.get("name", ""), (str, type(None))):
-            state.diagnostics.append(name_not_string(number))
-        if type(entry_id) is not str:
-            entry_id = None
-        if not (type(parent) is str and parent):
-            parent = None
-        entry = new_entry(Entry)  # as ``Entry.refresh`` reads the head, inlined: it runs on every line
-        entry._raw = value
-        entry._source = None
-        entry._timestamp = UNREAD
-        entry.id = entry_id  # type: ignore[assignment]
-        entry.parent_id = parent
-        entry.type = kind
-        entry.role = role
-        entry.line = number
-        entry.index = len(entries)
-        entry.offset = offset
-        entry.length = length
-        entries.append(entry)
-        by_id[entry_id] = entry
-        # What the index keeps, while it is at hand (see ``Heads``)
-        if heads is not None:
-            h_line(number)
-            h_offset(offset)
-            h_length(length)
-            h_id(entry_id)
-            h_parent(parent)
-            h_type(kind)
-            h_role(role)
-            if parent is None:
-                h_slot(0)
-            else:
-                found = find(parent)
-                h_slot(1 if found is None else found.index + 2)
-        # The bodies a compaction leaves behind
-        if release and kind == "compaction":
+        # The entry
+        entry = _entry(value, kind, number, len(entries), offset, len(body) - terminated, diagnostics)
+        append(entry)
+        by_id[entry.id] = entry
+        if heads is not None:  # what the index keeps, while it is at hand
+            heads.add(entry, by_id)
+        if release and kind == "compaction":  # the bodies a compaction leaves behind
             state.release_before(value.get("firstKeptEntryId"), source, decorate)  # type: ignore[arg-type]
         elif release_bytes and release and offset - entries[state.released_to].offset >= release_bytes:
             state.release_before(_NO_ENTRY, source, decorate)  # type: ignore[arg-type]
@@ -260,8 +207,20 @@ _UNPARSED: Any = object()  # ``_parse_rare``: the line does not parse
 _NO_ENTRY: Any = object()  # a first kept entry no entry is: ``release_before`` releases up to the last one
 
 
+def _cut_deep(state: ParseState, body: bytes, number: int, value: Any) -> Any:
+    """``value`` with the containers nested deeper than ``MAX_DEPTH`` levels cut (noted), as ``jsonline`` reads it."""
+    value, cut = cut_depth(value)
+    if cut:
+        note_lossy(False, True, body, number, state.diagnostics)
+    return value
+
+
 def _parse_rare(state: ParseState, body: bytes, number: int, before_header: bool) -> Any:
-    """The value of a line orjson refuses and JSON.parse reads (see ``jsonline``), or ``_UNPARSED`` (noted)."""
+    """The value of a line orjson refuses and JSON.parse reads (see ``jsonline``), or ``_UNPARSED`` (noted): a line
+    streamed past unread, too long to hold or no JSON (``source.read_lines``), is noted as such."""
+    if type(body) is SkippedLine:
+        _skipped(state, body, number, before_header)
+        return _UNPARSED
     try:
         parsed = parse_line(body)
     except ValueError:
@@ -272,6 +231,41 @@ def _parse_rare(state: ParseState, body: bytes, number: int, before_header: bool
     if parsed.replaced_utf8 or parsed.depth_cut:
         note_lossy(parsed.replaced_utf8, parsed.depth_cut, body, number, state.diagnostics)
     return parsed.value
+
+
+def _entry(
+    value: JsonDict, kind: Any, number: int, index: int, offset: int, length: int, diagnostics: list[Diagnostic]
+) -> Entry:
+    """The entry of a parsed object line, its head read as ``Entry.refresh`` reads it (inlined: it runs on every
+    line). Each known type and role is one string object, so that later passes over every entry compare them by
+    identity and touch no other memory."""
+    if length >= BIG_LINE_BYTES:
+        diagnostics.append(big_line(length, number))
+    entry_id = value.get("id")
+    parent = value.get("parentId")
+    role = None
+    if type(kind) is not str:
+        kind = ""
+    elif (kind := _known(kind, kind)) == "message":
+        msg = value.get("message")
+        if type(msg) is dict:
+            role = msg.get("role")
+            role = _known(role, role) if type(role) is str else None
+    elif kind == "session_info" and not isinstance(value.get("name", ""), (str, type(None))):
+        diagnostics.append(name_not_string(number))
+    entry = _new_entry(Entry)
+    entry._raw = value
+    entry._source = None
+    entry._timestamp = UNREAD
+    entry.id = entry_id if type(entry_id) is str else None  # type: ignore[assignment]
+    entry.parent_id = parent if type(parent) is str and parent else None
+    entry.type = kind
+    entry.role = role
+    entry.line = number
+    entry.index = index
+    entry.offset = offset
+    entry.length = length
+    return entry
 
 
 def _skipped(state: ParseState, body: SkippedLine, number: int, before_header: bool) -> None:

@@ -55,6 +55,22 @@ class Heads:
         heads.roles[:] = prefix.roles
         return heads
 
+    def add(self, entry: Entry, by_id: dict[str | None, Entry]) -> None:
+        """Take the head of the entry just read (``by_id`` holds every entry read so far, this one included)."""
+        self.line.append(entry.line)
+        self.offset.append(entry.offset)
+        self.length.append(entry.length)
+        self.ids.append(entry.id)
+        parent = entry.parent_id
+        self.parents.append(parent)
+        self.types.append(entry.type)
+        self.roles.append(entry.role)
+        if parent is None:
+            self.slots.append(0)
+        else:
+            found = by_id.get(parent)
+            self.slots.append(1 if found is None else found.index + 2)
+
 
 class ParseState:
     """What the lines read so far gave (``load._parse_session`` keeps its hottest fields in local variables while
@@ -139,26 +155,28 @@ class ParseState:
         Which bodies are dropped changes only memory and time, never an answer: a dropped body is read again when
         asked for.
         """
-        entries, start, decorated, mutations = self.entries, self.released_to, self.decorated, self.mutations
+        entries, start = self.entries, self.released_to
         end = len(entries) - 1
         for i in range(end - 1, start - 1, -1):
             if entries[i].id == first_kept:
                 end = i
                 break
-        for entry in entries[start:end]:
+        dropped = entries[start:end]
+        if decorate is not None:
+            decorated = self.decorated
+            for entry in dropped:
+                if entry.type == "message":
+                    decorated[entry.index] = decorate(entry)
+        mutations = self.mutations
+        for entry in dropped:
             if entry.type != "message":
                 continue
-            if decorate is not None:
-                decorated[entry.index] = decorate(entry)
             raw = entry._raw
             role = entry.role  # a role: the message is a dict
-            if raw is not None and (role == "assistant" or role == "toolResult"):  # None: its facts from the index
-                message = raw["message"]
-                # mutation_facts, called only where it can find something (this runs for every message dropped)
-                if isinstance(message.get("content"), list) if role == "assistant" else "nestedCalls" in message:
-                    facts = mutation_facts(message)
-                    if facts is not None:
-                        mutations[entry.index] = facts
+            if raw is not None and role is not None and _may_mutate(raw["message"], role):  # None: from the index
+                facts = mutation_facts(raw["message"])
+                if facts is not None:
+                    mutations[entry.index] = facts
             entry._source = source  # entry.release(source), inlined
             entry._raw = None
         self.released_to = max(start, end)
@@ -258,6 +276,20 @@ def _slots(ids: list[str | None], parents: list[str | None]) -> list[int]:
     for i in compress(range(len(parents)), map(is_, parents, repeat(None))):
         slots[i] = 0  # no parent (where.get(None) would find an entry without an id)
     return slots
+
+
+def _may_mutate(message: JsonDict, role: str) -> bool:
+    """Whether ``mutation_facts`` can find something in a message: an assistant's content holds a tool call block,
+    or a tool result has nested calls (a test of its blocks' types, cheaper than the call: this runs for every
+    message released)."""
+    if role == "assistant":
+        content = message.get("content")
+        if type(content) is list:
+            for block in content:
+                if type(block) is dict and block.get("type") == "toolCall":
+                    return True
+        return False
+    return role == "toolResult" and "nestedCalls" in message
 
 
 def releasable(header: JsonDict) -> bool:

@@ -28,6 +28,11 @@ class Branch:
         self._distinct = False  # every id on it is another (a walked branch: see ``_walk``)
 
     @property
+    def distinct(self) -> bool:
+        """Whether every id on the branch is another (a walked branch: see ``_walk``)."""
+        return self._distinct
+
+    @property
     def leaf(self) -> Entry | None:
         return self.entries[-1] if self.entries else None
 

@@ -232,6 +232,21 @@ def test_deep_lines_long_and_short_are_cut_alike(tmp_path: Path, depth: int, pad
     assert session.entries[-1].raw == expected[0]
 
 
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, MAX_DEPTH + 2])
+def test_the_shortest_deep_lines_are_cut(tmp_path: Path, levels: int) -> None:
+    """A line of nothing but brackets, as short as a value of that many levels can be (a value that is not an object,
+    which Pi takes as an entry): its depth is looked at, and the levels past ``MAX_DEPTH`` are cut."""
+    sb = simple_session(turns=1)
+    line = b"[" * levels + b"]" * levels  # the last line, without a newline: not one byte to spare
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(sb.to_bytes() + line)
+    session = load_session(path)
+    cut = [d.line for d in session.diagnostics if d.code == "deep-nesting"]
+    was_cut = cut_depth(orjson.loads(line))[1]
+    assert was_cut == (levels > MAX_DEPTH + 1)  # the innermost list is empty: only a 202nd level is cut
+    assert cut == ([sb.to_bytes().count(b"\n") + 1] if was_cut else [])
+
+
 def test_brackets_inside_long_strings_are_not_nesting(tmp_path: Path) -> None:
     sb = simple_session(turns=1)
     sb.user("[{" * COUNT_BELOW)  # thousands of brackets, all inside one string

@@ -138,6 +138,25 @@ def error_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
+def _worded_tail_lines(text: str) -> list[str]:
+    """The lines among the last ``TEST_TAIL_LINES`` of ``text`` that name a test word, in order (found by a search
+    for each word over the tail, not a test of each line: this runs for every output a prune stub describes)."""
+    tail = text.rsplit("\n", TEST_TAIL_LINES)[-TEST_TAIL_LINES:]
+    start = len(text) - sum(map(len, tail)) - len(tail) + 1  # where the tail's first line begins
+    ends: dict[int, int] = {}  # where each line found begins and ends
+    find, rfind = text.find, text.rfind
+    for word in _TEST_WORDS:
+        at = find(word, start)
+        while at >= 0:
+            begin = max(start, rfind("\n", start, at) + 1)
+            end = find("\n", at)
+            if end < 0:
+                end = len(text)
+            ends[begin] = end
+            at = find(word, end)  # the next line naming it (no word holds a newline)
+    return [text[begin : ends[begin]] for begin in sorted(ends)]
+
+
 def facts_of_output(
     entry: str, tool: str, arguments: Any, result: dict[str, Any] | None, outcome: str, cwd: str, call: str = ""
 ) -> list[Fact]:
@@ -152,12 +171,7 @@ def facts_of_output(
         line = error_line(text)
         if line:
             facts.append(Fact(entry, "error", _cut(line), call))
-    tail = text.split("\n")[-TEST_TAIL_LINES:]
-    tests = [
-        line.strip()
-        for line in tail
-        if len(line) < 400 and any(word in line for word in _TEST_WORDS) and _TEST_LINE.match(line)
-    ]
+    tests = [line.strip() for line in _worded_tail_lines(text) if len(line) < 400 and _TEST_LINE.match(line)]
     said = {fact.text for fact in facts}
     for line in tests[:MAX_TESTS_PER_OUTPUT]:
         if _cut(line) not in said:
@@ -169,7 +183,8 @@ def facts_of_output(
     if _VERSION_COMMAND.search(command) or tool == "version":
         for match in list(_VERSION.finditer(text[:4000]))[:3]:
             facts.append(Fact(entry, "version", _cut(f"{match[1]} {match[2]}")))
-    for match in list(_VERSION_FIELD.finditer(text[:20000]))[:3]:  # pip show, npm view, apt-cache policy …
+    head = text[:20000]
+    for match in list(_VERSION_FIELD.finditer(head) if "Name:" in head else ())[:3]:  # pip show, npm view, …
         facts.append(Fact(entry, "version", _cut(f"{match[1]} {match[2]}")))
     return facts
 
