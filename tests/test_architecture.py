@@ -179,3 +179,22 @@ def test_no_layer_imports_the_package_root() -> None:
     (for ``__version__``, say) points up at all of them. Leaf modules of the root layer hold what they share."""
     wrong = sorted(module for module, targets in graph().items() if part_of(module) and "pi_compact" in targets)
     assert not wrong, f"these modules import the package root: {wrong}"
+
+
+def private_imports() -> list[str]:
+    """``from pi_compact.x import _name`` where ``_name`` is defined in another module: a name shared across
+    modules is part of the module's interface and is spelled as such."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pi_compact") and not node.level:
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{module} imports {node.module}.{alias.name}")
+    return found
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    wrong = private_imports()
+    assert not wrong, "make these names public where they are shared:\n" + "\n".join(wrong)

@@ -66,7 +66,7 @@ class Diagnostic(NamedTuple):
         return {"level": self.level, "code": self.code, "message": self.message, "line": self.line}
 
 
-_UNREAD = object()  # a field not read from the body yet
+UNREAD = object()  # a field not read from the body yet
 
 
 class Entry:
@@ -118,7 +118,7 @@ class Entry:
         entry = cls.__new__(cls)
         entry._raw = None
         entry._source = source
-        entry._timestamp = _UNREAD
+        entry._timestamp = UNREAD
         entry.line, entry.index, entry.offset, entry.length = line, index, offset, length
         entry.id, entry.parent_id, entry.type, entry.role = head  # type: ignore[assignment]
         return entry
@@ -160,7 +160,7 @@ class Entry:
         return self._source.contains(self, needles)
 
     def refresh(self) -> None:
-        self._timestamp: object = _UNREAD
+        self._timestamp: object = UNREAD
         raw = self.raw
         entry_id = raw.get("id")
         self.id: str = entry_id if isinstance(entry_id, str) else None  # type: ignore[assignment]
@@ -187,7 +187,7 @@ class Entry:
     @property
     def timestamp(self) -> str | None:
         ts = self._timestamp
-        if ts is _UNREAD:
+        if ts is UNREAD:
             released = self._raw is None
             value = self.raw.get("timestamp")
             if released:

@@ -33,8 +33,7 @@ from pi_compact.session.diagnose import (
     null_line,
     too_long_line,
 )
-from pi_compact.session.entries import _UNREAD as UNREAD
-from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, Diagnostic, Entry, JsonDict, Session
+from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, UNREAD, Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.jsonline import COUNT_BELOW, MAX_DEPTH, SHALLOW_BELOW, cut_depth, nests_deeper, parse_line
 from pi_compact.session.loadstate import TAIL_BYTES, Decorate, Heads, ParseState, releasable
 from pi_compact.session.migrate import CURRENT_VERSION, migrate

@@ -10,8 +10,7 @@ from itertools import compress, repeat
 from operator import is_
 from typing import TYPE_CHECKING, Any
 
-from pi_compact.session.entries import _UNREAD as UNREAD
-from pi_compact.session.entries import Diagnostic, Entry, JsonDict
+from pi_compact.session.entries import UNREAD, Diagnostic, Entry, JsonDict
 from pi_compact.session.migrate import CURRENT_VERSION
 from pi_compact.session.mutations import Facts, mutation_facts
 
