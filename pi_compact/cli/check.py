@@ -149,7 +149,7 @@ def check(
         data = result.to_json(evidence=json_output or files)
         from pi_compact.ops.prune import plan_prune  # not on check's start-up path
 
-        data["prune"] = plan_prune(result).summary_json()  # type: ignore[typeddict-unknown-key]
+        data["prune"] = plan_prune(result, summary_only=True).summary_json()  # type: ignore[typeddict-unknown-key]
     report_diagnostics(env, result.diagnostics, path)
     for warning in result.warnings:
         env.warn(warning)

@@ -45,7 +45,7 @@ from pi_compact.checkpoint.prune_stub import stub_text
 from pi_compact.checkpoint.readtool import read_args, resolve_path, tool_call_blocks
 from pi_compact.errors import OptionError, SessionError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
-from pi_compact.pi.messages import entry_messages
+from pi_compact.pi.messages import current_system_message, entry_messages
 from pi_compact.pi.projection import (
     ProjectedEntry,
     Projection,
@@ -314,8 +314,15 @@ def _startup_reads(check: CheckResult, context_files: Sequence[str]) -> set[str]
     return startup_read_ids(check.branch.entries, files, cwd)
 
 
-def plan_prune(check: CheckResult, options: PruneOptions | None = None) -> PrunePlan:
-    """Which tool results to replace, and the ``context_edit`` entries that replace them (nothing written)."""
+def plan_prune(check: CheckResult, options: PruneOptions | None = None, *, summary_only: bool = False) -> PrunePlan:
+    """Which tool results to replace, and the ``context_edit`` entries that replace them (nothing written).
+
+    Pi estimates a context whose last reply came before a context edit (chars/4 of every message) instead of taking
+    that reply's usage; where that estimate with the stubs in place is not below what Pi counts now, pruning would
+    only bring the compaction closer, and nothing is pruned (every candidate counted as ``no-gain``).
+    ``summary_only`` (``check``'s prune row): the same outputs and counts, the figure after reckoned from the
+    messages' estimates without building the entries or the context after them.
+    """
     opts = options or PruneOptions()
     projection = check.plan.projection
     cwd = check.session.cwd or ""
@@ -356,8 +363,14 @@ def plan_prune(check: CheckResult, options: PruneOptions | None = None) -> Prune
             continue
         name = tool if isinstance(tool, str) else str(message.get("toolName") or "unknown")
         pruned.append(PrunedOutput(entry.id, name, pe.tokens, stub_tokens, outcome, stub))
-    entries = edit_entries(check, pruned, opts.clock, opts.new_id)
-    tokens_after = check.plan.context.tokens
+    tokens_before = check.plan.context.tokens
+    tokens_after = tokens_before
+    if pruned:
+        tokens_after = estimate_with_stubs(projection, pruned)
+        if tokens_after >= tokens_before:
+            protected["no-gain"] += len(pruned)
+            pruned, tokens_after = [], tokens_before
+    entries = [] if summary_only else edit_entries(check, pruned, opts.clock, opts.new_id)
     if entries:
         tokens_after = context_tokens(_projection_after(check, entries)).tokens
     from pi_compact.ops.forecast import Forecast, context_growth
@@ -368,7 +381,7 @@ def plan_prune(check: CheckResult, options: PruneOptions | None = None) -> Prune
         pruned=pruned,
         entries=entries,
         lines=serialize_entries(entries),
-        tokens_before=check.plan.context.tokens,
+        tokens_before=tokens_before,
         tokens_after=tokens_after,
         protected=protected,
         keep_recent_tokens=keep,
@@ -405,6 +418,18 @@ def edit_entries(
         )
         parent = entry_id
     return out
+
+
+def estimate_with_stubs(projection: Projection, pruned: Sequence[PrunedOutput]) -> int:
+    """Pi's estimate of the context once the stubs replace the pruned outputs: a context edit after the last reply
+    makes that reply's usage stale, so every message is estimated (the current system message once)."""
+    messages = [m for pe in projection.entries for m in pe.messages]
+    system = current_system_message(messages)
+    total = estimate_tokens(system) if system is not None else 0
+    total += sum(pe.tokens for pe in projection.entries) - sum(
+        estimate_tokens(m) for m in messages if m.get("role") == "system"
+    )
+    return total - sum(p.tokens for p in pruned) + sum(p.stub_tokens for p in pruned)
 
 
 def _projection_after(check: CheckResult, entries: list[JsonDict]) -> Projection:

@@ -211,6 +211,40 @@ def test_check_reports_what_pruning_would_free_and_the_turns_it_buys(tmp_path: P
     assert "prune" in text.stdout
 
 
+FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "pi"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURE_DIR.glob("*.jsonl")))
+@pytest.mark.parametrize("keep", [2000, 8000])
+def test_checks_reckoning_of_the_prune_is_the_full_plans(name: str, keep: int) -> None:
+    # check counts what pruning frees without building the entries; prune builds them and Pi's projection after.
+    result = check_session(FIXTURE_DIR / name, CheckOptions(keep_recent_tokens=keep), cache=False)
+    full, summary = plan_prune(result), plan_prune(result, summary_only=True)
+    assert summary.summary_json() == full.summary_json()
+    assert [p.entry_id for p in summary.pruned] == [p.entry_id for p in full.pruned]
+    assert summary.entries == [] and len(full.entries) == len(full.pruned)
+
+
+def test_no_prune_where_pis_estimate_after_it_is_above_the_usage_it_counts_now(tmp_path: Path) -> None:
+    # A reply whose recorded usage is far below its context's text (a provider that reports little): an edit
+    # after it makes Pi estimate every message, so pruning would raise Pi's count, and nothing is pruned.
+    path = tmp_path / "s.jsonl"
+    _coding_session(path)
+    lines = path.read_bytes().split(b"\n")
+    for i, line in enumerate(lines):
+        if b'"usage"' in line:
+            entry = orjson.loads(line)
+            entry["message"]["usage"].update(input=10, output=5, cacheRead=0, cacheWrite=0, totalTokens=15)
+            lines[i] = orjson.dumps(entry)
+    path.write_bytes(b"\n".join(lines))
+    before = path.read_bytes()
+    keep = ("--keep-recent-tokens", "2000")
+    data = run("prune", path, "--json", *keep, env=FIXED).json
+    assert data["pruned"] == [] and data["tokens_freed"] == 0 and data["protected"]["no-gain"] >= 3
+    assert path.read_bytes() == before
+    assert run("check", path, "--json", *keep).json["prune"]["outputs"] == 0
+
+
 def test_checks_context_after_pruning_is_pis_estimate_of_the_projection(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     _coding_session(path)
