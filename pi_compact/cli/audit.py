@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,11 @@ def _n(value: int | None) -> str:
 
 def _signed(value: int) -> str:
     return _fmt(value) if value < 0 or abs(value) > 2**53 else "+" + _fmt(value)
+
+
+def _money(value: float) -> str:
+    """A cost in dollars to four places; one no double holds as JavaScript shows it ($Infinity, $NaN)."""
+    return f"${value:.4f}" if math.isfinite(value) else "$" + js_string(value)
 
 
 def _ratio(value: float | None) -> str:
@@ -146,12 +152,12 @@ def cost_lines(data: Mapping[str, Any]) -> list[str]:
         out.append(
             f"  {c['model']}: {c['records']} record{'s' if c['records'] != 1 else ''}, input {_n(c['input'])}, "
             f"output {_n(c['output'])}, cache read {_n(c['cache_read'])}, cache write {_n(c['cache_write'])}: "
-            f"${c['cost']:.4f}"
+            f"{_money(c['cost'])}"
         )
     other = data["cost_all_branches"] - data["cost_total"]
-    total = f"  total on this branch ${data['cost_total']:.4f}"
+    total = f"  total on this branch {_money(data['cost_total'])}"
     if other > 0.00005:
-        total += f" (all branches ${data['cost_all_branches']:.4f})"
+        total += f" (all branches {_money(data['cost_all_branches'])})"
     out.append(total)
     return out
 

@@ -154,7 +154,13 @@ def _load_layer(scope: str, path: Path, warnings: list[str]) -> SettingsLayer:
     try:
         text = read_text(path)
     except OSError as exc:
-        warnings.append(f"{path}: cannot read {scope} settings ({exc.strerror or exc}); ignored, as Pi does")
+        if exc.errno == errno.EFBIG:  # Pi would read it (up to its own limit): say the difference
+            warnings.append(
+                f"{path}: {scope} settings {exc.strerror}: picompact ignores a settings file that large, "
+                "Pi reads it; answers that depend on it may differ from Pi's"
+            )
+        else:
+            warnings.append(f"{path}: cannot read {scope} settings ({exc.strerror or exc}); ignored, as Pi does")
         return SettingsLayer(scope, path, {})
     if not text:
         return SettingsLayer(scope, path, {})

@@ -210,6 +210,7 @@ def test_numbers_past_any_double_in_every_field_end_in_an_answer(tmp_path: Path,
         shown = result.stdout + result.stderr
         if args[0] not in ("list", "context"):  # which show the entries' own text
             assert not re.search(r"\d{25}|(\d{3},){8}", shown), (args, shown[:2000])  # Infinity, not 309 digits
+            assert not re.search(r"\b(?:inf|nan)\b", shown), (args, shown[:2000])  # nor Python's own words
         if "--json" in args:
             orjson.loads(result.stdout_bytes)
     assert run("lint", tmp_path / "copy.jsonl").code in (0, 1)
