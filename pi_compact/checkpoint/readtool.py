@@ -85,12 +85,29 @@ def key_dirname(key: str) -> str:
     return ntpath.dirname(key) if is_windows_key(key) else posixpath.dirname(key)
 
 
+_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with the characters that break or hide a line written as escapes (``\\n``, ``\\x1b``, ``\\u2028``):
+    a path a tool was called with must not start a line of its own in a checkpoint (a heading, an instruction)."""
+    if _LINE_BREAKING.search(text) is None:
+        return text
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+    def escape(match: re.Match[str]) -> str:
+        ch = match.group()
+        return named.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+    return _LINE_BREAKING.sub(escape, text)
+
+
 def display_path(path: str, cwd: str) -> str:
     """The path as checkpoints show it (the same rule as tool signatures): relative to the session cwd where it
-    lies under it, else as written."""
+    lies under it, else as written; on one line (``one_line``)."""
     from pi_compact.checkpoint.verbatim.signatures import relative_path
 
-    return relative_path(path, cwd)
+    return one_line(relative_path(path, cwd))
 
 
 # ---------------------------------------------------------------------------------------------------- calls

@@ -32,6 +32,7 @@ from typing import Any
 from pi_compact.checkpoint.context_files import ContextFile
 from pi_compact.checkpoint.details import DETAILS_KEY, FORMAT, FORMAT_VERSION, cumulative_files, is_verbatim_details
 from pi_compact.checkpoint.evidence import FileAnnotation, FileListAnnotations, annotate_file_lists, evidence_json
+from pi_compact.checkpoint.readtool import one_line
 from pi_compact.checkpoint.startup_reads import select_startup_reads
 from pi_compact.checkpoint.verbatim.cap import block_budget, fit_block, fit_spans
 from pi_compact.checkpoint.verbatim.envelope import (
@@ -149,7 +150,7 @@ def _file_lines(
 
     def shown(item: FileAnnotation) -> str:
         # The evidence module resolves POSIX paths; a Windows session keeps picompact's own relative form.
-        return relative_path(item.path, cwd) if is_windows_path(cwd) else item.display_path
+        return one_line(relative_path(item.path, cwd)) if is_windows_path(cwd) else item.display_path
 
     def unique(items: tuple[FileAnnotation, ...], skip: set[str]) -> list[tuple[str, str | None]]:
         out: dict[str, str | None] = {}

@@ -19,7 +19,7 @@ NESTED_MARK = "  ↳ "
 # Tool names whose ``command`` argument is a shell command (cwd abbreviated to ``.``).
 SHELL_ARGUMENTS = frozenset({"command", "cmd"})
 # Characters that make a bare path ambiguous inside ``name(key=value, ...)``.
-_UNSAFE_PATH = re.compile(r"[\s,()\"'=\x00-\x1f\x7f]|^$")
+_UNSAFE_PATH = re.compile(r"[\s,()\"'=\x00-\x1f\x7f\x85\u2028\u2029]|^$")
 _WINDOWS_ROOT = re.compile(r"^[A-Za-z]:[\\/]")
 
 
@@ -115,7 +115,8 @@ def display_path(path: str, cwd: str) -> str:
     """A path for a signature: relative to cwd, JSON-quoted only when a bare form would be ambiguous."""
     rel = relative_path(path, cwd)
     if _UNSAFE_PATH.search(rel):
-        return js_stringify(rel) or '""'
+        quoted = js_stringify(rel) or '""'
+        return quoted.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("\x85", "\\u0085")
     return rel
 
 
