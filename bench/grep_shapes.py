@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_shapes import NAMES, shape_files
 from run import ISSUE_LITERAL, PARSE_SCRIPT, SMALL_SESSION, Result, Runner, fmt_s, picompact_cmd
+from shapes import shape_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,14 +43,7 @@ def _cell(res: Result) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", default="100MB")
-    ap.add_argument("--shapes", default="all")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--data-dir", type=Path, default=ROOT / "bench" / "data" / "shapes")
-    ap.add_argument("--picompact", help="command to run picompact (default: the script beside this Python)")
-    ap.add_argument("--timeout", type=float, default=600)
+    ap = shape_arguments(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     args = ap.parse_args(argv)
     names = list(NAMES) if args.shapes == "all" else [s.strip() for s in args.shapes.split(",") if s.strip()]
     pc = picompact_cmd(args.picompact)

@@ -306,13 +306,15 @@ def append_turns(path: Path, count: int, serial: int) -> None:
             parent = entry_id
 
 
-def measure_append(runner: Runner, pc: list[str], path: Path, work: Path, grep: bool = False) -> Result:
-    """``check`` (or ``grep ENOENT --json``) on a copy of the file after each of ``repeat`` appends of a few lines,
-    each following a run on the file as it was (so an index of the earlier state could exist): the best time and
-    the peak memory."""
+def measure_append(
+    runner: Runner, pc: list[str], path: Path, work: Path, grep: bool = False, check_args: tuple[str, ...] = ()
+) -> Result:
+    """``check`` (with ``check_args``; or ``grep ENOENT --json``) on a copy of the file after each of ``repeat``
+    appends of a few lines, each following a run on the file as it was (so an index of the earlier state could
+    exist): the best time and the peak memory."""
     copy = work / path.name
     shutil.copyfile(path, copy)
-    cmd = [*pc, "check", str(copy), "--context-window", CONTEXT_WINDOW]
+    cmd = [*pc, "check", str(copy), *check_args, "--context-window", CONTEXT_WINDOW]
     if grep:
         cmd = [*pc, "grep", ISSUE_LITERAL, str(copy), "--json"]
     res = Result()

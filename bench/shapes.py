@@ -29,7 +29,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_shapes import NAMES, shape_files
 from run import (
-    APPENDED_LINES,
     CONTEXT_WINDOW,
     ISSUE_LITERAL,
     PARSE_SCRIPT,
@@ -37,8 +36,8 @@ from run import (
     SMALL_SESSION,
     Result,
     Runner,
-    append_turns,
     fmt_s,
+    measure_append,
     pi_peer,
     picompact_cmd,
 )
@@ -60,29 +59,8 @@ def fmt_r(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
 
-def measure_recheck(runner: Runner, pc: list[str], path: Path, work: Path) -> Result:
-    """``check --json`` on a copy of the file after each of ``repeat`` appends of a few lines, each following a run
-    on the file as it was (which keeps an index of it): the best time and the peak memory."""
-    copy = work / path.name
-    shutil.copyfile(path, copy)
-    cmd = [*pc, "check", str(copy), "--json", "--context-window", CONTEXT_WINDOW]
-    res = Result()
-    for serial in range(runner.repeat):
-        before = runner.measure(cmd, repeat=1)
-        if not before.ok:
-            return before
-        append_turns(copy, APPENDED_LINES, serial)
-        after = runner.measure(cmd, repeat=1)
-        if not after.ok:
-            return after
-        res.add(after)
-    res.seconds = min(res.runs)
-    copy.unlink()
-    return res
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def shape_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options every harness over the shapes takes: which shapes, how big, how many rounds, which picompact."""
     ap.add_argument("--size", default="100MB")
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--repeat", type=int, default=5)
@@ -90,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, default=ROOT / "bench" / "data" / "shapes")
     ap.add_argument("--picompact", help="command to run picompact (default: the script beside this Python)")
     ap.add_argument("--timeout", type=float, default=600)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = shape_arguments(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     ap.add_argument(
         "--by", choices=("wall", "cpu"), default="wall", help="ratios of wall time (default) or of CPU time (load)"
     )
@@ -130,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 for key, cmd in (("recheck", pc), ("base_recheck", base)):
                     if cmd:
                         with tempfile.TemporaryDirectory(prefix="picompact-append-", dir=args.data_dir) as work:
-                            measured[key] = measure_recheck(cached, cmd, path, Path(work))
+                            measured[key] = measure_append(cached, cmd, path, Path(work), check_args=("--json",))
                         shutil.rmtree(Path(home) / "cache", ignore_errors=True)
             rows.append((name, path, measured))
             print(f"{name:>14}  " + "  ".join(f"{k} {v.cell()}" for k, v in measured.items()), file=sys.stderr)

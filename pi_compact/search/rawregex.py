@@ -354,15 +354,7 @@ def raw_pattern(node: Node, escaped_ascii: frozenset[str], escaped_slash: bool) 
         branches = [raw_pattern(item, escaped_ascii, escaped_slash) for item in node[1]]
         return b"(?:" + b"|".join(branches) + b")"
     if kind == "rep":
-        inner = raw_pattern(node[1], escaped_ascii, escaped_slash)
-        if not inner:
-            return b""
-        low, high = node[2], node[3]
-        if high is not None and high > _MAX_REPEAT:
-            high = None
-        low = min(low, _MAX_REPEAT)
-        bounds = b"{%d,}" % low if high is None else b"{%d,%d}" % (low, high)
-        return b"(?:" + inner + b")" + bounds
+        return _repeated(raw_pattern(node[1], escaped_ascii, escaped_slash), node[2], node[3])
     return b""
 
 
@@ -382,16 +374,20 @@ def text_pattern(node: Node) -> bytes:
     if kind == "alt":
         return b"(?:" + b"|".join(text_pattern(item) for item in node[1]) + b")"
     if kind == "rep":
-        inner = text_pattern(node[1])
-        if not inner:
-            return b""
-        low, high = node[2], node[3]
-        if high is not None and high > _MAX_REPEAT:
-            high = None
-        low = min(low, _MAX_REPEAT)
-        bounds = b"{%d,}" % low if high is None else b"{%d,%d}" % (low, high)
-        return b"(?:" + inner + b")" + bounds
+        return _repeated(text_pattern(node[1]), node[2], node[3])
     return b""
+
+
+def _repeated(inner: bytes, low: int, high: int | None) -> bytes:
+    """``inner`` repeated ``low`` to ``high`` times (None: no bound), a bound past RE2's limit widened (the pattern
+    can only match more)."""
+    if not inner:
+        return b""
+    if high is not None and high > _MAX_REPEAT:
+        high = None
+    low = min(low, _MAX_REPEAT)
+    bounds = b"{%d,}" % low if high is None else b"{%d,%d}" % (low, high)
+    return b"(?:" + inner + b")" + bounds
 
 
 def _group(part: bytes) -> bytes:

@@ -4,7 +4,6 @@ every command still answers, the settings file ignored with a warning naming it.
 
 from __future__ import annotations
 
-import os
 import resource
 import subprocess
 import sys
@@ -12,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.process import run_capped
 from tests.helpers.sessions import SessionBuilder
 
-ROOT = Path(__file__).resolve().parents[2]
 LIMIT_AS = 1024 * 1024 * 1024
 HUGE = 1200 * 1024 * 1024
 
@@ -24,19 +23,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _capped(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, LIMIT_AS))
-
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "HOME": str(home),
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "PI_CODING_AGENT_DIR": str(home / "agent"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "pi_compact", *args], capture_output=True, preexec_fn=cap, env=env, cwd=cwd, timeout=300
-    )
+    return run_capped(args, home, LIMIT_AS, cwd=cwd)
 
 
 def _sparse(path: Path, head: bytes) -> None:

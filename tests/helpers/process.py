@@ -4,11 +4,16 @@ with Ctrl-C ignored."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
+import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
@@ -61,3 +66,37 @@ def interrupt_when_arrived(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def run_capped(
+    args: Sequence[str],
+    home: Path,
+    limit: int,
+    *,
+    cwd: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[bytes]:
+    """``python -m pi_compact ARGS`` from this checkout in a process whose address space is capped at ``limit``
+    bytes (RLIMIT_AS, Linux), with ``home`` as its HOME, cache and Pi agent dir; output kept as bytes."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "PI_CODING_AGENT_DIR": str(home / "agent"),
+        **(environ or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pi_compact", *args],
+        capture_output=True,
+        preexec_fn=cap,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )

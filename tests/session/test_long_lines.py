@@ -17,8 +17,8 @@ import pytest
 from pi_compact.session.load import load_session
 from pi_compact.session.source import MAX_LINE_ENV, SkippedLine, read_lines
 from tests.helpers.cli import run
+from tests.helpers.process import run_capped
 
-ROOT = Path(__file__).resolve().parents[2]
 HEADER = b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/x"}\n'
 FIRST = b'{"type":"message","id":"a1","parentId":null,"message":{"role":"user","content":"first WORDA"}}\n'
 AFTER = b'{"type":"message","id":"a3","parentId":"a1","message":{"role":"user","content":"after WORDB"}}\n'
@@ -118,20 +118,7 @@ SPARSE = 800 * 1024 * 1024
 
 
 def _capped(args: list[str], home: Path) -> subprocess.CompletedProcess[bytes]:
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, LIMIT_AS))
-
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "HOME": str(home),
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "PI_CODING_AGENT_DIR": str(home / "agent"),
-        MAX_LINE_ENV: str(16 * 1024 * 1024),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "pi_compact", *args], capture_output=True, preexec_fn=cap, env=env, timeout=300
-    )
+    return run_capped(args, home, LIMIT_AS, environ={MAX_LINE_ENV: str(16 * 1024 * 1024)})
 
 
 def _sparse(path: Path, head: bytes, hole: int, end: bytes = b"") -> Path:
