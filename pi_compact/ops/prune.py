@@ -263,36 +263,32 @@ class _Call:
         self.arguments = arguments
 
 
-def _calls_by_result(projection: Projection) -> dict[str, _Call]:
-    """The tool call each tool result in the context answers, by the result's entry id: the oldest unanswered
-    call of the same id before it (as the checkpoint pairs them)."""
+def _calls_and_reads_before_edits(projection: Projection, cwd: str) -> tuple[dict[str, _Call], set[str]]:
+    """In one walk of the context: the tool call each tool result answers, by the result's entry id (the oldest
+    unanswered call of the same id before it, as the checkpoint pairs them); and the latest read of each file
+    when the file is edited or written after it (by a call or a nested call)."""
     pending: dict[str, list[_Call]] = {}
-    out: dict[str, _Call] = {}
-    for pe in projection.entries:
-        for message in entry_messages(pe.entry):
-            for _, block in tool_call_blocks(message):
-                if isinstance(block.get("id"), str):
-                    pending.setdefault(block["id"], []).append(_Call(block.get("name"), block.get("arguments")))
-            if message.get("role") == "toolResult":
-                queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
-                if queue:
-                    out[pe.entry.id] = queue.pop(0)
-    return out
-
-
-def _reads_before_edits(projection: Projection, calls: dict[str, _Call], cwd: str) -> set[str]:
-    """The latest read of each file, when the file is edited or written after it (by a call or a nested call)."""
+    calls: dict[str, _Call] = {}
     latest: dict[str, str] = {}  # path -> entry id of its latest read
     edited_after: dict[str, bool] = {}
     for pe in projection.entries:
         for message in entry_messages(pe.entry):
+            role = message.get("role")
+            if role == "assistant":
+                for _, block in tool_call_blocks(message):
+                    if isinstance(block.get("id"), str):
+                        pending.setdefault(block["id"], []).append(_Call(block.get("name"), block.get("arguments")))
+            elif role == "toolResult":
+                queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
+                if queue:
+                    calls[pe.entry.id] = queue.pop(0)
             facts = mutation_facts(message)
             if facts is not None:
                 for _, path in facts[1]:
                     key = resolve_path(path, cwd)
                     if key in latest:
                         edited_after[key] = True
-            if message.get("role") != "toolResult" or message.get("isError"):
+            if role != "toolResult" or message.get("isError"):
                 continue
             call = calls.get(pe.entry.id)
             if call is None or call.name != "read" or mutation_path(call.name, call.arguments) is not None:
@@ -302,7 +298,7 @@ def _reads_before_edits(projection: Projection, calls: dict[str, _Call], cwd: st
                 key = resolve_path(args.path, cwd)
                 latest[key] = pe.entry.id
                 edited_after[key] = False
-    return {entry_id for key, entry_id in latest.items() if edited_after.get(key)}
+    return calls, {entry_id for key, entry_id in latest.items() if edited_after.get(key)}
 
 
 def _startup_reads(check: CheckResult, context_files: Sequence[str]) -> set[str]:
@@ -328,8 +324,7 @@ def plan_prune(check: CheckResult, options: PruneOptions | None = None, *, summa
     cwd = check.session.cwd or ""
     keep = check.keep_recent_tokens
     boundary = recent_boundary(projection.entries, keep)
-    calls = _calls_by_result(projection)
-    before_edits = _reads_before_edits(projection, calls, cwd)
+    calls, before_edits = _calls_and_reads_before_edits(projection, cwd)
     startup = _startup_reads(check, opts.context_files)
     protected = {name: 0 for name in ("recent", "small", "edited", "read-before-edit", "startup-read", "no-gain")}
     candidates: list[ProjectedEntry] = []
