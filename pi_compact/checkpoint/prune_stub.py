@@ -32,11 +32,25 @@ def stub_text(
 ) -> str:
     """The stub of one tool result (``result``: its message; ``outcome``: ok, error or unknown), deterministic."""
     signature = tool_signature(tool, arguments, outcome, cwd)
-    lines = [PRUNE_MARK, f"{signature} · {tokens:,} tokens · entry {entry_id}"]
+    lines = [PRUNE_MARK, _heading(signature, tokens, entry_id)]
     facts = facts_of_output(entry_id, str(tool), arguments, result, outcome, cwd, signature)
     lines.extend(fact_lines(facts))
-    lines.append(f'Get it back: context_show_entry {{"id": "{entry_id}"}} (or `picompact show {entry_id}`).')
+    lines.append(_way_back(entry_id))
     return "\n".join(lines)
+
+
+def _heading(signature: str, tokens: int, entry_id: str) -> str:
+    return f"{signature} · {tokens:,} tokens · entry {entry_id}"
+
+
+def _way_back(entry_id: str) -> str:
+    return f'Get it back: context_show_entry {{"id": "{entry_id}"}} (or `picompact show {entry_id}`).'
+
+
+def stub_floor(entry_id: str, tokens: int) -> int:
+    """The fewest characters the stub of this entry can have, whatever the call and output: its fixed lines with
+    an empty signature and no facts (``stub_text`` only adds to them; a JavaScript length is never shorter)."""
+    return len("\n".join([PRUNE_MARK, _heading("", tokens, entry_id), _way_back(entry_id)]))
 
 
 def fact_lines(facts: list[Fact]) -> list[str]:

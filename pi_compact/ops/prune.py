@@ -41,7 +41,7 @@ from pi_compact.checkpoint.entry import (
     serialize_entries,
     system_clock,
 )
-from pi_compact.checkpoint.prune_stub import stub_text
+from pi_compact.checkpoint.prune_stub import stub_floor, stub_text
 from pi_compact.checkpoint.readtool import read_args, resolve_path, tool_call_blocks
 from pi_compact.errors import OptionError, SessionError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
@@ -53,7 +53,7 @@ from pi_compact.pi.projection import (
     context_tokens,
     unloadable_edits,
 )
-from pi_compact.pi.tokens import estimate_tokens
+from pi_compact.pi.tokens import estimate_tokens, estimate_with_text
 from pi_compact.session import get_branch, load_session
 from pi_compact.session.entries import JsonDict
 from pi_compact.session.lock import DEFAULT_LOCK_TIMEOUT
@@ -263,36 +263,32 @@ class _Call:
         self.arguments = arguments
 
 
-def _calls_by_result(projection: Projection) -> dict[str, _Call]:
-    """The tool call each tool result in the context answers, by the result's entry id: the oldest unanswered
-    call of the same id before it (as the checkpoint pairs them)."""
+def _calls_and_reads_before_edits(projection: Projection, cwd: str) -> tuple[dict[str, _Call], set[str]]:
+    """In one walk of the context: the tool call each tool result answers, by the result's entry id (the oldest
+    unanswered call of the same id before it, as the checkpoint pairs them); and the latest read of each file
+    when the file is edited or written after it (by a call or a nested call)."""
     pending: dict[str, list[_Call]] = {}
-    out: dict[str, _Call] = {}
-    for pe in projection.entries:
-        for message in entry_messages(pe.entry):
-            for _, block in tool_call_blocks(message):
-                if isinstance(block.get("id"), str):
-                    pending.setdefault(block["id"], []).append(_Call(block.get("name"), block.get("arguments")))
-            if message.get("role") == "toolResult":
-                queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
-                if queue:
-                    out[pe.entry.id] = queue.pop(0)
-    return out
-
-
-def _reads_before_edits(projection: Projection, calls: dict[str, _Call], cwd: str) -> set[str]:
-    """The latest read of each file, when the file is edited or written after it (by a call or a nested call)."""
+    calls: dict[str, _Call] = {}
     latest: dict[str, str] = {}  # path -> entry id of its latest read
     edited_after: dict[str, bool] = {}
     for pe in projection.entries:
         for message in entry_messages(pe.entry):
+            role = message.get("role")
+            if role == "assistant":
+                for _, block in tool_call_blocks(message):
+                    if isinstance(block.get("id"), str):
+                        pending.setdefault(block["id"], []).append(_Call(block.get("name"), block.get("arguments")))
+            elif role == "toolResult":
+                queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
+                if queue:
+                    calls[pe.entry.id] = queue.pop(0)
             facts = mutation_facts(message)
             if facts is not None:
                 for _, path in facts[1]:
                     key = resolve_path(path, cwd)
                     if key in latest:
                         edited_after[key] = True
-            if message.get("role") != "toolResult" or message.get("isError"):
+            if role != "toolResult" or message.get("isError"):
                 continue
             call = calls.get(pe.entry.id)
             if call is None or call.name != "read" or mutation_path(call.name, call.arguments) is not None:
@@ -302,7 +298,7 @@ def _reads_before_edits(projection: Projection, calls: dict[str, _Call], cwd: st
                 key = resolve_path(args.path, cwd)
                 latest[key] = pe.entry.id
                 edited_after[key] = False
-    return {entry_id for key, entry_id in latest.items() if edited_after.get(key)}
+    return calls, {entry_id for key, entry_id in latest.items() if edited_after.get(key)}
 
 
 def _startup_reads(check: CheckResult, context_files: Sequence[str]) -> set[str]:
@@ -328,11 +324,10 @@ def plan_prune(check: CheckResult, options: PruneOptions | None = None, *, summa
     cwd = check.session.cwd or ""
     keep = check.keep_recent_tokens
     boundary = recent_boundary(projection.entries, keep)
-    calls = _calls_by_result(projection)
-    before_edits = _reads_before_edits(projection, calls, cwd)
+    calls, before_edits = _calls_and_reads_before_edits(projection, cwd)
     startup = _startup_reads(check, opts.context_files)
     protected = {name: 0 for name in ("recent", "small", "edited", "read-before-edit", "startup-read", "no-gain")}
-    pruned: list[PrunedOutput] = []
+    candidates: list[ProjectedEntry] = []
     for index, pe in enumerate(projection.entries):
         entry = pe.entry
         if entry.type != "message" or entry.role != "toolResult":
@@ -350,23 +345,23 @@ def plan_prune(check: CheckResult, options: PruneOptions | None = None, *, summa
             why = "startup-read"
         if why is not None:
             protected[why] += 1
-            continue
-        message = pe.messages[0]
-        call = calls.get(entry.id)
-        tool = call.name if call is not None else message.get("toolName")
-        arguments = call.arguments if call is not None else None
-        outcome = "error" if message.get("isError") else "ok"
-        stub = stub_text(entry.id, tool, arguments, message, outcome, pe.tokens, cwd)
-        stub_tokens = estimate_tokens({**message, "content": [{"type": "text", "text": stub}]})
-        if stub_tokens >= pe.tokens:
-            protected["no-gain"] += 1
-            continue
-        name = tool if isinstance(tool, str) else str(message.get("toolName") or "unknown")
-        pruned.append(PrunedOutput(entry.id, name, pe.tokens, stub_tokens, outcome, stub))
+        else:
+            candidates.append(pe)
     tokens_before = check.plan.context.tokens
+    estimate = context_estimate(projection) if candidates else 0
+    pruned: list[PrunedOutput] = []
+    if not candidates or estimate - most_freed(candidates) < tokens_before:  # else no stubs could gain
+        for pe in candidates:
+            item = _pruned_output(pe, calls.get(pe.entry.id), cwd)
+            if item is None:
+                protected["no-gain"] += 1
+            else:
+                pruned.append(item)
+    else:
+        protected["no-gain"] += len(candidates)
     tokens_after = tokens_before
     if pruned:
-        tokens_after = estimate_with_stubs(projection, pruned)
+        tokens_after = estimate - sum(p.tokens for p in pruned) + sum(p.stub_tokens for p in pruned)
         if tokens_after >= tokens_before:
             protected["no-gain"] += len(pruned)
             pruned, tokens_after = [], tokens_before
@@ -423,13 +418,40 @@ def edit_entries(
 def estimate_with_stubs(projection: Projection, pruned: Sequence[PrunedOutput]) -> int:
     """Pi's estimate of the context once the stubs replace the pruned outputs: a context edit after the last reply
     makes that reply's usage stale, so every message is estimated (the current system message once)."""
+    return context_estimate(projection) - sum(p.tokens for p in pruned) + sum(p.stub_tokens for p in pruned)
+
+
+def context_estimate(projection: Projection) -> int:
+    """Pi's estimate of every message of the context (the current system message once), as after a context edit."""
     messages = [m for pe in projection.entries for m in pe.messages]
     system = current_system_message(messages)
     total = estimate_tokens(system) if system is not None else 0
-    total += sum(pe.tokens for pe in projection.entries) - sum(
-        estimate_tokens(m) for m in messages if m.get("role") == "system"
+    return (
+        total
+        + sum(pe.tokens for pe in projection.entries)
+        - sum(estimate_tokens(m) for m in messages if m.get("role") == "system")
     )
-    return total - sum(p.tokens for p in pruned) + sum(p.stub_tokens for p in pruned)
+
+
+def most_freed(candidates: Sequence[ProjectedEntry]) -> int:
+    """An upper bound of the tokens stubs of ``candidates`` can free: each output's tokens less those of the
+    shortest stub it can have (``stub_floor``), when that is a gain. When the estimate less this is not below what
+    Pi counts now, no set of stubs gains and none needs building."""
+    return sum(max(0, pe.tokens - math.ceil(stub_floor(pe.entry.id, pe.tokens) / 4)) for pe in candidates)
+
+
+def _pruned_output(pe: ProjectedEntry, call: _Call | None, cwd: str) -> PrunedOutput | None:
+    """The stub of one candidate tool result, None when it would not be smaller than the output."""
+    entry, message = pe.entry, pe.messages[0]
+    tool = call.name if call is not None else message.get("toolName")
+    arguments = call.arguments if call is not None else None
+    outcome = "error" if message.get("isError") else "ok"
+    stub = stub_text(entry.id, tool, arguments, message, outcome, pe.tokens, cwd)
+    stub_tokens = estimate_with_text(message, stub)
+    if stub_tokens >= pe.tokens:
+        return None
+    name = tool if isinstance(tool, str) else str(message.get("toolName") or "unknown")
+    return PrunedOutput(entry.id, name, pe.tokens, stub_tokens, outcome, stub)
 
 
 def _projection_after(check: CheckResult, entries: list[JsonDict]) -> Projection:

@@ -84,6 +84,15 @@ def estimate_tokens(message: dict[str, Any]) -> int:
     return math.ceil(message_chars(message) / 4)
 
 
+def estimate_with_text(message: dict[str, Any], text: str) -> int:
+    """Pi's estimate of ``message`` with its content replaced by one text block holding ``text`` (what a context
+    edit makes of a tool result), without building that message: a tool result, user or custom message counts
+    only its content."""
+    if message.get("role") in ("user", "custom", "toolResult"):
+        return math.ceil(js_len(text) / 4)
+    return estimate_tokens({**message, "content": [{"type": "text", "text": text}]})
+
+
 @lru_cache(maxsize=1)
 def _cl100k() -> Any:
     import tiktoken  # imported lazily: it is only needed for --tokenizer cl100k

@@ -138,23 +138,41 @@ def error_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-def _worded_tail_lines(text: str) -> list[str]:
-    """The lines among the last ``TEST_TAIL_LINES`` of ``text`` that name a test word, in order (found by a search
-    for each word over the tail, not a test of each line: this runs for every output a prune stub describes)."""
-    tail = text.rsplit("\n", TEST_TAIL_LINES)[-TEST_TAIL_LINES:]
-    start = len(text) - sum(map(len, tail)) - len(tail) + 1  # where the tail's first line begins
-    ends: dict[int, int] = {}  # where each line found begins and ends
-    find, rfind = text.find, text.rfind
-    for word in _TEST_WORDS:
+_TEST_LINE_AT = re.compile(_TEST_LINE.pattern.removeprefix("^"))  # the same, matched at a line's start in a text
+_ASCII_TEST_WORDS = tuple(word for word in _TEST_WORDS if word.isascii())
+
+
+def _tail_start(text: str) -> int:
+    """Where the last ``TEST_TAIL_LINES`` lines of ``text`` begin."""
+    if text.count("\n") < TEST_TAIL_LINES:
+        return 0
+    at = len(text)
+    for _ in range(TEST_TAIL_LINES):
+        at = text.rfind("\n", 0, at)
+    return at + 1
+
+
+def outcome_lines(text: str) -> list[str]:
+    """The lines among the last ``TEST_TAIL_LINES`` of ``text`` that a test runner's outcome line matches (shorter
+    than 400 characters), stripped, in order. Every such line names a test word, so only the lines a search for
+    each word finds are matched, in place (this runs for every output a prune stub describes)."""
+    start = _tail_start(text)
+    find, rfind, match = text.find, text.rfind, _TEST_LINE_AT.match
+    tried: set[int] = set()  # where each line tried begins
+    found: list[tuple[int, int]] = []
+    for word in _ASCII_TEST_WORDS if text.isascii() else _TEST_WORDS:
         at = find(word, start)
         while at >= 0:
             begin = max(start, rfind("\n", start, at) + 1)
             end = find("\n", at)
             if end < 0:
                 end = len(text)
-            ends[begin] = end
+            if begin not in tried:
+                tried.add(begin)
+                if end - begin < 400 and match(text, begin, end):
+                    found.append((begin, end))
             at = find(word, end)  # the next line naming it (no word holds a newline)
-    return [text[begin : ends[begin]] for begin in sorted(ends)]
+    return [text[begin:end].strip() for begin, end in sorted(found)]
 
 
 def facts_of_output(
@@ -162,7 +180,7 @@ def facts_of_output(
 ) -> list[Fact]:
     """What one removed output says that the next step may need (deduplicated later, per span)."""
     text = output_text(result)
-    if not text.strip():
+    if not text or text.isspace():
         return []
     facts: list[Fact] = []
     command = arguments.get("command") if isinstance(arguments, dict) else None
@@ -171,7 +189,7 @@ def facts_of_output(
         line = error_line(text)
         if line:
             facts.append(Fact(entry, "error", _cut(line), call))
-    tests = [line.strip() for line in _worded_tail_lines(text) if len(line) < 400 and _TEST_LINE.match(line)]
+    tests = outcome_lines(text)
     said = {fact.text for fact in facts}
     for line in tests[:MAX_TESTS_PER_OUTPUT]:
         if _cut(line) not in said:
@@ -183,8 +201,8 @@ def facts_of_output(
     if _VERSION_COMMAND.search(command) or tool == "version":
         for match in list(_VERSION.finditer(text[:4000]))[:3]:
             facts.append(Fact(entry, "version", _cut(f"{match[1]} {match[2]}")))
-    head = text[:20000]
-    for match in list(_VERSION_FIELD.finditer(head) if "Name:" in head else ())[:3]:  # pip show, npm view, …
+    fields = _VERSION_FIELD.finditer(text[:20000]) if text.find("Name:", 0, 20000) >= 0 else ()
+    for match in list(fields)[:3]:  # pip show, npm view, …
         facts.append(Fact(entry, "version", _cut(f"{match[1]} {match[2]}")))
     return facts
 
