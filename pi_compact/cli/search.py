@@ -6,6 +6,7 @@ terminal and plain (grep-like, one record a line) in a pipe; ``--json`` is stabl
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -61,19 +62,38 @@ def load_session_arg(env: Environment, session: Path | None, *, decorated: bool 
     from stdin. ``decorated``: keep the decorated-only lines of the entries whose body the loader drops (grep
     searches them in every entry; rendering them then would parse those bodies a second time). ``cache``: resume
     from the index of the file kept in the user's cache (``session.index``)."""
-    from pi_compact.session.load import load_session, load_session_bytes
-
     if session is not None and str(session) == STDIN:
+        from pi_compact.session.load import load_session_bytes
+
         data = env.stdin.buffer.read()
         return load_session_bytes(data, "<stdin>"), data
+    if not env.owns_process:
+        return _load_file(session, decorated, cache), None
+    # The process's own run (``core.main`` froze start-up): the session lives to exit, so what the load made is
+    # frozen before the collector runs again. Otherwise its first pass after the load walks every entry built (a
+    # tenth of a grep that resumes from the index)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        loaded = _load_file(session, decorated, cache)
+        gc.freeze()
+    finally:
+        if enabled:
+            gc.enable()
+    return loaded, None
+
+
+def _load_file(session: Path | None, decorated: bool, cache: bool) -> Any:
+    from pi_compact.session.load import load_session
+
     if decorated:
         from pi_compact.search.render import render_entry
 
         def decorate(entry: Any) -> tuple[str, ...]:
             return render_entry(entry, decorated_only=True).lines
 
-        return load_session(resolve_session_path(session), decorate=decorate, cache=cache, release_bytes=HOLD), None
-    return load_session(resolve_session_path(session), cache=cache, release_bytes=HOLD), None
+        return load_session(resolve_session_path(session), decorate=decorate, cache=cache, release_bytes=HOLD)
+    return load_session(resolve_session_path(session), cache=cache, release_bytes=HOLD)
 
 
 def _where(loaded: Any) -> str:

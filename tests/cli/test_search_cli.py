@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import pty
 import select
@@ -124,6 +125,21 @@ def test_grep_json_lines_envelope(session_file) -> None:
     rest = run("grep", path, "TypeError", "-C", "1", "--json", "--max-count", "2", "--cursor", summary["next_cursor"])
     assert [r["data"]["entry_id"] for r in rest.jsonl if r["type"] == "match"] == [ids["result"], ids["answer"]]
     assert rest.jsonl[-1]["data"]["complete"] is True
+
+
+def test_grep_in_its_own_process_and_embedded_answers_alike_and_leaves_a_callers_collector_alone(
+    session_file,
+) -> None:
+    """The command's own process freezes what the load made for the collector; a program that runs it through
+    ``main(argv, env)`` keeps its collector as it was."""
+    path, _ = session_file
+    enabled, frozen = gc.isenabled(), gc.get_freeze_count()
+    embedded = run("grep", path, "TypeError", "--json")
+    assert (gc.isenabled(), gc.get_freeze_count()) == (enabled, frozen)
+    assert embedded.code == 0 and len(embedded.jsonl) == 5  # four matches and the summary
+    for _ in range(2):  # the second resumes from the index the first wrote
+        own = subprocess.run([*picompact_exe(), "grep", str(path), "TypeError", "--json"], capture_output=True)
+        assert own.returncode == 0 and own.stdout == embedded.stdout_bytes
 
 
 def test_grep_cursor_from_a_changed_file_is_refused(session_file) -> None:
