@@ -272,23 +272,30 @@ def _calls_and_reads_before_edits(projection: Projection, cwd: str) -> tuple[dic
     latest: dict[str, str] = {}  # path -> entry id of its latest read
     edited_after: dict[str, bool] = {}
     for pe in projection.entries:
-        for message in entry_messages(pe.entry):
+        # an entry no edit touches contributes its own messages (a compaction after the first contributes none)
+        messages = pe.messages if pe.edit is None and pe.entry.type != "compaction" else entry_messages(pe.entry)
+        for message in messages:
             role = message.get("role")
-            if role == "assistant":
+            if role == "assistant":  # its tool calls, and the files they modify (its ``mutation_facts``)
                 for _, block in tool_call_blocks(message):
                     if isinstance(block.get("id"), str):
                         pending.setdefault(block["id"], []).append(_Call(block.get("name"), block.get("arguments")))
-            elif role == "toolResult":
-                queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
-                if queue:
-                    calls[pe.entry.id] = queue.pop(0)
-            facts = mutation_facts(message)
+                    path = mutation_path(block.get("name"), block.get("arguments"))
+                    if path is not None and (key := resolve_path(path, cwd)) in latest:
+                        edited_after[key] = True
+                continue
+            if role != "toolResult":
+                continue
+            queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
+            if queue:
+                calls[pe.entry.id] = queue.pop(0)
+            facts = mutation_facts(message)  # its nested calls' modifications
             if facts is not None:
                 for _, path in facts[1]:
                     key = resolve_path(path, cwd)
                     if key in latest:
                         edited_after[key] = True
-            if role != "toolResult" or message.get("isError"):
+            if message.get("isError"):
                 continue
             call = calls.get(pe.entry.id)
             if call is None or call.name != "read" or mutation_path(call.name, call.arguments) is not None:
