@@ -289,7 +289,7 @@ def _calls_and_reads_before_edits(projection: Projection, cwd: str) -> tuple[dic
             queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
             if queue:
                 calls[pe.entry.id] = queue.pop(0)
-            facts = mutation_facts(message)  # its nested calls' modifications
+            facts = mutation_facts(message) if "nestedCalls" in message else None  # its nested calls' modifications
             if facts is not None:
                 for _, path in facts[1]:
                     key = resolve_path(path, cwd)
@@ -430,14 +430,11 @@ def estimate_with_stubs(projection: Projection, pruned: Sequence[PrunedOutput]) 
 
 def context_estimate(projection: Projection) -> int:
     """Pi's estimate of every message of the context (the current system message once), as after a context edit."""
-    messages = [m for pe in projection.entries for m in pe.messages]
-    system = current_system_message(messages)
-    total = estimate_tokens(system) if system is not None else 0
-    return (
-        total
-        + sum(pe.tokens for pe in projection.entries)
-        - sum(estimate_tokens(m) for m in messages if m.get("role") == "system")
-    )
+    entries = projection.entries
+    system = [m for pe in entries for m in pe.messages if m.get("role") == "system"]
+    current = current_system_message(system)  # (which reads the system messages alone)
+    total = estimate_tokens(current) if current is not None else 0
+    return total + sum(pe.tokens for pe in entries) - sum(map(estimate_tokens, system))
 
 
 def most_freed(candidates: Sequence[ProjectedEntry]) -> int:
