@@ -10,7 +10,7 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from pi_compact.js import js_len, js_stringify
+from pi_compact.js import js_len, js_stringify, js_stringify_length
 
 ESTIMATED_IMAGE_CHARS = 4800
 
@@ -42,14 +42,6 @@ def _str_len(value: Any) -> int:
     return 0
 
 
-def _stringified_len(value: Any) -> int:
-    """The length of ``JSON.stringify(value)``, 0 where it is undefined."""
-    encoded = js_stringify(value)
-    if not encoded:
-        return 0
-    return len(encoded) if encoded.isascii() else js_len(encoded)
-
-
 def message_chars(message: dict[str, Any]) -> int:
     """The character count Pi's estimate divides by four."""
     role = message.get("role")
@@ -68,7 +60,7 @@ def message_chars(message: dict[str, Any]) -> int:
                 elif kind == "thinking":
                     chars += _str_len(block.get("thinking"))
                 elif kind == "toolCall":
-                    chars += _str_len(block.get("name")) + _stringified_len(block.get("arguments"))
+                    chars += _str_len(block.get("name")) + js_stringify_length(block.get("arguments"))
         return chars
     if role == "system":
         chars = _content_chars(message.get("content"))
@@ -79,7 +71,7 @@ def message_chars(message: dict[str, Any]) -> int:
                     chars += js_len(section)
         tools = message.get("toolsAdded")
         if tools:
-            chars += _stringified_len(tools)
+            chars += js_stringify_length(tools)
         return chars
     if role == "bashExecution":
         return _str_len(message.get("command")) + _str_len(message.get("output"))
