@@ -229,7 +229,10 @@ def _collect_mutations(
         entry = branch[position]
         role = entry.role
         if role == "assistant" or role == "toolResult":  # a message entry: its one message holds the facts
-            facts = mutation_facts(entry.raw.get("message"))
+            message = entry.raw.get("message")
+            if role == "toolResult" and "nestedCalls" not in message:  # (a result's facts are its nested calls')
+                continue
+            facts = mutation_facts(message)
             if facts is not None:
                 found.append((position, role, *facts))
     found.sort(key=_POSITION)

@@ -42,7 +42,7 @@ from pi_compact.checkpoint.entry import (
     system_clock,
 )
 from pi_compact.checkpoint.prune_stub import stub_floor, stub_text
-from pi_compact.checkpoint.readtool import read_args, resolve_path, tool_call_blocks
+from pi_compact.checkpoint.readtool import read_args, resolve_path
 from pi_compact.errors import OptionError, SessionError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import current_system_message, entry_messages
@@ -277,10 +277,16 @@ def _calls_and_reads_before_edits(projection: Projection, cwd: str) -> tuple[dic
         for message in messages:
             role = message.get("role")
             if role == "assistant":  # its tool calls, and the files they modify (its ``mutation_facts``)
-                for _, block in tool_call_blocks(message):
+                content = message.get("content")
+                if not isinstance(content, list):
+                    continue
+                for block in content:  # the blocks ``tool_call_blocks`` reads, without their indexes
+                    if not (isinstance(block, dict) and block.get("type") == "toolCall" and "name" in block):
+                        continue
+                    name, arguments = block.get("name"), block.get("arguments")
                     if isinstance(block.get("id"), str):
-                        pending.setdefault(block["id"], []).append(_Call(block.get("name"), block.get("arguments")))
-                    path = mutation_path(block.get("name"), block.get("arguments"))
+                        pending.setdefault(block["id"], []).append(_Call(name, arguments))
+                    path = mutation_path(name, arguments)
                     if path is not None and (key := resolve_path(path, cwd)) in latest:
                         edited_after[key] = True
                 continue
