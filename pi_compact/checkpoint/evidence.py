@@ -230,8 +230,8 @@ def _collect_mutations(
         role = entry.role
         if role == "assistant" or role == "toolResult":  # a message entry: its one message holds the facts
             message = entry.raw.get("message")
-            if role == "toolResult" and "nestedCalls" not in message:  # (a result's facts are its nested calls')
-                continue
+            if role == "toolResult" and not (isinstance(message, dict) and "nestedCalls" in message):
+                continue  # a result's facts are its nested calls
             facts = mutation_facts(message)
             if facts is not None:
                 found.append((position, role, *facts))
