@@ -112,15 +112,20 @@ def _js_stringify_slow(value: Any) -> str | None:
 
 def _has_js_number(value: Any) -> bool:
     """Whether a value holds a number JavaScript prints differently from orjson: a float, or an integer past
-    2**53 (not exact as a double)."""
-    if isinstance(value, float):
-        return True
-    if isinstance(value, int) and not -_EXACT <= value <= _EXACT:
-        return not isinstance(value, bool)
+    2**53 (not exact as a double). Strings, the most of any arguments, are passed over without a call."""
     if isinstance(value, dict):
-        return any(_has_js_number(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_js_number(v) for v in value)
+        items: Any = value.values()
+    elif isinstance(value, list):
+        items = value
+    elif isinstance(value, float):
+        return True
+    elif isinstance(value, int):
+        return not -_EXACT <= value <= _EXACT and not isinstance(value, bool)
+    else:
+        return False
+    for item in items:  # noqa: SIM110  (a loop, not a generator: this runs for every tool call estimated)
+        if type(item) is not str and _has_js_number(item):
+            return True
     return False
 
 
@@ -134,6 +139,20 @@ def js_stringify(value: Any) -> str | None:
         with contextlib.suppress(TypeError):
             return orjson.dumps(value).decode("utf-8")
     return _js_stringify_slow(value)
+
+
+def js_stringify_length(value: Any) -> int:
+    """The JavaScript length of ``JSON.stringify(value)`` (``js_stringify``), 0 where it is undefined; an ASCII
+    encoding is measured as orjson's bytes, not decoded."""
+    if not _has_js_number(value):
+        try:
+            encoded = orjson.dumps(value)
+        except TypeError:  # a lone surrogate: the exact path below
+            pass
+        else:
+            return len(encoded) if encoded.isascii() else js_len(encoded.decode("utf-8"))
+    text = _js_stringify_slow(value)
+    return js_len(text) if text else 0
 
 
 def json_parse(text: str) -> Any:

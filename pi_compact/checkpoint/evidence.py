@@ -228,10 +228,13 @@ def _collect_mutations(
     for position in later:
         entry = branch[position]
         role = entry.role
-        if role == "assistant" or role == "toolResult":
-            for facts in map(mutation_facts, entry_messages(entry)):
-                if facts is not None:
-                    found.append((position, role, *facts))
+        if role == "assistant" or role == "toolResult":  # a message entry: its one message holds the facts
+            message = entry.raw.get("message")
+            if role == "toolResult" and not (isinstance(message, dict) and "nestedCalls" in message):
+                continue  # a result's facts are its nested calls
+            facts = mutation_facts(message)
+            if facts is not None:
+                found.append((position, role, *facts))
     found.sort(key=_POSITION)
     resolved: dict[str, str] = {}
     for position, role, call_id, pairs in found:

@@ -27,7 +27,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from itertools import islice
+from itertools import compress, islice, repeat
+from operator import attrgetter, eq
 from typing import Any, NamedTuple
 
 from pi_compact.checkpoint.context_files import (
@@ -54,6 +55,7 @@ from pi_compact.pi.plan import CompactionPlan
 from pi_compact.session.entries import Entry, JsonDict
 
 STATE_VERSION = 1
+_TYPE = attrgetter("type")
 
 # Characters that cannot be part of a path mention: whitespace, quotes, brackets, markup and list punctuation.
 PATH_TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;|*=\u201c\u201d\u2018\u2019\u00ab\u00bb]+")
@@ -246,7 +248,8 @@ def startup_interval(entries: Sequence[Entry]) -> tuple[int, int, bool] | None:
 
 def _latest_edits(entries: Sequence[Entry]) -> dict[str, Entry]:
     edits: dict[str, Entry] = {}
-    for entry in [e for e in entries if e.type == "context_edit"]:  # the type alone first: the branch is long
+    # the type alone first, compared in C: the branch is long
+    for entry in compress(entries, map(eq, map(_TYPE, entries), repeat("context_edit"))):
         if isinstance(entry.raw.get("targetId"), str):
             edits[entry.raw["targetId"]] = entry
     return edits

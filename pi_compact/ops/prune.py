@@ -42,7 +42,7 @@ from pi_compact.checkpoint.entry import (
     system_clock,
 )
 from pi_compact.checkpoint.prune_stub import stub_floor, stub_text
-from pi_compact.checkpoint.readtool import read_args, resolve_path, tool_call_blocks
+from pi_compact.checkpoint.readtool import read_args, resolve_path
 from pi_compact.errors import OptionError, SessionError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
 from pi_compact.pi.messages import current_system_message, entry_messages
@@ -272,23 +272,36 @@ def _calls_and_reads_before_edits(projection: Projection, cwd: str) -> tuple[dic
     latest: dict[str, str] = {}  # path -> entry id of its latest read
     edited_after: dict[str, bool] = {}
     for pe in projection.entries:
-        for message in entry_messages(pe.entry):
+        # an entry no edit touches contributes its own messages (a compaction after the first contributes none)
+        messages = pe.messages if pe.edit is None and pe.entry.type != "compaction" else entry_messages(pe.entry)
+        for message in messages:
             role = message.get("role")
-            if role == "assistant":
-                for _, block in tool_call_blocks(message):
+            if role == "assistant":  # its tool calls, and the files they modify (its ``mutation_facts``)
+                content = message.get("content")
+                if not isinstance(content, list):
+                    continue
+                for block in content:  # the blocks ``tool_call_blocks`` reads, without their indexes
+                    if not (isinstance(block, dict) and block.get("type") == "toolCall" and "name" in block):
+                        continue
+                    name, arguments = block.get("name"), block.get("arguments")
                     if isinstance(block.get("id"), str):
-                        pending.setdefault(block["id"], []).append(_Call(block.get("name"), block.get("arguments")))
-            elif role == "toolResult":
-                queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
-                if queue:
-                    calls[pe.entry.id] = queue.pop(0)
-            facts = mutation_facts(message)
+                        pending.setdefault(block["id"], []).append(_Call(name, arguments))
+                    path = mutation_path(name, arguments)
+                    if path is not None and (key := resolve_path(path, cwd)) in latest:
+                        edited_after[key] = True
+                continue
+            if role != "toolResult":
+                continue
+            queue = pending.get(message.get("toolCallId"))  # type: ignore[arg-type]
+            if queue:
+                calls[pe.entry.id] = queue.pop(0)
+            facts = mutation_facts(message) if "nestedCalls" in message else None  # its nested calls' modifications
             if facts is not None:
                 for _, path in facts[1]:
                     key = resolve_path(path, cwd)
                     if key in latest:
                         edited_after[key] = True
-            if role != "toolResult" or message.get("isError"):
+            if message.get("isError"):
                 continue
             call = calls.get(pe.entry.id)
             if call is None or call.name != "read" or mutation_path(call.name, call.arguments) is not None:
@@ -423,14 +436,11 @@ def estimate_with_stubs(projection: Projection, pruned: Sequence[PrunedOutput]) 
 
 def context_estimate(projection: Projection) -> int:
     """Pi's estimate of every message of the context (the current system message once), as after a context edit."""
-    messages = [m for pe in projection.entries for m in pe.messages]
-    system = current_system_message(messages)
-    total = estimate_tokens(system) if system is not None else 0
-    return (
-        total
-        + sum(pe.tokens for pe in projection.entries)
-        - sum(estimate_tokens(m) for m in messages if m.get("role") == "system")
-    )
+    entries = projection.entries
+    system = [m for pe in entries for m in pe.messages if m.get("role") == "system"]
+    current = current_system_message(system)  # (which reads the system messages alone)
+    total = estimate_tokens(current) if current is not None else 0
+    return total + sum(pe.tokens for pe in entries) - sum(map(estimate_tokens, system))
 
 
 def most_freed(candidates: Sequence[ProjectedEntry]) -> int:

@@ -23,7 +23,12 @@ class CutPoint(NamedTuple):
 
 
 def _is_cut_point(pe: ProjectedEntry) -> bool:
-    return pe.entry.type != "compaction" and any(m.get("role") in CUT_ROLES for m in pe.messages)
+    if pe.entry.type == "compaction":
+        return False
+    for m in pe.messages:  # noqa: SIM110  (a loop, not a generator: this runs for every entry of the context)
+        if m.get("role") in CUT_ROLES:
+            return True
+    return False
 
 
 def _is_turn_start(pe: ProjectedEntry) -> bool:
@@ -197,14 +202,21 @@ def plan_compaction(branch: Branch, keep_recent_tokens: int, projection: Project
         projection = build_projection(branch)
     entries = projection.entries
     ctx = context_tokens(projection)
-    prev_index = next((i for i, pe in enumerate(entries) if pe.entry.type == "compaction" and pe.messages), -1)
+    # ``build_projection`` gives the messages of the latest compaction alone, and puts it first
+    prev_index = 0 if entries and entries[0].entry.type == "compaction" and entries[0].messages else -1
     previous = entries[prev_index].entry if prev_index >= 0 else None
     previous_summary = previous.raw.get("summary") if previous is not None else None
     start = prev_index + 1 if prev_index >= 0 else 0
     cut = find_cut_point(entries, start, len(entries), keep_recent_tokens)
     first_kept = entries[cut.first_kept_index].entry if cut.first_kept_index < len(entries) else None
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
-    to_summarize = [m for pe in entries[start:history_end] for m in _compaction_messages(pe)]
+    to_summarize = [  # every entry's ``_compaction_messages``, inlined
+        m
+        for pe in entries[start:history_end]
+        if pe.entry.type != "compaction"
+        for m in pe.messages
+        if m.get("role") != "system"
+    ]
     prefix = (
         [m for pe in entries[cut.turn_start_index : cut.first_kept_index] for m in _compaction_messages(pe)]
         if cut.is_split_turn

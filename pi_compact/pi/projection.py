@@ -33,7 +33,7 @@ class ProjectedEntry:
     @property
     def tokens(self) -> int:
         if self._tokens is None:
-            self._tokens = sum(estimate_tokens(m) for m in self.messages)
+            self._tokens = sum(map(estimate_tokens, self.messages))
         return self._tokens
 
     @property
@@ -184,10 +184,16 @@ def build_projection(branch: Branch) -> Projection:
                 edits[target] = entry
     projected: list[ProjectedEntry] = []
     for index, entry in enumerate(selected):
-        if entry.type == "compaction" and index > 0:
+        kind = entry.type
+        if kind == "compaction" and index > 0:
             projected.append(ProjectedEntry(entry, []))
             continue
-        edit = edits.get(entry.id)
+        edit = edits.get(entry.id) if edits else None
+        if kind == "message" and edit is None:  # the common entry, as ``entry_messages`` reads it, inlined
+            message = entry.raw.get("message")
+            if isinstance(message, dict) and message.get("content") is not None:
+                projected.append(ProjectedEntry(entry, [message]))
+                continue
         projected.append(ProjectedEntry(entry, apply_edit(entry_messages(entry), edit), edit))
     return Projection(branch, projected, compaction, model, thinking, edits)
 

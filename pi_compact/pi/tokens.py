@@ -10,37 +10,58 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from pi_compact.js import js_len, js_stringify
+from pi_compact.js import js_len, js_stringify, js_stringify_length
 
 ESTIMATED_IMAGE_CHARS = 4800
 
 
 def _content_chars(content: Any) -> int:
-    """estimateTextAndImageContentChars: a string's length, or text lengths plus 4800 per image block."""
+    """estimateTextAndImageContentChars: a string's length, or text lengths plus 4800 per image block.
+
+    ``js_len`` is inlined here and below (an ASCII string's length is its own): this runs for every message of a
+    context."""
     if isinstance(content, str):
-        return js_len(content)
+        return len(content) if content.isascii() else js_len(content)
     chars = 0
     if isinstance(content, list):
         for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                text = block.get("text")
-                if isinstance(text, str) and text:
-                    chars += js_len(text)
-            elif kind == "image":
-                chars += ESTIMATED_IMAGE_CHARS
+            if isinstance(block, dict):
+                kind = block.get("type")
+                if kind == "text":
+                    text = block.get("text")
+                    if isinstance(text, str) and text:
+                        chars += len(text) if text.isascii() else js_len(text)
+                elif kind == "image":
+                    chars += ESTIMATED_IMAGE_CHARS
     return chars
 
 
 def _str_len(value: Any) -> int:
-    return js_len(value) if isinstance(value, str) else 0
+    if isinstance(value, str):
+        return len(value) if value.isascii() else js_len(value)
+    return 0
 
 
 def message_chars(message: dict[str, Any]) -> int:
     """The character count Pi's estimate divides by four."""
     role = message.get("role")
+    if role in ("user", "custom", "toolResult"):
+        return _content_chars(message.get("content"))
+    if role == "assistant":
+        content = message.get("content")
+        if not isinstance(content, list):
+            return 0
+        chars = 0
+        for block in content:
+            if isinstance(block, dict):
+                kind = block.get("type")
+                if kind == "text":
+                    chars += _str_len(block.get("text"))
+                elif kind == "thinking":
+                    chars += _str_len(block.get("thinking"))
+                elif kind == "toolCall":
+                    chars += _str_len(block.get("name")) + js_stringify_length(block.get("arguments"))
+        return chars
     if role == "system":
         chars = _content_chars(message.get("content"))
         sections = message.get("sections")
@@ -50,27 +71,7 @@ def message_chars(message: dict[str, Any]) -> int:
                     chars += js_len(section)
         tools = message.get("toolsAdded")
         if tools:
-            encoded = js_stringify(tools)
-            chars += js_len(encoded) if encoded else 0
-        return chars
-    if role in ("user", "custom", "toolResult"):
-        return _content_chars(message.get("content"))
-    if role == "assistant":
-        chars = 0
-        content = message.get("content")
-        if not isinstance(content, list):
-            return 0
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                chars += _str_len(block.get("text"))
-            elif kind == "thinking":
-                chars += _str_len(block.get("thinking"))
-            elif kind == "toolCall":
-                encoded = js_stringify(block.get("arguments"))
-                chars += _str_len(block.get("name")) + (js_len(encoded) if encoded else 0)
+            chars += js_stringify_length(tools)
         return chars
     if role == "bashExecution":
         return _str_len(message.get("command")) + _str_len(message.get("output"))
@@ -80,8 +81,8 @@ def message_chars(message: dict[str, Any]) -> int:
 
 
 def estimate_tokens(message: dict[str, Any]) -> int:
-    """Pi's per-message token estimate."""
-    return math.ceil(message_chars(message) / 4)
+    """Pi's per-message token estimate: ``ceil(chars / 4)``, in integers."""
+    return -(-message_chars(message) // 4)
 
 
 def estimate_with_text(message: dict[str, Any], text: str) -> int:
