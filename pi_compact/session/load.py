@@ -7,10 +7,12 @@ object or has no id: then its branch is empty), and migrates v1/v2 files in memo
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import stat
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,6 +143,8 @@ def _read_lines(
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     diagnostics = state.diagnostics
     heads = state.heads if marking else None
+    slots = state.slots if heads is None else None  # the heads take them
+    slot = slots.append if slots is not None else None
     for body in stream:  # split on b"\n" only, each line with its "\n" (JSON allows trailing whitespace)
         # Where the line lies
         number += 1
@@ -192,6 +196,9 @@ def _read_lines(
         by_id[entry.id] = entry
         if heads is not None:  # what the index keeps, while it is at hand
             heads.add(entry, by_id)
+        elif slot is not None:  # where its parent is, as ``Heads.add`` takes it
+            parent = entry.parent_id
+            slot(0 if parent is None else 1 if (found := by_id.get(parent)) is None else found.index + 2)
         if release and kind == "compaction":  # the bodies a compaction leaves behind
             state.release_before(value.get("firstKeptEntryId"), source, decorate)  # type: ignore[arg-type]
         elif release_bytes and release and offset - entries[state.released_to].offset >= release_bytes:
@@ -319,7 +326,10 @@ def _session(state: ParseState, path: Path | None, size: int, resume: PrefixStat
     by_id: dict[str, Entry] = state.by_id  # type: ignore[assignment]
     if original_version < CURRENT_VERSION or len(by_id) != len(entries) or None in by_id:
         by_id = _index_ids(entries, diagnostics)  # migrated ids, or ones to report
-    parent_slots = None
+    parent_slots: Sequence[int] | None = None
+    if resume is None and by_id is state.by_id:  # ids all distinct, none migrated: the parents the lines named
+        heads = state.heads  # its slots are the index's too: settled in a copy
+        parent_slots = _settled(array("q", heads.slots) if heads is not None else state.slots, entries, by_id)
     # The prefix's parent links hold for the whole file unless a later entry took one of its ids (ids all distinct
     # rules that out) or one of the ids its parents name in vain
     if resume is not None and len(by_id) == len(entries) and not any(p in by_id for p in resume.dangling):
@@ -344,6 +354,21 @@ def _session(state: ParseState, path: Path | None, size: int, resume: PrefixStat
         mutations=state.mutations,
         mutations_known=known,
     )
+
+
+def _settled(slots: array[int] | None, entries: list[Entry], by_id: dict[str, Entry]) -> array[int] | None:
+    """``slots`` taken as the lines were read (``Heads.slots``), for every entry, with a parent found only after
+    its child (slot 1) looked up again among all the entries; None unless there is one per entry."""
+    if slots is None or len(slots) != len(entries):
+        return None
+    at = -1
+    with contextlib.suppress(ValueError):
+        while True:
+            at = slots.index(1, at + 1)
+            found = by_id.get(entries[at].parent_id)  # type: ignore[arg-type]
+            if found is not None:
+                slots[at] = found.index + 2
+    return slots
 
 
 def _index_ids(entries: list[Entry], diagnostics: list[Diagnostic]) -> dict[str, Entry]:

@@ -97,6 +97,7 @@ class ParseState:
         "prev_chunk",
         "release",
         "released_to",
+        "slots",
         "too_long_line",
     )
 
@@ -108,6 +109,9 @@ class ParseState:
         # takes it when the ids are all distinct and nothing was migrated): built while each entry is fresh
         self.by_id: dict[str | None, Entry] = {}
         self.heads: Heads | None = None  # taken when an index will be written (``load._read_lines``)
+        # Where each entry's parent was among the entries before it, as ``Heads.slots`` (taken there when there are
+        # heads; not for a resumed load): ``load._session`` settles them into ``Session.parent_slots``
+        self.slots: array[int] | None = array("q")
         self.diagnostics: list[Diagnostic] = []
         self.header: JsonDict | None = None
         self.header_line = 1
@@ -140,6 +144,7 @@ class ParseState:
         state.diagnostics = [Diagnostic(*d) for d in prefix.diagnostics]  # type: ignore[arg-type]
         state.prev_chunk, state.last_chunk = prefix.prev_tail, prefix.last_tail
         state.entries = _resumed_entries(prefix, source)
+        state.slots = None
         state.by_id = dict(zip(prefix.ids, state.entries, strict=True))
         state.mutations = dict(prefix.mutations)
         if decorate is not None and prefix.decorated is not None:
