@@ -35,17 +35,34 @@ def reference_walk(session: Session) -> tuple[list[Entry], Entry | None, Entry |
 @pytest.mark.parametrize("seed", range(40))
 def test_walk_agrees_with_a_reference_walk(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
+    check_walk(tmp_path, rng, rng.randint(1, 30), 0.15)
+
+
+@pytest.mark.parametrize("cache", ["index", "none"])
+@pytest.mark.parametrize("seed", range(12))
+def test_long_walk_without_an_index_agrees_with_a_reference_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, cache: str
+) -> None:
+    # Long runs of consecutive parents, a few links to anywhere (a parent read after its child, cycles), loaded
+    # cold: the first load of a file, with an index written or none
+    if cache == "none":
+        monkeypatch.setenv("PICOMPACT_NO_CACHE", "1")
+    rng = random.Random(seed)
+    check_walk(tmp_path, rng, rng.randint(300, 700), 0.004)
+
+
+def check_walk(tmp_path: Path, rng: random.Random, turns: int, rewire: float) -> None:
     sb = SessionBuilder()
-    for i in range(rng.randint(1, 30)):
+    for i in range(turns):
         sb.user(f"turn {i}")
     ids = [e["id"] for e in sb.entries]
     for entry in sb.entries:  # rewire some parents: to any id (cycles too), to a missing one, or to none
         roll = rng.random()
-        if roll < 0.15:
+        if roll < rewire:
             entry["parentId"] = rng.choice(ids)
-        elif roll < 0.2:
+        elif roll < rewire * 4 / 3:
             entry["parentId"] = "missing0"
-        elif roll < 0.25:
+        elif roll < rewire * 5 / 3:
             entry["parentId"] = None
     if rng.random() < 0.3:
         sb.entries.append(dict(sb.entries[rng.randrange(len(sb.entries))]))  # a duplicate id: the later one wins
