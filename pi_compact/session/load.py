@@ -328,8 +328,8 @@ def _session(state: ParseState, path: Path | None, size: int, resume: PrefixStat
         by_id = _index_ids(entries, diagnostics)  # migrated ids, or ones to report
     parent_slots: Sequence[int] | None = None
     if resume is None and by_id is state.by_id:  # ids all distinct, none migrated: the parents the lines named
-        heads = state.heads  # its slots are the index's too: settled in a copy
-        parent_slots = _settled(array("q", heads.slots) if heads is not None else state.slots, entries, by_id)
+        # The heads' slots (the index's) are settled already where they cover every entry (``prefix_state``)
+        parent_slots = _settled(state.heads.slots if state.heads is not None else state.slots, entries, by_id)
     # The prefix's parent links hold for the whole file unless a later entry took one of its ids (ids all distinct
     # rules that out) or one of the ids its parents name in vain
     if resume is not None and len(by_id) == len(entries) and not any(p in by_id for p in resume.dangling):
