@@ -145,11 +145,8 @@ def js_stringify_length(value: Any) -> int:
     """The JavaScript length of ``JSON.stringify(value)`` (``js_stringify``), 0 where it is undefined; an ASCII
     encoding is measured as orjson's bytes, not decoded."""
     if not _has_js_number(value):
-        try:
+        with contextlib.suppress(TypeError):  # a lone surrogate: the exact path below
             encoded = orjson.dumps(value)
-        except TypeError:  # a lone surrogate: the exact path below
-            pass
-        else:
             return len(encoded) if encoded.isascii() else js_len(encoded.decode("utf-8"))
     text = _js_stringify_slow(value)
     return js_len(text) if text else 0

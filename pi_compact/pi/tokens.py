@@ -6,7 +6,6 @@ Everything here mirrors Pi 1.6's ``estimateTokens`` so that picompact's numbers 
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Any
 
@@ -90,7 +89,7 @@ def estimate_with_text(message: dict[str, Any], text: str) -> int:
     edit makes of a tool result), without building that message: a tool result, user or custom message counts
     only its content."""
     if message.get("role") in ("user", "custom", "toolResult"):
-        return math.ceil(js_len(text) / 4)
+        return -(-js_len(text) // 4)
     return estimate_tokens({**message, "content": [{"type": "text", "text": text}]})
 
 

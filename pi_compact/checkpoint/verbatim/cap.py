@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pi_compact.checkpoint.verbatim.facts import salient_parts
-from pi_compact.checkpoint.verbatim.ledger import resolutions
+from pi_compact.checkpoint.verbatim.ledger import STATED_VALUE, STATING_WORDS, resolutions
 from pi_compact.checkpoint.verbatim.spans import (
     CONDENSED,
     EMPTIED_SUFFIX,
@@ -93,12 +93,7 @@ _RULING = re.compile(
 )
 _FAILURE = re.compile(r"\b(?:error|exception|failed|fails|failing|traceback|fatal|refused|denied|not found)\b", re.I)
 _DECIDED = re.compile(r"\b(?:decided|decision|chose|going with|the plan|found|because|caps|limit|budget)\b", re.I)
-# A value stated: "the flag is dash_x_5724", "the query takes 6748 ms", "refreshes every 30 seconds".
-_STATED = re.compile(
-    r"\b(?:is|are|was|equals|set to|stays at|takes|took|listens on|defaults? to|every|limit(?:ed)? to|now)\s+"
-    r"(?:[a-z]+\s+)?`?[\w./-]*\d",
-    re.IGNORECASE,
-)
+_STATED = re.compile(rf"\b(?:{STATING_WORDS}){STATED_VALUE}", re.IGNORECASE)  # a value stated (ledger's words)
 _LOGLINE = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}|\[\d|[A-Z]{4,5}\s+[\[\w.]+[\]:=]|at\s+\S+\s\(|File \")")
 _WORDY = re.compile(r"[A-Za-z]{2,}")  # a piece with no word in it (a ``` fence, a row of dashes) says nothing
 _CLAUSE_SPLIT = re.compile(r"(?<=[,;:.!?])\s+(?!\()|\s+(?=—|–)")  # the clauses of one line of a block

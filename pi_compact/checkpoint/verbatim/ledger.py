@@ -42,12 +42,12 @@ _DECISION = re.compile(
 MAX_DECISIONS = 2
 DECISION_CHARS = 160
 _COMMIT = re.compile(r"\bgit\b.*\bcommit\b")
-# A value stated or found in a reply: "the flag is dash_x_5724", "the query takes 6748 ms", "caps the series at 40".
-_STATED = re.compile(
-    r"\b(?:is|are|was|equals|set to|stays at|takes|took|listens on|defaults? to|every|limit(?:ed)? to|"
-    r"caps?\b[^.;\n]{0,60}?\bat|now)\s+(?:[a-z]+\s+)?`?[\w./-]*\d",
-    re.IGNORECASE,
-)
+# A value stated: "the flag is dash_x_5724", "the query takes 6748 ms", "refreshes every 30 seconds" (the words
+# that state it, then the value: a number, or a name holding one).
+STATING_WORDS = r"is|are|was|equals|set to|stays at|takes|took|listens on|defaults? to|every|limit(?:ed)? to|now"
+STATED_VALUE = r"\s+(?:[a-z]+\s+)?`?[\w./-]*\d"
+# In a reply also "caps the series at 40".
+_STATED = re.compile(rf"\b(?:{STATING_WORDS}|caps?\b[^.;\n]{{0,60}}?\bat){STATED_VALUE}", re.IGNORECASE)
 _CLAUSE = re.compile(r"(?<=[;:])\s+|\s+(?=—|–)|,?\s+(?=because\b|since\b|so that\b|to stay\b)")
 _LEAD_IN = re.compile(
     r"^(?:(?:so|ok|okay|right|good|found it|done|now|next|then|also|here)[,:]?\s+)+|"
