@@ -242,7 +242,7 @@ class CheckResult:
     def _span(self, entries: list[ProjectedEntry]) -> SpanJSON:
         return {
             "entries": len(entries),
-            "messages": sum(len(pe.messages) for pe in entries),
+            "messages": sum(1 if pe.facts is not None else len(pe.messages) for pe in entries),
             "tokens": sum(pe.tokens for pe in entries),
             "first_entry_id": entries[0].entry.id if entries else None,
             "last_entry_id": entries[-1].entry.id if entries else None,
@@ -356,10 +356,20 @@ def check_session(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check(load_session(session, cache=cache), options or CheckOptions())
+        return _check(held_load(session, cache), options or CheckOptions())
     finally:
         if enabled:
             gc.enable()
+
+
+def held_load(path: str | os.PathLike[str], cache: bool = False) -> Session:
+    """The session at ``path`` loaded for ``check``: bodies dropped whenever they hold ``HOLD_BYTES`` of the file,
+    compaction or not, with what the context needs of each (``projection.message_facts``), so that a long span
+    never compacted is planned without holding its bodies."""
+    from pi_compact.pi.projection import message_facts
+    from pi_compact.session.load import HOLD_BYTES
+
+    return load_session(path, cache=cache, release_bytes=HOLD_BYTES, facts=message_facts)
 
 
 def _check(session: Session, options: CheckOptions) -> CheckResult:

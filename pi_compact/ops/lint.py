@@ -22,8 +22,6 @@ from pi_compact.errors import NotFoundError, PiCompactError, UsageError
 from pi_compact.ops.lint_checks import lint_session
 from pi_compact.ops.lint_report import SEVERITIES, Finding, LintReport, fatal_finding
 
-HOLD_BYTES = 16 * 1024 * 1024  # the most of the file whose parsed bodies a lint holds at once (and a line)
-
 
 def _report(path: str, findings: list[Finding], entries: int, readable: bool, cap: int | None) -> LintReport:
     counts = Counter(f.severity for f in findings)
@@ -42,7 +40,7 @@ def _report(path: str, findings: list[Finding], entries: int, readable: bool, ca
 
 def lint_file(path: str | os.PathLike[str], leaf_id: str | None = None, max_findings: int | None = None) -> LintReport:
     """Lint one file. A file that cannot be read as a Pi session gives one error finding and ``readable`` False."""
-    from pi_compact.session.load import load_session
+    from pi_compact.session.load import HOLD_BYTES, load_session
 
     where = os.fspath(path)
     try:

@@ -45,11 +45,12 @@ from pi_compact.checkpoint.prune_stub import stub_floor, stub_text
 from pi_compact.checkpoint.readtool import read_args, resolve_path
 from pi_compact.errors import OptionError, SessionError
 from pi_compact.ops.check import CheckOptions, CheckResult, check_session
-from pi_compact.pi.messages import current_system_message, entry_messages
+from pi_compact.pi.messages import entry_messages
 from pi_compact.pi.projection import (
     ProjectedEntry,
     Projection,
     build_projection,
+    context_estimate,
     context_tokens,
     unloadable_edits,
 )
@@ -249,7 +250,10 @@ def recent_boundary(entries: Sequence[ProjectedEntry], keep_recent_tokens: int) 
     total = 0
     for i in range(len(entries) - 1, -1, -1):
         pe = entries[i]
-        total += sum(estimate_tokens(m) for m in pe.messages if m.get("role") != "system")
+        if pe.facts is not None:  # one message, never a system one
+            total += pe.tokens
+        else:
+            total += sum(estimate_tokens(m) for m in pe.messages if m.get("role") != "system")
         if total >= keep_recent_tokens:
             return i
     return 0
@@ -337,8 +341,12 @@ def plan_prune(check: CheckResult, options: PruneOptions | None = None, *, summa
     cwd = check.session.cwd or ""
     keep = check.keep_recent_tokens
     boundary = recent_boundary(projection.entries, keep)
-    calls, before_edits = _calls_and_reads_before_edits(projection, cwd)
     startup = _startup_reads(check, opts.context_files)
+    if summary_only and not _may_gain(check, boundary, startup, opts.min_tokens):
+        calls: dict[str, _Call] = {}
+        before_edits: set[str] = set()  # (not needed: no output would be pruned whichever they protect)
+    else:
+        calls, before_edits = _calls_and_reads_before_edits(projection, cwd)
     protected = {name: 0 for name in ("recent", "small", "edited", "read-before-edit", "startup-read", "no-gain")}
     candidates: list[ProjectedEntry] = []
     for index, pe in enumerate(projection.entries):
@@ -350,7 +358,7 @@ def plan_prune(check: CheckResult, options: PruneOptions | None = None, *, summa
             why = "edited"
         elif index >= boundary:
             why = "recent"
-        elif pe.tokens < opts.min_tokens or not pe.messages:
+        elif pe.tokens < opts.min_tokens or (pe.facts is None and not pe.messages):
             why = "small"
         elif entry.id in before_edits:
             why = "read-before-edit"
@@ -434,13 +442,24 @@ def estimate_with_stubs(projection: Projection, pruned: Sequence[PrunedOutput]) 
     return context_estimate(projection) - sum(p.tokens for p in pruned) + sum(p.stub_tokens for p in pruned)
 
 
-def context_estimate(projection: Projection) -> int:
-    """Pi's estimate of every message of the context (the current system message once), as after a context edit."""
-    entries = projection.entries
-    system = [m for pe in entries for m in pe.messages if m.get("role") == "system"]
-    current = current_system_message(system)  # (which reads the system messages alone)
-    total = estimate_tokens(current) if current is not None else 0
-    return total + sum(pe.tokens for pe in entries) - sum(map(estimate_tokens, system))
+def _may_gain(check: CheckResult, boundary: int, startup: set[str], min_tokens: int) -> bool:
+    """Whether stubs could gain with every old output a candidate that no read-before-edit protects: when not, no
+    subset of those candidates gains either, and the walk that finds the reads and calls can be left out (on a
+    long span never compacted it would read every body)."""
+    candidates = [
+        pe
+        for index, pe in enumerate(check.plan.projection.entries[:boundary])
+        if pe.entry.type == "message"
+        and pe.entry.role == "toolResult"
+        and pe.edit is None
+        and index < boundary
+        and pe.tokens >= min_tokens
+        and (pe.facts is not None or pe.messages)
+        and pe.entry.id not in startup
+    ]
+    if not candidates:
+        return False
+    return context_estimate(check.plan.projection) - most_freed(candidates) < check.plan.context.tokens
 
 
 def most_freed(candidates: Sequence[ProjectedEntry]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -95,7 +96,7 @@ def bash_execution_text(message: JsonDict) -> str:
     return text
 
 
-def convert_to_llm(messages: list[JsonDict]) -> list[JsonDict]:
+def convert_to_llm(messages: Iterable[JsonDict]) -> list[JsonDict]:
     """Pi's convertToLlm: custom, bash and summary messages become user messages, as on the wire."""
     out: list[JsonDict] = []
     for m in messages:

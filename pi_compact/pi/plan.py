@@ -5,7 +5,8 @@ Mirrors Pi 1.6's findProjectedCutPoint and prepareCompaction on the projected co
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple, overload
 
 from pi_compact.pi.messages import entry_messages
 from pi_compact.pi.projection import ContextTokens, ProjectedEntry, Projection, build_projection, context_tokens
@@ -25,6 +26,8 @@ class CutPoint(NamedTuple):
 def _is_cut_point(pe: ProjectedEntry) -> bool:
     if pe.entry.type == "compaction":
         return False
+    if pe.facts is not None:  # one message, of the entry's role
+        return pe.entry.role in CUT_ROLES
     for m in pe.messages:  # noqa: SIM110  (a loop, not a generator: this runs for every entry of the context)
         if m.get("role") in CUT_ROLES:
             return True
@@ -32,6 +35,8 @@ def _is_cut_point(pe: ProjectedEntry) -> bool:
 
 
 def _is_turn_start(pe: ProjectedEntry) -> bool:
+    if pe.facts is not None:
+        return pe.entry.role in TURN_START_ROLES
     return pe.entry.type != "compaction" and any(m.get("role") in TURN_START_ROLES for m in pe.messages)
 
 
@@ -55,11 +60,11 @@ def find_cut_point(entries: list[ProjectedEntry], start: int, end: int, keep_rec
     # An omitted assistant attempt (overflow recovery) after the cut: keep the cut after it.
     suffix = entries[cut + 1 : end]
 
-    def visible(pe: ProjectedEntry) -> bool:
-        return pe.entry.type != "context_edit" and len(entry_messages(pe.entry)) > 0
+    def visible(pe: ProjectedEntry) -> bool:  # (one held without its body is one message: visible, not omitted)
+        return pe.facts is not None or (pe.entry.type != "context_edit" and len(entry_messages(pe.entry)) > 0)
 
     def omitted(pe: ProjectedEntry) -> bool:
-        return visible(pe) and not pe.messages
+        return pe.facts is None and visible(pe) and not pe.messages
 
     omitted_ids = {pe.entry.id for pe in suffix if omitted(pe)}
     external_replacement = any(
@@ -77,7 +82,7 @@ def find_cut_point(entries: list[ProjectedEntry], start: int, end: int, keep_rec
         cut += 1
     while cut > start:
         prev = entries[cut - 1]
-        if prev.entry.type == "compaction" or prev.messages:
+        if prev.entry.type == "compaction" or prev.facts is not None or prev.messages:
             break
         cut -= 1
     if _is_turn_start(entries[cut]):
@@ -129,6 +134,17 @@ class FileOps:
             if isinstance(block, dict) and block.get("type") == "toolCall" and "arguments" in block and "name" in block:
                 self.add(block.get("name"), block.get("arguments"))
 
+    def add_entry(self, pe: ProjectedEntry) -> None:
+        """File operations of one projected entry's messages (a compaction's none), from its facts when it has
+        them."""
+        if pe.facts is not None:
+            for tool, path in pe.facts.file_ops:
+                self.add(tool, {"path": path})
+        elif pe.entry.type != "compaction":
+            for m in pe.messages:
+                if m.get("role") != "system":
+                    self.add_message(m)
+
     def lists(self) -> tuple[list[str], list[str]]:
         """(readFiles, modifiedFiles) as Pi computes them: modified = written ∪ edited, read = read − modified."""
         modified = self.edited | self.written
@@ -145,10 +161,45 @@ def format_file_operations(read_files: list[str], modified_files: list[str]) -> 
     return "\n\n" + "\n\n".join(sections) if sections else ""
 
 
-def _compaction_messages(pe: ProjectedEntry) -> list[JsonDict]:
-    if pe.entry.type == "compaction":
-        return []
-    return [m for m in pe.messages if m.get("role") != "system"]
+def _span(entries: list[ProjectedEntry]) -> list[JsonDict]:
+    """The messages of ``entries`` that a compaction summarizes: none of a compaction, no system message."""
+    return [m for pe in entries if pe.entry.type != "compaction" for m in pe.messages if m.get("role") != "system"]
+
+
+class SpanMessages(Sequence[JsonDict]):
+    """``_span`` of entries some of which hold no body (``projection.HeldProjectedEntry``): counted from their
+    roles, and read from the file as they are iterated, so that holding the plan does not hold every body."""
+
+    __slots__ = ("_count", "_entries")
+
+    def __init__(self, entries: list[ProjectedEntry]) -> None:
+        self._entries = entries
+        count = 0
+        for pe in entries:
+            if pe.facts is not None:
+                count += 1  # one message, never a system one
+            elif pe.entry.type != "compaction":
+                count += sum(1 for m in pe.messages if m.get("role") != "system")
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[JsonDict]:
+        for pe in self._entries:
+            if pe.facts is not None:
+                yield pe.messages[0]
+            elif pe.entry.type != "compaction":
+                for m in pe.messages:
+                    if m.get("role") != "system":
+                        yield m
+
+    @overload
+    def __getitem__(self, index: int) -> JsonDict: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[JsonDict]: ...
+    def __getitem__(self, index: int | slice) -> JsonDict | list[JsonDict]:
+        return list(self)[index]
 
 
 class CompactionPlan(NamedTuple):
@@ -161,8 +212,8 @@ class CompactionPlan(NamedTuple):
     first_kept: Entry | None
     previous_compaction: Entry | None  # the compaction whose summary is updated (projected first)
     previous_summary: str | None
-    messages_to_summarize: list[JsonDict]
-    turn_prefix_messages: list[JsonDict]
+    messages_to_summarize: Sequence[JsonDict]  # a list, or ``SpanMessages`` where some bodies are not held
+    turn_prefix_messages: Sequence[JsonDict]
     file_ops: FileOps
     read_files: list[str]
     modified_files: list[str]
@@ -210,17 +261,11 @@ def plan_compaction(branch: Branch, keep_recent_tokens: int, projection: Project
     cut = find_cut_point(entries, start, len(entries), keep_recent_tokens)
     first_kept = entries[cut.first_kept_index].entry if cut.first_kept_index < len(entries) else None
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
-    to_summarize = [  # every entry's ``_compaction_messages``, inlined
-        m
-        for pe in entries[start:history_end]
-        if pe.entry.type != "compaction"
-        for m in pe.messages
-        if m.get("role") != "system"
-    ]
+    summarized = entries[start:history_end]
+    to_summarize = SpanMessages(summarized) if any(pe.facts is not None for pe in summarized) else _span(summarized)
+    prefix_entries = entries[cut.turn_start_index : cut.first_kept_index] if cut.is_split_turn else []
     prefix = (
-        [m for pe in entries[cut.turn_start_index : cut.first_kept_index] for m in _compaction_messages(pe)]
-        if cut.is_split_turn
-        else []
+        SpanMessages(prefix_entries) if any(pe.facts is not None for pe in prefix_entries) else _span(prefix_entries)
     )
     ops = FileOps()
     details = previous.raw.get("details") if previous is not None else None
@@ -229,10 +274,16 @@ def plan_compaction(branch: Branch, keep_recent_tokens: int, projection: Project
         for key, target in (("readFiles", ops.read), ("modifiedFiles", ops.edited)):
             if isinstance(details.get(key), list):
                 target.update(details[key])
-    for m in to_summarize:
-        ops.add_message(m)
-    for m in prefix:
-        ops.add_message(m)
+    if isinstance(to_summarize, SpanMessages) or isinstance(prefix, SpanMessages):
+        for pe in summarized:
+            ops.add_entry(pe)
+        for pe in prefix_entries:
+            ops.add_entry(pe)
+    else:
+        for m in to_summarize:
+            ops.add_message(m)
+        for m in prefix:
+            ops.add_message(m)
     read_files, modified_files = ops.lists()
     reason: str | None = None
     leaf = branch.leaf

@@ -7,28 +7,31 @@ from __future__ import annotations
 
 import contextlib
 from operator import attrgetter, indexOf
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pi_compact.js import js_double, js_integer, js_string
 from pi_compact.pi.messages import current_system_message, entry_messages
 from pi_compact.pi.tokens import estimate_tokens
+from pi_compact.session import load as loader
 from pi_compact.session.entries import Entry, JsonDict
 from pi_compact.session.tree import Branch
 
 EDITABLE_ROLES = ("user", "assistant", "toolResult", "custom")
+_UNKNOWN: Any = object()
 _TYPE = attrgetter("type")
 
 
 class ProjectedEntry:
     """One context entry with the messages it contributes after its latest context edit."""
 
-    __slots__ = ("_tokens", "edit", "entry", "messages")
+    __slots__ = ("_tokens", "edit", "entry", "facts", "messages")
 
     def __init__(self, entry: Entry, messages: list[JsonDict], edit: Entry | None = None) -> None:
         self.entry = entry
         self.messages = messages
         self.edit = edit
         self._tokens: int | None = None
+        self.facts: MessageFacts | None = None
 
     @property
     def tokens(self) -> int:
@@ -43,6 +46,69 @@ class ProjectedEntry:
     @property
     def replaced(self) -> bool:
         return self.edit is not None and self.edit.raw.get("replacement") is not None
+
+
+class MessageFacts(NamedTuple):
+    """What the context needs of a message whose body is not held (``message_facts``): Pi's estimate of it, the
+    tokens of its usage when Pi trusts it (``assistant_usage``), and the file operations Pi's lists take from it
+    (``plan.FileOps``: read, write or edit with a path)."""
+
+    tokens: int
+    usage: int | None
+    file_ops: tuple[tuple[str, str], ...]
+
+
+def message_facts(message: JsonDict) -> MessageFacts | None:
+    """The ``MessageFacts`` of a message (the loader keeps them of the live bodies it drops for their size:
+    ``ops.check``); None for one without content, which Pi reads as one with empty content (``entry_messages``)."""
+    if message.get("content") is None:
+        return None
+    usage = assistant_usage(message)
+    ops: list[tuple[str, str]] = []
+    role = message.get("role")
+    calls: object = None
+    if role == "assistant":
+        calls = message.get("content")
+    elif role == "toolResult":
+        nested = message.get("nestedCalls")
+        calls = nested.get("calls") if isinstance(nested, dict) else None
+    if isinstance(calls, list):
+        assistant = role == "assistant"
+        for block in calls:
+            if not isinstance(block, dict):
+                continue
+            if assistant and (block.get("type") != "toolCall" or "arguments" not in block or "name" not in block):
+                continue
+            tool, args = block.get("name"), block.get("arguments")
+            path = args.get("path") if isinstance(args, dict) else None
+            if tool in ("read", "write", "edit") and isinstance(path, str) and path:
+                ops.append((tool, path))  # type: ignore[arg-type]
+    return MessageFacts(
+        estimate_tokens(message), calculate_usage_tokens(usage) if usage is not None else None, tuple(ops)
+    )
+
+
+class HeldProjectedEntry(ProjectedEntry):
+    """A message entry whose body the loader dropped for its size (a long span never compacted): its facts stand
+    in for it, and ``messages`` reads the body from the file each time, without keeping it, so a walk over the
+    whole context holds one body at a time."""
+
+    __slots__ = ()
+
+    def __init__(self, entry: Entry, facts: MessageFacts) -> None:
+        self.entry = entry
+        self.edit = None
+        self._tokens = facts.tokens
+        self.facts = facts
+
+    @property
+    def messages(self) -> list[JsonDict]:  # type: ignore[override]
+        entry = self.entry
+        loaded = entry.loaded
+        message = entry.raw["message"]
+        if not loaded:
+            entry.forget()
+        return [message]
 
 
 class Projection(NamedTuple):
@@ -183,6 +249,9 @@ def build_projection(branch: Branch) -> Projection:
             if isinstance(target, str):
                 edits[target] = entry
     projected: list[ProjectedEntry] = []
+    session = branch.session
+    facts = session.facts
+    old_before = session.size - loader.HOLD_BYTES  # (where the facts of a body read back are kept, not the body)
     for index, entry in enumerate(selected):
         kind = entry.type
         if kind == "compaction" and index > 0:
@@ -190,6 +259,15 @@ def build_projection(branch: Branch) -> Projection:
             continue
         edit = edits.get(entry.id) if edits else None
         if kind == "message" and edit is None:  # the common entry, as ``entry_messages`` reads it, inlined
+            if facts is not None and entry.role != "system" and not entry.loaded:
+                known = facts.get(entry.index, _UNKNOWN)
+                if known is _UNKNOWN and entry.offset < old_before:  # an indexed line, far from the end
+                    message = entry.raw.get("message")
+                    known = facts[entry.index] = message_facts(message) if isinstance(message, dict) else None
+                    entry.forget()
+                if known is not None and known is not _UNKNOWN:
+                    projected.append(HeldProjectedEntry(entry, known))
+                    continue
             message = entry.raw.get("message")
             if isinstance(message, dict) and message.get("content") is not None:
                 projected.append(ProjectedEntry(entry, [message]))
@@ -261,20 +339,39 @@ class ContextTokens(NamedTuple):
 
 
 def context_tokens(projection: Projection) -> ContextTokens:
-    """Pi's estimateProjectedContextTokens: last trusted usage plus later estimates, unless that usage is stale."""
-    flat: list[tuple[ProjectedEntry, JsonDict]] = [(pe, m) for pe in projection.entries for m in pe.messages]
-    usage_at = -1
-    usage: JsonDict | None = None
-    for i in range(len(flat) - 1, -1, -1):
-        usage = assistant_usage(flat[i][1])
-        if usage is not None:
-            usage_at = i
+    """Pi's estimateProjectedContextTokens: last trusted usage plus later estimates, unless that usage is stale.
+
+    Walked from the newest message back to the last trusted usage; an entry whose body is not held answers from
+    its facts (``MessageFacts``), so no body is read that the answer does not need."""
+    entries = projection.entries
+    usage_tokens = -1
+    usage_pe = usage_at = -1  # the entry, and the message within it, of the usage found
+    for i in range(len(entries) - 1, -1, -1):
+        pe = entries[i]
+        facts = pe.facts
+        if facts is not None:
+            if facts.usage is not None:
+                usage_tokens, usage_pe, usage_at = facts.usage, i, 0
+                break
+            continue
+        messages = pe.messages
+        for j in range(len(messages) - 1, -1, -1):
+            usage = assistant_usage(messages[j])
+            if usage is not None:
+                usage_tokens, usage_pe, usage_at = calculate_usage_tokens(usage), i, j
+                break
+        if usage_pe >= 0:
             break
     path = projection.branch.entries
-    if usage is not None:
-        usage_entry = flat[usage_at][0].entry
-        usage_tokens = calculate_usage_tokens(usage)
-        trailing = sum(estimate_tokens(m) for _, m in flat[usage_at + 1 :])
+    if usage_pe >= 0:
+        found = entries[usage_pe]
+        usage_entry = found.entry
+        later = found.messages[usage_at + 1 :] if found.facts is None else []
+        trailing = sum(map(estimate_tokens, later))
+        count = len(later)
+        for pe in entries[usage_pe + 1 :]:
+            trailing += pe.tokens
+            count += 1 if pe.facts is not None else len(pe.messages)
         usage_pos = projection.branch.position(usage_entry.id)
         invalidating_pos = -1
         for i in range(len(path) - 1, -1, -1):
@@ -282,21 +379,26 @@ def context_tokens(projection: Projection) -> ContextTokens:
                 invalidating_pos = i
                 break
         if usage_pos > invalidating_pos:
-            return ContextTokens(
-                usage_tokens + trailing,
-                usage_tokens,
-                trailing,
-                "usage+estimate",
-                usage_entry,
-                len(flat) - usage_at - 1,
-            )
+            return ContextTokens(usage_tokens + trailing, usage_tokens, trailing, "usage+estimate", usage_entry, count)
         stale_by = path[invalidating_pos] if invalidating_pos >= 0 else None
     else:
         usage_entry = None
         stale_by = None
-    messages = [m for _, m in flat]
-    system = current_system_message(messages)
-    tokens = estimate_tokens(system) if system is not None else 0
-    tokens += sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
+    tokens = context_estimate(projection)
+    count = sum(1 if pe.facts is not None else len(pe.messages) for pe in entries)
     method: Method = "stale-usage" if usage_entry is not None else "estimate"
-    return ContextTokens(tokens, 0, tokens, method, usage_entry, len(messages), stale_by)
+    return ContextTokens(tokens, 0, tokens, method, usage_entry, count, stale_by)
+
+
+def context_estimate(projection: Projection) -> int:
+    """Pi's estimate of every message of the context, the current system message counted once: what Pi counts
+    without a usage it trusts (after a context edit, say)."""
+    system: list[JsonDict] = []
+    total = 0
+    for pe in projection.entries:
+        total += pe.tokens
+        if pe.facts is None:  # (one held without its body is one message, never a system one)
+            system.extend(m for m in pe.messages if m.get("role") == "system")
+    current = current_system_message(system)  # (which reads the system messages alone)
+    total -= sum(map(estimate_tokens, system))
+    return total + (estimate_tokens(current) if current is not None else 0)

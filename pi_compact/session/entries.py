@@ -230,6 +230,9 @@ class Session:
     # from each body as the loader dropped it, or from the file's index. Entries after those hold their bodies.
     mutations: dict[int, Facts] = field(default_factory=dict)
     mutations_known: int = 0
+    # What the caller of the load asked to keep of each message whose body was dropped for its size while it may be
+    # live (``load_session(facts=...)``), by entry index; None when it asked for none
+    facts: dict[int, Any] | None = None
 
     def extended(self, added: list[Entry]) -> Session:
         """The session with ``added`` after its entries, in memory (a preview of lines about to be appended; their

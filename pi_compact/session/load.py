@@ -37,7 +37,7 @@ from pi_compact.session.diagnose import (
 )
 from pi_compact.session.entries import ENTRY_TYPES, MESSAGE_ROLES, UNREAD, Diagnostic, Entry, JsonDict, Session
 from pi_compact.session.jsonline import COUNT_BELOW, MAX_DEPTH, SHALLOW_BELOW, cut_depth, nests_deeper, parse_line
-from pi_compact.session.loadstate import TAIL_BYTES, Decorate, Heads, ParseState, releasable
+from pi_compact.session.loadstate import TAIL_BYTES, Decorate, Heads, MessageFacts, ParseState, releasable
 from pi_compact.session.migrate import CURRENT_VERSION, migrate
 from pi_compact.session.source import FileSource, SkippedLine, read_lines
 
@@ -65,6 +65,7 @@ def parse_session(
     resume: PrefixState | None = None,
     snapshot: list[PrefixState] | None = None,
     release_bytes: int = 0,
+    facts: MessageFacts | None = None,
 ) -> Session:
     """Parse session lines (each ending in b"\\n", the last one maybe not) into a Session.
 
@@ -77,12 +78,13 @@ def parse_session(
     ``resume`` (with a ``source``) is the state after the file's first lines (``session.index``): ``stream`` then
     holds the rest of the file, and every entry of the prefix is built released. ``snapshot`` receives the state
     after the last complete line, when the file is one that can be indexed. ``release_bytes`` (with a ``source``)
-    drops the bodies of message entries as well once they hold that many bytes of the file, compaction or not.
+    drops the bodies of message entries as well once they hold that many bytes of the file, compaction or not;
+    ``facts(message)`` is then kept for each message so dropped (``Session.facts``).
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_session(stream, path, size, source, decorate, resume, snapshot, release_bytes)
+        return _parse_session(stream, path, size, source, decorate, resume, snapshot, release_bytes, facts)
     finally:
         if enabled:
             gc.enable()
@@ -97,10 +99,12 @@ def _parse_session(
     resume: PrefixState | None = None,
     snapshot: list[PrefixState] | None = None,
     release_bytes: int = 0,
+    facts: MessageFacts | None = None,
 ) -> Session:
     where = str(path) if path is not None else "<session>"
     resumed = resume is not None and source is not None
     state = ParseState.resumed(resume, source, decorate) if resumed else ParseState()  # type: ignore[arg-type]
+    state.facts_of = facts
     if snapshot is not None:
         state.heads = Heads.of_prefix(resume) if resumed else Heads()  # type: ignore[arg-type]
     at = _read_lines(state, stream, where, source, decorate, snapshot is not None, release_bytes)
@@ -202,12 +206,16 @@ def _read_lines(
         if release and kind == "compaction":  # the bodies a compaction leaves behind
             state.release_before(value.get("firstKeptEntryId"), source, decorate)  # type: ignore[arg-type]
         elif release_bytes and release and offset - entries[state.released_to].offset >= release_bytes:
-            state.release_before(_NO_ENTRY, source, decorate)  # type: ignore[arg-type]
+            state.release_before(_NO_ENTRY, source, decorate, True)  # type: ignore[arg-type]
     state.lines, state.prefix_len, state.last_value = number, next_offset, last_value
     state.last_parsed_ok, state.last_terminated = last_parsed_ok, last_terminated
     state.prev_chunk, state.last_chunk = prev_chunk, last_chunk
     return at
 
+
+# The most of a file whose parsed bodies a load with ``release_bytes`` holds at once (beside one line): about 40 MiB
+# of Python objects
+HOLD_BYTES = 16 * 1024 * 1024
 
 _UNPARSED: Any = object()  # ``_parse_rare``: the line does not parse
 _NO_ENTRY: Any = object()  # a first kept entry no entry is: ``release_before`` releases up to the last one
@@ -353,6 +361,7 @@ def _session(state: ParseState, path: Path | None, size: int, resume: PrefixStat
         parent_slots=parent_slots,
         mutations=state.mutations,
         mutations_known=known,
+        facts=state.facts if state.facts_of is not None else None,
     )
 
 
@@ -436,13 +445,15 @@ def load_session(
     decorate: Decorate | None = None,
     cache: bool = False,
     release_bytes: int = 0,
+    facts: MessageFacts | None = None,
 ) -> Session:
     """Load a session file. Fatal problems raise SessionError/NotFoundError; others become diagnostics.
 
     The parsed bodies of old messages are dropped and read back when asked for (see ``session.source``); a caller
     that will read every entry anyway passes ``keep_bodies`` to parse once; one that reads each body once, one at
     a time (lint), passes ``release_bytes`` to drop them whenever they hold that many bytes of the file, compaction
-    or not (memory then does not grow with a session that was never compacted).
+    or not (memory then does not grow with a session that was never compacted; ``HOLD_BYTES`` is such a bound), and
+    ``facts(message)`` to keep what it needs of each message so dropped (``Session.facts``).
     ``decorate(entry)`` is kept in ``Session.decorated`` for each entry whose body is dropped, computed while the
     body is still in memory (grep's decorated-only rendering).
 
@@ -484,7 +495,7 @@ def load_session(
                     read_from = hashed = index.PrefixHash(stream, start, crc)
             lines = read_lines(read_from)
             session = parse_session(
-                lines, p, size, None if keep_bodies else source, decorate, state, snapshot, release_bytes
+                lines, p, size, None if keep_bodies else source, decorate, state, snapshot, release_bytes, facts
             )
             if snapshot and hashed is not None and (state is None or snapshot[0].prefix_len > state.prefix_len):
                 snapshot[0].crc = hashed.crc_of(snapshot[0].prefix_len)

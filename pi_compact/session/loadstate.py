@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pi_compact.session.source import FileSource
 
 Decorate = Callable[[Entry], tuple[str, ...]]
+MessageFacts = Callable[[JsonDict], Any]  # what a caller keeps of a live message whose body is dropped
 TAIL_BYTES = 64
 
 
@@ -81,6 +82,8 @@ class ParseState:
         "decorated",
         "diagnostics",
         "entries",
+        "facts",
+        "facts_of",
         "first_line_bom",
         "header",
         "header_line",
@@ -130,6 +133,10 @@ class ParseState:
         self.released_to = 0  # every message entry before it was released
         self.decorated: dict[int, tuple[str, ...]] = {}
         self.mutations: dict[int, Facts] = {}
+        # What a caller asks to know of each message a release drops while it is live (``load_session(facts=...)``),
+        # and what it gave, by entry index
+        self.facts_of: MessageFacts | None = None
+        self.facts: dict[int, Any] = {}
 
     @classmethod
     def resumed(cls, prefix: PrefixState, source: FileSource, decorate: Decorate | None) -> ParseState:
@@ -151,10 +158,13 @@ class ParseState:
             state.decorated = {i: tuple(lines) for i, lines in enumerate(prefix.decorated)}
         return state
 
-    def release_before(self, first_kept: Any, source: FileSource, decorate: Decorate | None) -> None:
+    def release_before(
+        self, first_kept: Any, source: FileSource, decorate: Decorate | None, live: bool = False
+    ) -> None:
         """Release the bodies of message entries from ``released_to`` up to the first kept entry of the compaction
         just appended (or up to that compaction), and move ``released_to`` past them. The tracked modifications of
-        each body dropped are kept in ``mutations`` (see ``session.mutations``).
+        each body dropped are kept in ``mutations`` (see ``session.mutations``); with ``live`` (bodies dropped for
+        their size, not by a compaction: they may be in the context), what ``facts_of`` finds in each message too.
 
         Which bodies are dropped changes only memory and time, never an answer: a dropped body is read again when
         asked for.
@@ -171,6 +181,13 @@ class ParseState:
             for entry in dropped:
                 if entry.type == "message":
                     decorated[entry.index] = decorate(entry)
+        facts_of = self.facts_of if live else None
+        if facts_of is not None:
+            kept = self.facts
+            for entry in dropped:
+                raw = entry._raw
+                if entry.type == "message" and raw is not None and type(message := raw.get("message")) is dict:
+                    kept[entry.index] = facts_of(message)
         mutations = self.mutations
         for entry in dropped:
             if entry.type != "message":

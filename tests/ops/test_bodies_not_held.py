@@ -124,8 +124,6 @@ def uncompacted(rounds: int) -> SessionBuilder:
 def test_lint_of_a_session_never_compacted_holds_a_bounded_share_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pi_compact.ops.lint as lint
-
     path = uncompacted(12).write(tmp_path / "long.jsonl")
     assert all(e.loaded for e in loader.load_session(path).entries)  # a load holds every body: none is before a cut
     held = lint_file(path)
@@ -137,7 +135,7 @@ def test_lint_of_a_session_never_compacted_holds_a_bounded_share_of_it(
         return sessions[-1]
 
     monkeypatch.setattr(loader, "load_session", recording)
-    monkeypatch.setattr(lint, "HOLD_BYTES", 2 * BIG)
+    monkeypatch.setattr(loader, "HOLD_BYTES", 2 * BIG)
     report = lint_file(path)
     assert report == held and {"orphan-tool-result", "missing-tool-result"} <= set(report.codes)
     (session,) = sessions

@@ -125,7 +125,7 @@ def serialize_conversation(
 
 
 def serialize_messages(
-    messages: list[JsonDict], *, include_thinking: bool = False, mask: Callable[[str], str] | None = None
+    messages: Iterable[JsonDict], *, include_thinking: bool = False, mask: Callable[[str], str] | None = None
 ) -> str:
     """Context messages (custom, bash, summaries included) → text: ``convert_to_llm`` then serialise, as Pi does."""
     return serialize_conversation(convert_to_llm(messages), include_thinking=include_thinking, mask=mask)
