@@ -267,7 +267,7 @@ def audit(
     exactly check's. Exit 0, or 2 on bad input.
     """
     from pi_compact.ops.audit import audit_session as run_audit
-    from pi_compact.session.load import load_session
+    from pi_compact.ops.check import held_load
 
     env = env_of(ctx)
     if json_output:
@@ -278,7 +278,7 @@ def audit(
         raise UsageError(f"--top must not be negative (got {top})")
     path = resolve_session_path(session)
     result = run_audit(
-        load_session(path),  # the bodies of old messages are read back as the audit goes (see ``ops.audit``)
+        held_load(path),  # bodies dropped as they are read, read back one at a time as the audit goes (``ops.audit``)
         settings.check_options(),
         cl100k=not no_cl100k,
         top=top,

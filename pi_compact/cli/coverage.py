@@ -79,15 +79,15 @@ def coverage(
     on your own sessions.
     Exit 0, or 2 on bad input (no compaction on the branch, an id that is not a compaction).
     """
+    from pi_compact.ops.check import held_load
     from pi_compact.ops.coverage import measure_coverage as measure
-    from pi_compact.session.load import load_session
     from pi_compact.session.tree import get_branch
 
     env = env_of(ctx)
     if json_output:
         env.json_mode = "document"
     path = resolve_session_path(session)
-    loaded = load_session(path)  # the span is read back from the file; grep reads the branch as grep does
+    loaded = held_load(path)  # the span is read back from the file; grep reads the branch as grep does
     result = measure(loaded, compaction, leaf_id=leaf)
     report_diagnostics(env, [*loaded.diagnostics, *get_branch(loaded, leaf).diagnostics], path)
     data = result.to_json()

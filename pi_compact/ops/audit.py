@@ -151,7 +151,9 @@ class _Counter:
         self.cl100k = cl100k
         self._cache: dict[int, tuple[int, int, JsonDict]] = {}
 
-    def count(self, message: JsonDict) -> tuple[int, int]:
+    def count(self, message: JsonDict, memo: bool = True) -> tuple[int, int]:
+        """Its counts; kept for the message (and the message with them) only with ``memo``: not for the body of an
+        entry the loader dropped, which is let go again once counted."""
         hit = self._cache.get(id(message))
         if hit is not None and hit[2] is message:
             return hit[0], hit[1]
@@ -159,7 +161,8 @@ class _Counter:
         cl = 0
         if self.cl100k:
             cl = count_cl100k(message)
-        self._cache[id(message)] = (pi, cl, message)
+        if memo:
+            self._cache[id(message)] = (pi, cl, message)
         return pi, cl
 
     def keep(self, messages: list[JsonDict]) -> None:
@@ -173,7 +176,8 @@ class _Context:
 
     def __init__(self, counter: _Counter) -> None:
         self.counter = counter
-        self.parts: dict[int, list[JsonDict]] = {}  # id(entry) -> its (edited) messages, non-system
+        self.latest: tuple[int, list[JsonDict]] = (0, [])  # id(entry) and (edited) messages, non-system, of the
+        # entry set last (what its drift entry reads; the others' are not held)
         self.sums: dict[int, tuple[int, int]] = {}
         self.systems: list[JsonDict] = []
         self.pending_edits: dict[str, Entry] = {}  # edits whose target has not come yet
@@ -191,17 +195,17 @@ class _Context:
     def cl100k(self) -> int:
         return self.system_cl + self.cl
 
-    def _set(self, entry: Entry, messages: list[JsonDict]) -> None:
+    def _set(self, entry: Entry, messages: list[JsonDict], memo: bool = True) -> None:
         old = self.sums.pop(id(entry), (0, 0))
         self.pi -= old[0]
         self.cl -= old[1]
         own = [m for m in messages if m.get("role") != "system"]
         pi = cl = 0
         for m in own:
-            a, b = self.counter.count(m)
+            a, b = self.counter.count(m, memo)
             pi += a
             cl += b
-        self.parts[id(entry)] = own
+        self.latest = (id(entry), own)
         self.sums[id(entry)] = (pi, cl)
         self.pi += pi
         self.cl += cl
@@ -222,14 +226,19 @@ class _Context:
         the context drop their bodies again if the loader had dropped them (``Entry.forget``), and their messages'
         counts are forgotten: what is held is the context of the time, however long the branch."""
         left = list(self.by_id.values())
-        self.parts.clear()
+        self.latest = (0, [])
         self.sums.clear()
         self.systems = []
         self.pending_edits.clear()
         self.pi = self.cl = self.system_pi = self.system_cl = 0
         projection = build_projection(prefix)
+        live: list[JsonDict] = []
         for pe in projection.entries:
-            self._set(pe.entry, pe.messages)
+            messages = pe.messages  # (read from the file each time for one held without its body)
+            held = pe.facts is None
+            self._set(pe.entry, messages, held)
+            if held:
+                live.extend(messages)
         self.by_id = {pe.entry.id: pe.entry for pe in projection.entries}
         for entry_id, edit in projection.edits.items():
             if entry_id not in self.by_id:
@@ -238,22 +247,26 @@ class _Context:
         for entry in left:
             if id(entry) not in kept:
                 entry.forget()
-        self.counter.keep([m for messages in self.parts.values() for m in messages] + self.systems)
+        self.counter.keep(live + self.systems)
 
-    def add(self, entry: Entry) -> None:
+    def add(self, entry: Entry, dropped: bool = False) -> None:
+        """The entry next on the branch; ``dropped``: its body was not held before (the caller lets it go again)."""
         if entry.type == "context_edit":
             target = entry.raw.get("targetId")
             if isinstance(target, str):
                 present = self.by_id.get(target)
                 if present is not None:
-                    self._set(present, apply_edit(entry_messages(present), entry))
+                    was_dropped = not present.loaded
+                    self._set(present, apply_edit(entry_messages(present), entry), not was_dropped)
+                    if was_dropped:
+                        present.forget()
                 else:
                     self.pending_edits[target] = entry
             self._set(entry, [])
             self.by_id[entry.id] = entry
             return
         edit = self.pending_edits.pop(entry.id, None) if entry.id is not None else None
-        self._set(entry, apply_edit(entry_messages(entry), edit))
+        self._set(entry, apply_edit(entry_messages(entry), edit), not dropped)
         if entry.id is not None:
             self.by_id[entry.id] = entry
 
@@ -279,7 +292,8 @@ def _marker(entry: Entry, position: int, after_reply: int, before: int, after: i
 
 
 def _drift_entry(entry: Entry, context: _Context) -> DriftEntry:
-    messages = context.parts.get(id(entry), [])
+    latest, own = context.latest
+    messages = own if latest == id(entry) else []
     return DriftEntry(
         entry_id=entry.id,
         line=entry.line,
@@ -384,36 +398,44 @@ def audit_session(
     marker_since_reply = False
     intervals: list[tuple[tuple[DriftEntry, ...], bool]] = []  # per reply: the entries before it, and a marker?
     for position, entry in enumerate(path):
-        before = context.estimate
-        if entry.type == "compaction":
-            context.rebuild(Branch(session, path[: position + 1]))
-        else:
-            context.add(entry)
-        if entry.type in ("compaction", "context_edit"):
-            markers.append(_marker(entry, position, len(replies), before, context.estimate))
-            usage = entry.raw.get("usage")
-            if entry.type == "compaction" and isinstance(usage, dict):
-                key = "compaction summaries"
-                costs.setdefault(key, ModelCost(key)).add(usage)
-            marker_since_reply = True
-            continue
-        if entry.type == "usage" and isinstance(entry.raw.get("usage"), dict):
-            key = f"{entry.raw.get('provider')}/{entry.raw.get('model')}"
-            costs.setdefault(key, ModelCost(key)).add(entry.raw["usage"])
-        since_reply.append(_drift_entry(entry, context))
-        message = entry.message
-        if entry.role != "assistant" or message is None:
-            continue
-        usage = message.get("usage")
-        model = model_label(message)
-        if isinstance(usage, dict):
-            costs.setdefault(model or "unknown", ModelCost(model or "unknown")).add(usage)
-        replies.append(
-            _reply_row(entry, message, len(replies) + 1, position, context, cl100k, path, last_invalidating, used_id)
-        )
-        intervals.append((tuple(since_reply), marker_since_reply))
-        since_reply = []
-        marker_since_reply = False
+        dropped = not entry.loaded  # a body the loader let go: read for this step, then let go again
+        try:
+            before = context.estimate
+            if entry.type == "compaction":
+                context.rebuild(Branch(session, path[: position + 1]))
+            else:
+                context.add(entry, dropped)
+            if entry.type in ("compaction", "context_edit"):
+                markers.append(_marker(entry, position, len(replies), before, context.estimate))
+                usage = entry.raw.get("usage")
+                if entry.type == "compaction" and isinstance(usage, dict):
+                    key = "compaction summaries"
+                    costs.setdefault(key, ModelCost(key)).add(usage)
+                marker_since_reply = True
+                continue
+            if entry.type == "usage" and isinstance(entry.raw.get("usage"), dict):
+                key = f"{entry.raw.get('provider')}/{entry.raw.get('model')}"
+                costs.setdefault(key, ModelCost(key)).add(entry.raw["usage"])
+            since_reply.append(_drift_entry(entry, context))
+            message = entry.message
+            if entry.role != "assistant" or message is None:
+                continue
+            usage = message.get("usage")
+            model = model_label(message)
+            if isinstance(usage, dict):
+                costs.setdefault(model or "unknown", ModelCost(model or "unknown")).add(usage)
+            replies.append(
+                _reply_row(
+                    entry, message, len(replies) + 1, position, context, cl100k, path, last_invalidating, used_id
+                )
+            )
+            intervals.append((tuple(since_reply), marker_since_reply))
+            since_reply = []
+            marker_since_reply = False
+        finally:
+            if dropped:
+                entry.forget()
+
     drifts = _drifts(replies, intervals)
     all_cost = 0.0
     for entry in session.entries:
