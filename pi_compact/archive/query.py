@@ -15,6 +15,8 @@ by session path and line.
 literals, cut down to the whole words they hold) pick the candidates; a pattern without such words is matched on
 every entry in scope: without a filter, on every entry's bytes in one pass (``_screen``), RE2 answering for the
 entries it can (``_checked_matcher``), and the entries after the page are counted without being matched again.
+The screen skips the entries that lack a string every match holds (``search.required``: ``Error`` for
+``\\w+Error\\b``), found with ``bytes.find``, where such strings rule out enough of the text.
 """
 
 from __future__ import annotations

@@ -67,12 +67,17 @@ def needed(tree: Node | None, *, ignore_case: bool = False) -> Needed | None:
         sets.append(info.exact)
     sets += [info.prefix, info.suffix]
     kept: list[frozenset[str]] = []
-    for strings in sorted({s for s in sets if _useful(s)}, key=_worth, reverse=True):
+    for strings in sorted({s for s in sets if _useful(s)}, key=_order, reverse=True):
         if not any(_implies(better, strings) for better in kept):
             kept.append(strings)
     if not kept:
         return None
     return Needed(tuple(tuple(sorted(x.encode() for x in s)) for s in kept[:3]), ignore_case)
+
+
+def _order(strings: frozenset[str]) -> tuple[tuple[int, int], tuple[str, ...]]:
+    """Best first, and the same order in every run (sets of equal worth by their strings)."""
+    return _worth(strings), tuple(sorted(strings))
 
 
 def _implies(holding: frozenset[str], strings: frozenset[str]) -> bool:
