@@ -15,6 +15,8 @@ by session path and line.
 literals, cut down to the whole words they hold) pick the candidates; a pattern without such words is matched on
 every entry in scope: without a filter, on every entry's bytes in one pass (``_screen``), RE2 answering for the
 entries it can (``_checked_matcher``), and the entries after the page are counted without being matched again.
+The screen skips the entries that lack a string every match holds (``search.required``: ``Error`` for
+``\\w+Error\\b``), found with ``bytes.find``, where such strings rule out enough of the text.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from typing import Any, NamedTuple, TypedDict
 
 from pi_compact.archive.scope import Scope, ScopeFile
 from pi_compact.archive.store import Store
-from pi_compact.archive.words import fts_expression, literal_words
 from pi_compact.errors import PatternError, UsageError
 
 HIGHLIGHT_START, HIGHLIGHT_END = "\ue000", "\ue001"  # private-use characters marking FTS5's snippet highlights
@@ -289,6 +290,8 @@ class Query:
             raise UsageError("--regex and -F clash: -F takes the pattern as a literal string")
         _check_text(text, "pattern" if regex or fixed else "query")
         if not regex and not fixed:
+            from pi_compact.archive.words import fts_expression  # its classes cost 6 ms to compile: when used
+
             if ignore_case:
                 raise UsageError("-i applies to --regex and -F: words match whatever their case")
             return cls(text, "words", fts_expression(text))
@@ -308,6 +311,8 @@ class Query:
             literals = required_literals(text, fixed=fixed)
         fts: str | None = None
         if literals:
+            from pi_compact.archive.words import literal_words
+
             parts = [literal_words(lit) for lit in literals]
             if all(parts):
                 fts = parts[0] if len(parts) == 1 else " OR ".join(f"({p})" for p in parts)
@@ -1209,6 +1214,7 @@ def _checked_matcher(query: Query, budget: _Budget) -> _Screener | None:
 
 
 _SCREEN_BATCH = 256  # entries joined for one RE2 search
+_NEEDED_TRIAL = 4 << 20  # bytes of text over which the needed strings must rule out half to be asked further
 
 
 def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget) -> tuple[set[int], bool] | None:
@@ -1223,6 +1229,8 @@ def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget) -> tuple
     if screener is None:
         return None
     entry, first = screener.entry, screener.first
+    needed = _needed(query)
+    seen = kept = 0  # bytes of the entries asked for the needed strings, and of those that hold them
     found: set[int] = set()
     # The clock is read here for a pattern RE2 answers; ``regex``'s matches read it themselves (``_pattern_match``)
     started = 0.0 if screener.timed else _clock()
@@ -1230,10 +1238,20 @@ def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget) -> tuple
     looked = budget.entries
     rows = conn.execute("select rowid, cast(text as blob) from body")
     while batch := rows.fetchmany(_SCREEN_BATCH):
-        if first is None:
-            todo: Iterator[int] = iter(range(len(batch)))
-        else:
-            todo = _located(first, [blob or b"" for _, blob in batch])
+        blobs = [blob or b"" for _, blob in batch]
+        holding = None if needed is None else _holding(needed, blobs)
+        if holding is not None:
+            # Where most of the text holds the strings, asking for them only adds to the search: stop asking.
+            seen += sum(map(len, blobs))
+            kept += sum(len(blobs[i]) for i in holding)
+            if seen >= _NEEDED_TRIAL and kept * 2 > seen:
+                needed = None
+        if holding is None:
+            todo: Iterator[int] = iter(range(len(batch))) if first is None else _located(first, blobs)
+        elif first is None:
+            todo = iter(holding)
+        else:  # only the entries that hold the strings every match does are searched, joined as before
+            todo = (holding[j] if j >= 0 else ~holding[~j] for j in _located(first, [blobs[i] for i in holding]))
         for located in todo:
             i = located if located >= 0 else ~located
             blob = batch[i][1]
@@ -1257,6 +1275,53 @@ def _screen(conn: Any, query: Query, filters: Filters, budget: _Budget) -> tuple
     if not screener.timed:
         budget.left = left - (_clock() - started)
     return found, False
+
+
+def _needed(query: Query) -> Any:
+    """The strings every match of the query's pattern holds (``search.required``), or None: none worth it, a -F
+    string that keeps its case (searched as it is already), or a pattern whose matches all start with one byte."""
+    if isinstance(query.pattern, _Literal):
+        return None
+    from pi_compact.search import rawregex, required
+
+    tree = rawregex.parse(query.text, fixed=query.mode == "fixed", ignore_case=query.ignore_case)
+    if tree is None:
+        return None
+    first, empty = rawregex.first_chars(tree)
+    if not empty and len(first.ascii) == 1 and not first.other:
+        return None  # every match starts with one byte: RE2 finds those itself as fast (memchr)
+    return required.needed(tree, ignore_case=query.ignore_case)
+
+
+def _holding(needed: Any, blobs: list[bytes]) -> list[int]:
+    """The entries of ``blobs`` that hold a string of every one of ``needed``'s sets, in order: the only ones a
+    match can be in. The batch is asked first, joined (most batches of a rare string end there); then the entries
+    where the best set's strings occur, each asked for the other sets."""
+    from bisect import bisect_right
+
+    joined = b"\n".join(blobs)
+    if needed.folded:
+        joined = joined.lower()
+    if not all(any(s in joined for s in strings) for strings in needed.sets):
+        return []
+    starts = [0] * len(blobs)
+    at = 0
+    for i, blob in enumerate(blobs):
+        starts[i] = at
+        at += len(blob) + 1
+    where: set[int] = set()
+    for string in needed.sets[0]:
+        pos = joined.find(string)
+        while pos >= 0:
+            i = bisect_right(starts, pos) - 1
+            if pos + len(string) <= starts[i] + len(blobs[i]):  # within the entry, not across the b"\n" after it
+                where.add(i)
+                pos = joined.find(string, starts[i + 1]) if i + 1 < len(blobs) else -1
+            else:
+                pos = joined.find(string, pos + 1)
+    if len(needed.sets) == 1:
+        return sorted(where)
+    return [i for i in sorted(where) if needed.held(blobs[i])]
 
 
 def _located(first: Callable[[bytes], Callable[[int], tuple[int, int, bool]]], blobs: list[bytes]) -> Iterator[int]:
