@@ -44,8 +44,9 @@ def _span(decided_in: int, turns: int = 6) -> Span:
 def test_v33_a_decision_survives_a_tight_cap_as_its_value_bearing_clause() -> None:
     span = _span(decided_in=1)
     layout = layouts_of([span])[0]
-    full, short, terse = layout.ledger[1]
+    full, short, terse, found = layout.ledger[1]
     assert terse.endswith("] a trie for the tyve7 lookups instead of a hash map")  # the clause, no lead-in
+    assert found == terse  # nothing in it that the file lists or the errors block show
     assert len(terse) < len(short) < len(full)
     assert all(line[2] == "" for k, line in enumerate(layout.ledger) if k != 1)  # nothing the agent needs there
     users = "\n".join(item.text for item in span.items if item.kind == "user")
