@@ -41,6 +41,7 @@ from pi_compact.checkpoint.verbatim.facts import salient_parts
 from pi_compact.checkpoint.verbatim.ledger import STATED_VALUE, STATING_WORDS, resolutions
 from pi_compact.checkpoint.verbatim.spans import (
     CONDENSED,
+    CONDENSED_HEAD,
     EMPTIED_SUFFIX,
     FINDING,
     GONE,
@@ -100,6 +101,7 @@ _LOGLINE = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}|\[\d|[A-Z]{4,5}\s+[\[\w.]+[\]:=
 _WORDY = re.compile(r"[A-Za-z]{2,}")  # a piece with no word in it (a ``` fence, a row of dashes) says nothing
 _CLAUSE_SPLIT = re.compile(r"(?<=[,;:.!?])\s+(?!\()|\s+(?=—|–)")  # the clauses of one line of a block
 LINE_CHARS = 100  # a block line over its share is first cut to its clauses worth most, within this
+_SUPERSEDED = re.compile(r' \(supersedes (\[[^\]]+\]) ".*"\)$')  # a standing value's quote of the one it replaced
 _ITEM_PREFIX = re.compile(r"^- (?:\[[^\]]*\] )?")  # a block line's "- [entry id] "
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+(?=[A-Z`\[(\"'])|\n+")
 
@@ -322,6 +324,9 @@ def compress_lines(lines: Sequence[str], max_chars: int) -> list[str]:
 def _shorten_line(line: str, limit: int = LINE_CHARS) -> str:
     """A block line within ``limit`` characters: its ``- [id] `` prefix, then its clauses worth most (the first
     ahead), in order, ``[…]`` where some were left out."""
+    if len(line) <= limit:
+        return line
+    line = _SUPERSEDED.sub(r" (supersedes \1)", line)  # the new value kept whole before the old one's words
     if len(line) <= limit:
         return line
     match = _ITEM_PREFIX.match(line)
@@ -631,10 +636,9 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
         return any(fitter.run(steps, gains(steps)) for steps in stages)
 
     def shorten_users(reserve: int) -> bool:
-        """Stubs, then traces, of the user messages, until the spans fit the budget less ``reserve``; with the ones
-        needed in place, the runs of tool calls and replies come back within the whole budget, in whatever form
-        fits (the reserve: for the finding lines worth most)."""
-        fitter.budget = whole - reserve
+        """Stubs of the long user messages, then traces of every one, until the spans fit (the traces: the budget
+        less ``reserve``); with the ones needed in place, the runs of tool calls and replies come back within the
+        whole budget, in whatever form fits (the reserve: for the finding lines worth most)."""
         applied: list[Step] = []
         fits = False
         for keep, longer_than in (
@@ -642,6 +646,7 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
             (TRACE_CHARS, TRACE_CHARS + 80),
             (MIN_TRACE_CHARS, MIN_TRACE_CHARS + 40),
         ):
+            fitter.budget = whole - (reserve if keep < STUB_CHARS else 0)
             steps = user_steps("stub", keep, longer_than)
             fits = fitter.run(steps, gains(steps))
             applied += steps[: fitter.applied]
@@ -678,7 +683,8 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
 def finding_reserve(layouts: Sequence[SpanLayout], budget: int) -> int:
     """The room the cap keeps for finding lines (what the replies decided or found, see ledger.segment_lines) when
     user messages must be shortened: what they take, at most ``FINDING_SHARE`` of the budget."""
-    found = sum(len(line[3]) + len(SPAN_SEPARATOR) for layout in layouts for line in layout.ledger if line[3])
+    each = len(CONDENSED_HEAD) + 1 + len(SPAN_SEPARATOR)  # the head a condensed line is shown under, the gap
+    found = sum(len(line[3]) + each for layout in layouts for line in layout.ledger if line[3])
     return min(found, int(budget * FINDING_SHARE))
 
 

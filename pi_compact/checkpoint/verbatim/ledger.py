@@ -61,6 +61,8 @@ _REASON = re.compile(r"\s*(?:because|since|so that|to stay)\b", re.I)
 _NAMED = re.compile(r"\d|\w[_./]\w|`|\b[a-z]+[A-Z]\w*")
 # A clause that only announces the one after it: "Decision:", "The plan:", "Root cause:".
 _LABEL = re.compile(r"^\s*(?:the\s+)?(?:decision|plan|approach|choice|fix|finding|root cause)\s*:\s*$", re.I)
+# A clause that says what the agent is about to do, not what it decided or found ("check how X is used").
+_PLAN = re.compile(r"(?:check|look|read|see|inspect|open|run|try|start|investigate|find out|figure out)\b", re.I)
 TERSE_CLAUSE_CHARS = 70  # one clause of a terse ledger line
 MAX_TERSE_CLAUSES = 3
 MAX_FINDING_CLAUSES = 2  # of a finding line: the newest
@@ -308,7 +310,8 @@ def segment_lines(
     line_terse = (where + "; ".join(terse)) if terse else ""
     if len(line_terse) >= len(where + body_short):  # never longer than the short line it stands in for
         line_terse = where + body_short
-    found = [*clauses[-MAX_FINDING_CLAUSES:], *(c for c in kept_commands[:1] if _COMMIT.search(c))]
+    decided = [c for c in clauses if _CHOICE.search(c) or not _PLAN.match(c)]
+    found = [*decided[-MAX_FINDING_CLAUSES:], *(c for c in kept_commands[:1] if _COMMIT.search(c))]
     line_found = (where + "; ".join(found)) if found else ""
     if len(line_found) >= len(line_terse):
         line_found = line_terse
