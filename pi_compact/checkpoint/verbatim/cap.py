@@ -9,19 +9,22 @@ oldest first within each stage:
 3. facts taken from removed tool outputs are dropped;
 4. ledger lines are cut to their terse form (what was decided or found, as its value-bearing clause; files
    changed; commits and unresolved failures);
-5. terse lines are removed (``[…]`` stands for a removed run between two kept items);
-6. the facts that are errors are dropped last of the non-user content.
+5. terse lines are cut to their finding form (what was decided or found, and commits: what no other part of the
+   checkpoint shows);
+6. the facts that are errors are dropped;
+7. finding lines are removed (``[…]`` stands for a removed run between two kept items).
 
-Within a stage, what goes first is what is worth least to a resumed agent: terse lines are removed lowest value
+Within a stage, what goes first is what is worth least to a resumed agent: finding lines are removed lowest value
 per character first (oldest first among equals), and a shortened user message keeps its most valuable sentences (see
 ``sentence_value``: rulings, values, numbers, paths, identifiers, errors), in their order, the gaps marked.
 
 Then (V20 step 2) long user messages become marked stubs that keep their first sentence (often the ask) and the
 sentences of the rest that carry the most, then the paths, identifiers and numbers left; when stubs were needed,
-stages 1–6 are run again from the start so that the newest
-runs come back in whatever form fits. Then every user message is cut to a short trace (its head, its id), oldest
-first, then to a bare one (its first 40 characters), and only as a last resort (V20 step 3) are the oldest user
-messages removed, the last one reached keeping the longest stub that fits.
+stages 1–7 are run again from the start so that the newest runs come back in whatever form fits. Then every user
+message is cut to a short trace (its head, its id), oldest first, then to a bare one (its first 40 characters),
+keeping ``FINDING_SHARE`` of the budget for the finding lines worth most (what a turn decided is something of that
+turn) unless that would remove a user message; and only as a last resort (V20 step 3), with no such room, are the
+oldest user messages removed, the last one reached keeping the longest stub that fits.
 
 Only the rendered text is trimmed: the saved spans in ``details`` stay whole, so every later checkpoint trims again
 from the originals. A stub is never shortened twice, and a larger cap (or ``--no-cap``) later brings the content

@@ -3,7 +3,8 @@
 A *segment* is a maximal run of non-user items in a span (what the agent did between two user messages). When
 the cap needs the room, a segment's items are replaced by its ledger line, which says in one line what was done
 and how it ended, then by a shorter line, then by a terse one (only what was decided or found, as the clause that
-carries it, the files changed, commits and unresolved failures), and only then removed::
+carries it, the files changed, commits and unresolved failures), then by a finding line (of that, only what was
+decided or found and commits: the file lists and the unresolved errors show the rest), and only then removed::
 
     [b2c3d4e5..c3d4e5f6] edited src/tax.ts; wrote src/round.ts; read 2 files; ran "npm test" → error (ok later,
     [d4e5f6a7]), "git commit -m \\"fix rounding\\"" → ok; said: "The rounding now happens once, at the end."
@@ -311,7 +312,7 @@ def segment_lines(
     if len(line_terse) >= len(where + body_short):  # never longer than the short line it stands in for
         line_terse = where + body_short
     decided = [c for c in clauses if _CHOICE.search(c) or not _PLAN.match(c)]
-    found = [*decided[-MAX_FINDING_CLAUSES:], *(c for c in kept_commands[:1] if _COMMIT.search(c))]
+    found = [*decided[-MAX_FINDING_CLAUSES:], *[c for c in kept_commands if _COMMIT.search(c)][:1]]
     line_found = (where + "; ".join(found)) if found else ""
     if len(line_found) >= len(line_terse):
         line_found = line_terse
