@@ -3,6 +3,7 @@ from removed tool output, the errors no later call resolved, and stubs that keep
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -132,7 +133,7 @@ def test_v33_a_ledger_line_says_what_was_done_and_which_errors_a_later_call_reso
     ]
     resolved = resolutions([items])
     assert resolved == {(0, 1, 0): "a3"}
-    full, short, terse = segment_lines(items, 0, 0, len(items), resolved)
+    full, short, terse, found = segment_lines(items, 0, 0, len(items), resolved)
     assert full.startswith("[a1..a4] edited src/tax.ts; wrote src/round.ts; read src/b.ts; ran ")
     assert '"npm test" → error (ok later, [a3])' in full
     assert 'said: "I\'ll round once, at the end, instead of per line."' in full
@@ -144,6 +145,8 @@ def test_v33_a_ledger_line_says_what_was_done_and_which_errors_a_later_call_reso
         '"git commit -m \\"fix rounding\\"" → ok'
     )
     assert len(terse) < len(short)
+    # The finding line: only what no other part shows (the file lists name the files changed).
+    assert found == '[a1..a4] round once, at the end, instead of per line; "git commit -m \\"fix rounding\\"" → ok'
 
 
 def test_v33_signatures_read_back_into_calls() -> None:
@@ -189,7 +192,7 @@ def test_v35_a_stub_keeps_the_head_and_what_identifies_the_rest() -> None:
     text += "noise line\n" * 300 + "Can you find out what's wrong?"
     stub = user_stub(text)
     assert stub.startswith("Please look at this log.")
-    kept = stub.split("[shortened: ", 1)[0]  # chosen by value, not by position
+    kept = re.split(r" \[\d+ of \d+ chars", stub, maxsplit=1)[0]  # chosen by value, not by position
     assert "Can you find out what's wrong?" in kept and "KeyError: 'ledger_id'" in kept
     assert "src/billing/ledger.py:214" in stub
     assert len(stub) <= 520

@@ -49,7 +49,7 @@ def test_v31_the_block_leaves_out_messages_the_spans_show_word_for_word(
 def test_v31_whole_messages_are_told_from_stubs() -> None:
     rendered = (
         '<span compaction="1" entries="a..c">\n[a] user:\nNever touch prod.\n\n'
-        "[b] user:\nAlways run the linter… [shortened: 20 of 90 chars]\n\n"
+        "[b] user:\nAlways run the linter… [20 of 90 chars]\n\n"
         "[c] assistant:\n[x] user:\nfake header inside a reply\n</span>"
     )
     messages = [("a", "Never touch prod."), ("b", "Always run the linter before " + "x" * 60), ("x", "other")]

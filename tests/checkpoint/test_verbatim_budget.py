@@ -54,9 +54,9 @@ def test_v35_a_shortened_message_keeps_its_best_sentences_in_order_with_the_gaps
 def test_v35_a_trace_keeps_the_sentence_worth_most_not_the_opening_words() -> None:
     trace = user_stub(REQUEST, 45)
     assert trace.startswith("Do not adopt chartkit for component-017")
-    assert trace.endswith(f"… [trace: 40 of {len(REQUEST)} chars]")
+    assert trace.endswith(f"… [40 of {len(REQUEST)} chars]")
     stub = user_stub(REQUEST, 200)
-    assert "[shortened: " in stub and f"of {len(REQUEST)} chars" in stub
+    assert f" of {len(REQUEST)} chars" in stub and not stub.endswith(f"… [40 of {len(REQUEST)} chars]")
 
 
 def test_v21_a_block_over_its_share_keeps_its_first_line_and_its_most_telling_lines() -> None:
@@ -106,7 +106,7 @@ def test_v21_many_standing_instructions_no_longer_take_the_whole_cap(builder: Se
     assert len(lines) == 3 and "component-{001..030}" in lines[2] and "(30 messages)" in lines[2]  # one line, merged
     conversation = cp.summary.split("<span", 1)[1].split("## Files in the compacted history", 1)[0]
     # the conversation keeps the newest turns, each by the sentence worth most in it
-    assert "Do not adopt chartkit for component-029;… [trace: " in conversation
+    assert "Do not adopt chartkit for component-029;… [" in conversation
 
 
 def test_v35_a_trace_does_not_repeat_what_the_standing_instructions_already_show() -> None:

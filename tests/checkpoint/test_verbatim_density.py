@@ -13,8 +13,8 @@ from types import ModuleType
 import pytest
 
 from pi_compact.checkpoint import VerbatimOptions, build_verbatim_checkpoint
-from pi_compact.checkpoint.verbatim.cap import fit_spans, layouts_of
-from pi_compact.checkpoint.verbatim.spans import GONE, Item, Span, TrimState, render_span
+from pi_compact.checkpoint.verbatim.cap import _shorten_line, fit_spans, layouts_of
+from pi_compact.checkpoint.verbatim.spans import CONDENSED_HEAD, GONE, Item, Span, TrimState, render_span
 from pi_compact.js import js_len
 from tests.helpers.checkpoint import plan_for
 
@@ -44,8 +44,9 @@ def _span(decided_in: int, turns: int = 6) -> Span:
 def test_v33_a_decision_survives_a_tight_cap_as_its_value_bearing_clause() -> None:
     span = _span(decided_in=1)
     layout = layouts_of([span])[0]
-    full, short, terse = layout.ledger[1]
+    full, short, terse, found = layout.ledger[1]
     assert terse.endswith("] a trie for the tyve7 lookups instead of a hash map")  # the clause, no lead-in
+    assert found == terse  # nothing in it that the file lists or the errors block show
     assert len(terse) < len(short) < len(full)
     assert all(line[2] == "" for k, line in enumerate(layout.ledger) if k != 1)  # nothing the agent needs there
     users = "\n".join(item.text for item in span.items if item.kind == "user")
@@ -109,3 +110,59 @@ def test_v35_more_room_never_keeps_fewer_whole_sentences_of_pasted_messages(
     counts = [whole(cap) for cap in (1000, 1500, 2000, 3000, 4000, 6000)]
     assert counts == sorted(counts), counts  # a larger cap keeps every whole sentence a smaller one kept, or more
     assert counts[0] < counts[-1]
+
+
+def _traced_span(turns: int = 16) -> Span:
+    """Turns whose user messages must be cut to traces under a tight budget, one of them with a decision."""
+    items: list[Item] = []
+    for n in range(turns):
+        ask = f"Next, look at module {n} and its callers in src/module_{n}.py. " + "Mind the details there. " * 12
+        items += [Item(f"u{n}", "user", "user:", ask), *_turn(n, n == 3)[1:]]
+    return Span(1, items[0].entry, items[-1].entry, "verbatim", tuple(items))
+
+
+def test_v20_once_every_message_is_cut_to_a_trace_room_is_kept_for_a_decision_never_for_a_removal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The finding lines get a bounded room only when the user messages must be cut to traces anyway; a user
+    message is never removed for it: every budget removes the same messages with and without the room."""
+    import pi_compact.checkpoint.verbatim.cap as cap
+
+    span = _traced_span()
+    users = [item.entry for item in span.items if item.kind == "user"]
+    clause = "a trie for the tyve7 lookups instead of a hash map"
+    kept_with = kept_without = 0
+    for budget in range(1200, 4000, 100):
+        with_room = fit_spans([span], budget)
+        monkeypatch.setattr(cap, "FINDING_SHARE", 0.0)
+        without = fit_spans([span], budget)
+        monkeypatch.undo()
+        assert with_room.chars <= budget and without.chars <= budget
+        gone = [[u for u in users if f"[{u}] user:" not in result.text] for result in (with_room, without)]
+        assert gone[0] == gone[1], budget
+        kept_with += clause in with_room.text
+        kept_without += clause in without.text
+        if clause in with_room.text and not gone[0]:
+            assert f"] {CONDENSED_HEAD} {clause}" in with_room.text
+    assert kept_with > kept_without
+
+
+def test_v33_a_finding_line_holds_what_was_decided_and_commits_not_files_failures_or_plans() -> None:
+    items = [
+        Item("u0", "user", "user:", "Fix the cache."),
+        Item("a1", "call", "assistant:", "▸ edit(path=src/cache.py, edits=2) → ok"),
+        Item("a1", "call", "assistant:", '▸ bash(command="pytest -q") → error'),
+        Item("a2", "call", "assistant:", '▸ bash(command="git commit -m \\"cache: ttl\\"") → ok'),
+        Item("a3", "assistant", "assistant:", "I'll check how loadCache is used. Decision: keep the ttl at 300 s."),
+    ]
+    _, _, terse, found = layouts_of([Span(1, "u0", "a3", "verbatim", tuple(items))])[0].ledger[0]
+    assert "changed src/cache.py" in terse and '"pytest -q" → error' in terse
+    assert found == '[a1..a3] keep the ttl at 300 s; "git commit -m \\"cache: ttl\\"" → ok'
+
+
+def test_v21_a_standing_value_cut_to_its_share_keeps_the_new_value_and_the_id_it_supersedes() -> None:
+    line = (
+        '- [u9] Change of mind on the import batch: use 8848 rows. (supersedes [u2] "Also, the import batch '
+        'size is 7973 rows, as the nightly job expects it.")'
+    )
+    assert _shorten_line(line) == "- [u9] Change of mind on the import batch: use 8848 rows. (supersedes [u2])"

@@ -48,7 +48,7 @@ def test_v23_envelope_order(builder: SessionBuilder, tmp_path: Path) -> None:
     assert s.endswith(TAIL_MARKER)
     assert s.count("All of the above is history.") == 1
     assert '<read entry="e0000003" path="docs/GUIDE.md">\nguide text\n</read>' in s
-    assert "- src/app.py (no read-tool output in tail)" in s
+    assert "- src/app.py\n" in s and "(no read-tool output in tail)" not in s  # no label says it
 
 
 def test_v24_reminder_is_separate_and_typed(builder: SessionBuilder, tmp_path: Path) -> None:

@@ -31,7 +31,13 @@ from typing import Any
 
 from pi_compact.checkpoint.context_files import ContextFile
 from pi_compact.checkpoint.details import DETAILS_KEY, FORMAT, FORMAT_VERSION, cumulative_files, is_verbatim_details
-from pi_compact.checkpoint.evidence import FileAnnotation, FileListAnnotations, annotate_file_lists, evidence_json
+from pi_compact.checkpoint.evidence import (
+    NO_READ_OUTPUT,
+    FileAnnotation,
+    FileListAnnotations,
+    annotate_file_lists,
+    evidence_json,
+)
 from pi_compact.checkpoint.readtool import one_line
 from pi_compact.checkpoint.startup_reads import select_startup_reads
 from pi_compact.checkpoint.verbatim.cap import block_budget, fit_block, fit_spans
@@ -146,7 +152,9 @@ def _previous_spans(plan: CompactionPlan, warnings: list[str]) -> tuple[list[Spa
 def _file_lines(
     annotations: FileListAnnotations, cwd: str
 ) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
-    """(shown path, label) per list: one line per shown path, a path shown as modified not repeated as read."""
+    """(shown path, label) per list: one line per shown path, a path shown as modified not repeated as read. A
+    modified path's ``no read-tool output in tail`` is no label in the summary: the heading says once what no label
+    means."""
 
     def shown(item: FileAnnotation) -> str:
         # The evidence module resolves POSIX paths; a Windows session keeps picompact's own relative form.
@@ -157,7 +165,7 @@ def _file_lines(
         for item in items:
             path = shown(item)
             if path not in skip:
-                out[path] = out.get(path) or item.label
+                out[path] = out.get(path) or (None if item.label == NO_READ_OUTPUT else item.label)
         return sorted(out.items())
 
     modified = unique(annotations.modified, set())

@@ -9,19 +9,22 @@ oldest first within each stage:
 3. facts taken from removed tool outputs are dropped;
 4. ledger lines are cut to their terse form (what was decided or found, as its value-bearing clause; files
    changed; commits and unresolved failures);
-5. terse lines are removed (``[…]`` stands for a removed run between two kept items);
-6. the facts that are errors are dropped last of the non-user content.
+5. terse lines are cut to their finding form (what was decided or found, and commits: what no other part of the
+   checkpoint shows);
+6. the facts that are errors are dropped;
+7. finding lines are removed (``[…]`` stands for a removed run between two kept items).
 
-Within a stage, what goes first is what is worth least to a resumed agent: terse lines are removed lowest value
+Within a stage, what goes first is what is worth least to a resumed agent: finding lines are removed lowest value
 per character first (oldest first among equals), and a shortened user message keeps its most valuable sentences (see
 ``sentence_value``: rulings, values, numbers, paths, identifiers, errors), in their order, the gaps marked.
 
 Then (V20 step 2) long user messages become marked stubs that keep their first sentence (often the ask) and the
 sentences of the rest that carry the most, then the paths, identifiers and numbers left; when stubs were needed,
-stages 1–6 are run again from the start so that the newest
-runs come back in whatever form fits. Then every user message is cut to a short trace (its head, its id), oldest
-first, then to a bare one (its first 40 characters), and only as a last resort (V20 step 3) are the oldest user
-messages removed, the last one reached keeping the longest stub that fits.
+stages 1–7 are run again from the start so that the newest runs come back in whatever form fits. Then every user
+message is cut to a short trace (its head, its id), oldest first, then to a bare one (its first 40 characters),
+keeping ``FINDING_SHARE`` of the budget for the finding lines worth most (what a turn decided is something of that
+turn) unless that would remove a user message; and only as a last resort (V20 step 3), with no such room, are the
+oldest user messages removed, the last one reached keeping the longest stub that fits.
 
 Only the rendered text is trimmed: the saved spans in ``details`` stay whole, so every later checkpoint trims again
 from the originals. A stub is never shortened twice, and a larger cap (or ``--no-cap``) later brings the content
@@ -41,7 +44,9 @@ from pi_compact.checkpoint.verbatim.facts import salient_parts
 from pi_compact.checkpoint.verbatim.ledger import STATED_VALUE, STATING_WORDS, resolutions
 from pi_compact.checkpoint.verbatim.spans import (
     CONDENSED,
+    CONDENSED_HEAD,
     EMPTIED_SUFFIX,
+    FINDING,
     GONE,
     RECOVER_HINT,
     SHORT,
@@ -69,13 +74,14 @@ MARKER_CHARS = 60  # about what one "[… removed by the size cap: entries a..b 
 # traces but lose more rules, values, rulings and sentences than they gain, at every tight cap.
 BLOCK_SHARE = 0.85
 BLOCK_MIN_CHARS = 400
+# When user messages must be shortened, at most this share of the conversation budget is kept for the finding lines
+# worth most (so that something of what the replies decided survives), unless keeping it would remove a user message.
+FINDING_SHARE = 0.05
 TRACE_COST_CHARS = 100  # what the shortest trace of a user message costs: header, opening words, mark, gap marker
 GAP = "[…]"  # between two kept sentences of a shortened message
-# The marks of a shortened user message (the span's note says the size cap did it and how to recover it): what is
+# The mark of a shortened user message (the span's note says the size cap did it and how to recover it): what is
 # shown of how many characters, and for a stub what else it keeps of the rest. Short, since every message may carry
-# one.
-STUB_MARK = "shortened:"
-TRACE_MARK = "trace:"
+# one: ``[92 of 1897 chars; also: …]``.
 
 # What makes a sentence or a line worth keeping for a resumed agent, and how much (see ``sentence_value``).
 _PATHLIKE = re.compile(
@@ -98,6 +104,7 @@ _LOGLINE = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}|\[\d|[A-Z]{4,5}\s+[\[\w.]+[\]:=
 _WORDY = re.compile(r"[A-Za-z]{2,}")  # a piece with no word in it (a ``` fence, a row of dashes) says nothing
 _CLAUSE_SPLIT = re.compile(r"(?<=[,;:.!?])\s+(?!\()|\s+(?=—|–)")  # the clauses of one line of a block
 LINE_CHARS = 100  # a block line over its share is first cut to its clauses worth most, within this
+_SUPERSEDED = re.compile(r' \(supersedes (\[[^\]]+\]) ".*"\)$')  # a standing value's quote of the one it replaced
 _ITEM_PREFIX = re.compile(r"^- (?:\[[^\]]*\] )?")  # a block line's "- [entry id] "
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+(?=[A-Z`\[(\"'])|\n+")
 
@@ -271,7 +278,7 @@ def user_stub(text: str, keep: int = STUB_CHARS, seen: str = "") -> str:
     cut. Sentences the checkpoint shows elsewhere (``seen``, the standing instructions) come last."""
     if keep < MIN_STUB_CHARS:  # a trace: the sentence worth most, cut at a word
         kept, shown = best_sentences(text, keep + len(GAP) + 1, first_bonus=0.0, gaps=False, seen=seen)
-        return f"{kept.rstrip('…')}… [{TRACE_MARK} {shown} of {len(text)} chars]"
+        return f"{kept.rstrip('…')}… [{shown} of {len(text)} chars]"
     # A short stub (every message cut to a trace) keeps the sentences worth most, the first one (the ask of a turn
     # that is over) hardly ahead of them; a long one keeps its first sentence first, and room for the rest's names.
     short = keep <= 2 * TRACE_CHARS
@@ -280,7 +287,7 @@ def user_stub(text: str, keep: int = STUB_CHARS, seen: str = "") -> str:
     rest = "\n".join(text[a:b] for a, b in _pieces(text) if text[a:b] not in kept and sentence_value(text[a:b]) > 0)
     extras = salient_parts(rest, left) if left > 20 and not short else ""
     extra = f"; also: {extras}" if extras else ""
-    return f"{kept} [{STUB_MARK} {shown} of {len(text)} chars{extra}]"
+    return f"{kept} [{shown} of {len(text)} chars{extra}]"
 
 
 Compress = Callable[[Sequence[str], int], list[str]]
@@ -320,6 +327,9 @@ def compress_lines(lines: Sequence[str], max_chars: int) -> list[str]:
 def _shorten_line(line: str, limit: int = LINE_CHARS) -> str:
     """A block line within ``limit`` characters: its ``- [id] `` prefix, then its clauses worth most (the first
     ahead), in order, ``[…]`` where some were left out."""
+    if len(line) <= limit:
+        return line
+    line = _SUPERSEDED.sub(r" (supersedes \1)", line)  # the new value kept whole before the old one's words
     if len(line) <= limit:
         return line
     match = _ITEM_PREFIX.match(line)
@@ -560,8 +570,8 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
         steps: list[Step] = [
             (si, "level", k, level) for si, layout in enumerate(layouts) for k in range(len(layout.segments))
         ]
-        if level == GONE:  # the terse lines worth least per character go first (oldest first among equals)
-            steps.sort(key=lambda step: _line_value(layouts[step[0]].ledger[step[2]][2]))
+        if level == GONE:  # the finding lines worth least per character go first (oldest first among equals)
+            steps.sort(key=lambda step: _line_value(layouts[step[0]].ledger[step[2]][3]))
         return steps
 
     def fact_steps(errors: bool) -> list[Step]:
@@ -597,14 +607,14 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
             if op == "level":
                 start, end = layout.segments[target]
                 body = sum(js_len(item.text) + len(item.head) + 14 for item in layout.span.items[start:end])
-                full, short, terse = layout.ledger[target]
-                gone = len(terse) - MARKER_CHARS if terse else 0
+                full, short, terse, found = layout.ledger[target]
                 out.append(
                     {
                         CONDENSED: body - len(full),
                         SHORT: len(full) - len(short),
                         TERSE: len(short) - len(terse) if terse else len(short) - MARKER_CHARS,
-                        GONE: gone,
+                        FINDING: len(terse) - len(found) if found else max(len(terse) - MARKER_CHARS, 0),
+                        GONE: len(found) - MARKER_CHARS if found else 0,
                     }[int(value)]  # type: ignore[call-overload]
                 )
             elif op == "facts":
@@ -622,28 +632,47 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
             seg_steps(SHORT),
             fact_steps(False),
             seg_steps(TERSE),
-            seg_steps(GONE),
+            seg_steps(FINDING),
             fact_steps(True),
+            seg_steps(GONE),
         )
         return any(fitter.run(steps, gains(steps)) for steps in stages)
 
-    fits = non_user()
-    applied: list[Step] = []
-    for keep, longer_than in (
-        (STUB_CHARS, LONG_USER_CHARS),
-        (TRACE_CHARS, TRACE_CHARS + 80),
-        (MIN_TRACE_CHARS, MIN_TRACE_CHARS + 40),
-    ):
-        if fits:
-            break
-        steps = user_steps("stub", keep, longer_than)
-        fits = fitter.run(steps, gains(steps))
-        applied += steps[: fitter.applied]
+    def shorten_users(reserve: int) -> bool:
+        """Stubs of the long user messages, then traces of every one, until the spans fit (the traces: the budget
+        less ``reserve``); with the ones needed in place, the runs of tool calls and replies come back within the
+        whole budget, in whatever form fits (the reserve: for the finding lines worth most)."""
+        applied: list[Step] = []
+        fits = False
+        for keep, longer_than in (
+            (STUB_CHARS, LONG_USER_CHARS),
+            (TRACE_CHARS, TRACE_CHARS + 80),
+            (MIN_TRACE_CHARS, MIN_TRACE_CHARS + 40),
+        ):
+            fitter.budget = whole - (reserve if keep < STUB_CHARS else 0)
+            steps = user_steps("stub", keep, longer_than)
+            fits = fitter.run(steps, gains(steps))
+            applied += steps[: fitter.applied]
+            if fits:
+                break
+        fitter.budget = whole
         if fits:
             # The stubs were unavoidable (removing every non-user line was not enough); with them in place, give
             # back the newest runs of tool calls and replies in whatever form fits.
             fitter.restart(applied)
             non_user()
+        return fits
+
+    whole = fitter.budget
+    fits = non_user()
+    if not fits:
+        # Room kept for what the replies decided or found, as long as no user message must go for it.
+        base = fitter.current
+        reserve = finding_reserve(layouts, whole)
+        fits = bool(reserve) and shorten_users(reserve)
+        if not fits:
+            fitter.current = base
+            fits = shorten_users(0)
     if not fits:
         last_resort = user_steps("drop", 0, -1)
         fits = fitter.run(last_resort, gains(last_resort))
@@ -652,6 +681,14 @@ def fit_spans(spans: Sequence[Span], budget: int | None, seen: str = "") -> CapR
     text = join_spans(layouts, fitter.texts)
     removed = any(state.removed for state in fitter.states)
     return CapResult(text, tuple(state.changed for state in fitter.states), js_len(text), fits, removed)
+
+
+def finding_reserve(layouts: Sequence[SpanLayout], budget: int) -> int:
+    """The room the cap keeps for finding lines (what the replies decided or found, see ledger.segment_lines) when
+    user messages must be shortened: what they take, at most ``FINDING_SHARE`` of the budget."""
+    each = len(CONDENSED_HEAD) + 1 + len(SPAN_SEPARATOR)  # the head a condensed line is shown under, the gap
+    found = sum(len(line[3]) + each for layout in layouts for line in layout.ledger if line[3])
+    return min(found, int(budget * FINDING_SHARE))
 
 
 def _line_value(line: str) -> float:

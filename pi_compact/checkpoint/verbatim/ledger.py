@@ -3,7 +3,8 @@
 A *segment* is a maximal run of non-user items in a span (what the agent did between two user messages). When
 the cap needs the room, a segment's items are replaced by its ledger line, which says in one line what was done
 and how it ended, then by a shorter line, then by a terse one (only what was decided or found, as the clause that
-carries it, the files changed, commits and unresolved failures), and only then removed::
+carries it, the files changed, commits and unresolved failures), then by a finding line (of that, only what was
+decided or found and commits: the file lists and the unresolved errors show the rest), and only then removed::
 
     [b2c3d4e5..c3d4e5f6] edited src/tax.ts; wrote src/round.ts; read 2 files; ran "npm test" → error (ok later,
     [d4e5f6a7]), "git commit -m \\"fix rounding\\"" → ok; said: "The rounding now happens once, at the end."
@@ -59,8 +60,13 @@ _LEAD_IN = re.compile(
 _CHOICE = re.compile(r"\b(?:instead of|rather than|chose|decided|going with|switch(?:ed)? to|root cause)\b", re.I)
 _REASON = re.compile(r"\s*(?:because|since|so that|to stay)\b", re.I)
 _NAMED = re.compile(r"\d|\w[_./]\w|`|\b[a-z]+[A-Z]\w*")
+# A clause that only announces the one after it: "Decision:", "The plan:", "Root cause:".
+_LABEL = re.compile(r"^\s*(?:the\s+)?(?:decision|plan|approach|choice|fix|finding|root cause)\s*:\s*$", re.I)
+# A clause that says what the agent is about to do, not what it decided or found ("check how X is used").
+_PLAN = re.compile(r"(?:check|look|read|see|inspect|open|run|try|start|investigate|find out|figure out)\b", re.I)
 TERSE_CLAUSE_CHARS = 70  # one clause of a terse ledger line
 MAX_TERSE_CLAUSES = 3
+MAX_FINDING_CLAUSES = 2  # of a finding line: the newest
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,8 @@ def _value_clause(sentence: str) -> str:
     """The clause of ``sentence`` that carries its decision or value, its lead-in words ("I'll use", "Found it:")
     left out, cut to ``TERSE_CLAUSE_CHARS``: ``a trie for the X lookups instead of a hash map``."""
     clauses = [c for c in _CLAUSE.split(sentence) if c.strip()]
+    if len(clauses) > 1 and _LABEL.match(clauses[0]):  # "Decision: keep X pure": the clause after the label
+        clauses = clauses[1:]
     best = next((c for c in clauses if _CHOICE.search(c)), None)
     best = best or next((c for c in clauses if _STATED.search(c)), None)
     best = best or next((c for c in clauses if _DECISION.search(c) and not _REASON.match(c)), None) or clauses[0]
@@ -199,11 +207,13 @@ def _paths(paths: list[str], limit: int = MAX_PATHS) -> str:
 
 def segment_lines(
     items: Sequence[SpanItem], si: int, start: int, end: int, resolved: Resolutions
-) -> tuple[str, str, str]:
-    """The full, the short and the terse ledger line of the segment ``items[start:end]`` of span ``si``. The terse
-    line keeps only what a resumed agent could not easily find again, each as its value-bearing clause: what the
-    replies decided or found, the files written and edited, commits and failures not resolved; it is empty when the
-    segment holds none of these (the cap then removes the segment instead)."""
+) -> tuple[str, str, str, str]:
+    """The full, the short, the terse and the finding ledger line of the segment ``items[start:end]`` of span
+    ``si``. The terse line keeps only what a resumed agent could not easily find again, each as its value-bearing
+    clause: what the replies decided or found, the files written and edited, commits and failures not resolved; it
+    is empty when the segment holds none of these (the cap then removes the segment instead). The finding line
+    keeps of it only what nothing else in the checkpoint shows (the file lists name the files changed, the block of
+    unresolved errors the failures): what was decided or found, and commits; empty when there is none."""
     files: dict[str, list[str]] = {verb: [] for verb in FILE_VERBS.values()}
     commands: list[str] = []
     command_calls = 0
@@ -301,7 +311,12 @@ def segment_lines(
     line_terse = (where + "; ".join(terse)) if terse else ""
     if len(line_terse) >= len(where + body_short):  # never longer than the short line it stands in for
         line_terse = where + body_short
-    return where + body_full, where + body_short, line_terse
+    decided = [c for c in clauses if _CHOICE.search(c) or not _PLAN.match(c)]
+    found = [*decided[-MAX_FINDING_CLAUSES:], *[c for c in kept_commands if _COMMIT.search(c)][:1]]
+    line_found = (where + "; ".join(found)) if found else ""
+    if len(line_found) >= len(line_terse):
+        line_found = line_terse
+    return where + body_full, where + body_short, line_terse, line_found
 
 
 def open_errors(

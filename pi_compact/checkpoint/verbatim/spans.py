@@ -334,13 +334,13 @@ FACTS_HEAD = "facts from the removed tool output:"
 
 @dataclass(frozen=True, slots=True)
 class SpanLayout:
-    """A span with what the cap can put in place of its parts: each segment's full, short and terse ledger line
-    (the terse one empty when the segment holds nothing it keeps), and its facts as rendered lines (oldest
+    """A span with what the cap can put in place of its parts: each segment's full, short, terse and finding ledger
+    line (the last two empty when the segment holds nothing they keep), and its facts as rendered lines (oldest
     first)."""
 
     span: Span
     segments: tuple[tuple[int, int], ...]
-    ledger: tuple[tuple[str, str, str], ...]
+    ledger: tuple[tuple[str, str, str, str], ...]
     facts: tuple[str, ...]
 
 
@@ -351,8 +351,8 @@ def span_layout(span: Span, index: int = 0, resolved: Resolutions | None = None)
     return SpanLayout(span, runs, ledger, tuple(render_facts(span.facts)))
 
 
-# Levels of a segment under the cap: its items, its full, short and terse ledger line, nothing.
-KEPT, CONDENSED, SHORT, TERSE, GONE = 0, 1, 2, 3, 4
+# Levels of a segment under the cap: its items, its full, short, terse and finding ledger line, nothing.
+KEPT, CONDENSED, SHORT, TERSE, FINDING, GONE = 0, 1, 2, 3, 4, 5
 
 
 @dataclass(slots=True)
@@ -396,7 +396,7 @@ def _plural(n: int, word: str) -> str:
 def trim_note(layout: SpanLayout, state: TrimState) -> str:
     """The recovery note of a span the cap changed."""
     levels = [_level(layout, k, level) for k, level in state.levels.items()]
-    condensed = sum(1 for level in levels if level in (CONDENSED, SHORT, TERSE))
+    condensed = sum(1 for level in levels if level in (CONDENSED, SHORT, TERSE, FINDING))
     gone = sum(1 for level in levels if level == GONE)
     shortened = sum(1 for i in state.short if i not in state.removed)
     parts = []
@@ -414,8 +414,8 @@ def trim_note(layout: SpanLayout, state: TrimState) -> str:
 
 
 def _level(layout: SpanLayout, k: int, level: int) -> int:
-    """The level segment ``k`` is shown at: a terse level with no terse line is no line at all."""
-    return GONE if level == TERSE and not layout.ledger[k][2] else level
+    """The level segment ``k`` is shown at: a terse or finding level with no such line is no line at all."""
+    return GONE if level in (TERSE, FINDING) and not layout.ledger[k][level - 1] else level
 
 
 def _segment_blocks(items: Sequence[Item], start: int, end: int) -> list[list[str]]:
