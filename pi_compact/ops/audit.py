@@ -14,6 +14,7 @@ The estimate is kept up to date entry by entry (rebuilt at each compaction), so 
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -357,25 +358,40 @@ def _measured(row: ReplyRow) -> bool:
     return row.reason == "trusted" or row.reason.startswith("stale")
 
 
-def _drifts(replies: list[ReplyRow], intervals: list[tuple[tuple[DriftEntry, ...], bool]]) -> list[Drift]:
-    out: list[Drift] = []
-    for k in range(1, len(replies)):
-        prev, cur = replies[k - 1], replies[k]
-        entries, marker = intervals[k]
-        if marker or not (_measured(prev) and _measured(cur)):
-            continue
-        out.append(
-            Drift(
-                from_reply=prev.number,
-                to_reply=cur.number,
-                from_entry_id=prev.entry_id,
-                to_entry_id=cur.entry_id,
-                recorded_growth=(cur.total or 0) - (prev.total or 0),
-                estimated_growth=cur.estimate - prev.estimate,
-                entries=entries,
-            )
+class _TopDrifts:
+    """The ``top`` intervals whose recorded growth differs most from the estimated growth, kept as the branch is
+    walked (the earlier of two equal ones first, as a stable sort of every interval would order them): an interval's
+    entries are held only while it is among them, so a long branch costs ``top`` intervals, not one per reply."""
+
+    def __init__(self, top: int) -> None:
+        self.top = top
+        self._heap: list[tuple[int, int, Drift]] = []  # (|drift|, -reply number, drift): the least kept first
+
+    def offer(self, prev: ReplyRow, cur: ReplyRow, entries: list[DriftEntry], marker: bool) -> None:
+        if self.top <= 0 or marker or not (_measured(prev) and _measured(cur)):
+            return
+        recorded = (cur.total or 0) - (prev.total or 0)
+        estimated = cur.estimate - prev.estimate
+        key = (abs(recorded - estimated), -cur.number)
+        if len(self._heap) >= self.top and key <= self._heap[0][:2]:
+            return
+        drift = Drift(
+            from_reply=prev.number,
+            to_reply=cur.number,
+            from_entry_id=prev.entry_id,
+            to_entry_id=cur.entry_id,
+            recorded_growth=recorded,
+            estimated_growth=estimated,
+            entries=tuple(entries),
         )
-    return out
+        item = (key[0], key[1], drift)
+        if len(self._heap) < self.top:
+            heapq.heappush(self._heap, item)
+        else:
+            heapq.heapreplace(self._heap, item)
+
+    def worst(self) -> list[Drift]:
+        return [d for _, _, d in sorted(self._heap, key=lambda item: (-item[0], -item[1]))]
 
 
 def audit_session(
@@ -396,7 +412,7 @@ def audit_session(
     used_id = ctx.usage_entry.id if ctx.method == "usage+estimate" and ctx.usage_entry is not None else None
     since_reply: list[DriftEntry] = []  # entries since the last reply, with their estimate
     marker_since_reply = False
-    intervals: list[tuple[tuple[DriftEntry, ...], bool]] = []  # per reply: the entries before it, and a marker?
+    drifts = _TopDrifts(top)
     for position, entry in enumerate(path):
         dropped = not entry.loaded  # a body the loader let go: read for this step, then let go again
         try:
@@ -424,19 +440,18 @@ def audit_session(
             model = model_label(message)
             if isinstance(usage, dict):
                 costs.setdefault(model or "unknown", ModelCost(model or "unknown")).add(usage)
-            replies.append(
-                _reply_row(
-                    entry, message, len(replies) + 1, position, context, cl100k, path, last_invalidating, used_id
-                )
+            row = _reply_row(
+                entry, message, len(replies) + 1, position, context, cl100k, path, last_invalidating, used_id
             )
-            intervals.append((tuple(since_reply), marker_since_reply))
+            if replies:
+                drifts.offer(replies[-1], row, since_reply, marker_since_reply)
+            replies.append(row)
             since_reply = []
             marker_since_reply = False
         finally:
             if dropped:
                 entry.forget()
 
-    drifts = _drifts(replies, intervals)
     all_cost = 0.0
     for entry in session.entries:
         if entry.role != "assistant" and entry.type not in ("usage", "compaction"):
@@ -457,7 +472,7 @@ def audit_session(
         replies=replies,
         markers=markers,
         costs=ordered,
-        drifts=sorted(drifts, key=lambda d: -abs(d.drift))[:top],
+        drifts=drifts.worst(),
         cost_all_branches=all_cost,
         cost_total=sum(c.cost for c in costs.values()),
         cl100k=cl100k,
